@@ -1,0 +1,123 @@
+/**
+ * Account rules (spec §4.1, contract §5): create with a unique externalId per project, list,
+ * look up by internal id or externalId, and the balance view.
+ */
+import type { Kysely, Transaction } from "kysely";
+import type { AccountRow, DB } from "../db/schema.ts";
+import { ApiError } from "../errors.ts";
+import { newId } from "../ids.ts";
+import { balanceOf, findAccount, iso, parseJson } from "../ledger/core.ts";
+import { fromMicros } from "../money.ts";
+
+/** The API's Account object. */
+export function accountJson(row: AccountRow) {
+  return {
+    id: row.id,
+    developerId: row.project_id,
+    externalId: row.external_id,
+    name: row.name,
+    email: row.email,
+    balance: fromMicros(row.balance_micros),
+    metadata: parseJson(row.metadata),
+    createdAt: iso(row.created_at_ms),
+    updatedAt: iso(row.updated_at_ms),
+  };
+}
+
+export interface CreateAccountInput {
+  externalId: string;
+  name?: string | undefined;
+  email?: string | undefined;
+  metadata?: Record<string, unknown> | undefined;
+}
+
+/**
+ * Creates an account with balance 0.
+ * @throws ApiError DUPLICATE_EXTERNAL_ID when the project already has that externalId
+ */
+export async function createAccount(
+  trx: Transaction<DB>,
+  projectId: string,
+  input: CreateAccountInput,
+  nowMs: number,
+): Promise<AccountRow> {
+  const taken = await trx
+    .selectFrom("accounts")
+    .select("id")
+    .where("project_id", "=", projectId)
+    .where("external_id", "=", input.externalId)
+    .executeTakeFirst();
+  if (taken) {
+    throw new ApiError("DUPLICATE_EXTERNAL_ID", `externalId ${input.externalId} is already used`);
+  }
+  const row = {
+    id: newId("acc"),
+    project_id: projectId,
+    external_id: input.externalId,
+    name: input.name ?? "",
+    email: input.email ?? "",
+    metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
+    balance_micros: 0,
+    plan_bucket_micros: 0,
+    plan_bucket_account_plan_id: null,
+    created_at_ms: nowMs,
+    updated_at_ms: nowMs,
+  };
+  await trx.insertInto("accounts").values(row).execute();
+  return row;
+}
+
+/** A page of the project's accounts, oldest first, with the total count. */
+export async function listAccounts(
+  db: Kysely<DB>,
+  projectId: string,
+  page: { limit: number; offset: number } | undefined,
+) {
+  let query = db
+    .selectFrom("accounts")
+    .selectAll()
+    .where("project_id", "=", projectId)
+    .orderBy("created_at_ms")
+    .orderBy("id");
+  if (page) query = query.limit(page.limit).offset(page.offset);
+  const rows = await query.execute();
+  if (!page) return { rows, totalCount: rows.length };
+  const { count } = await db
+    .selectFrom("accounts")
+    .select((eb) => eb.fn.countAll<number>().as("count"))
+    .where("project_id", "=", projectId)
+    .executeTakeFirstOrThrow();
+  return { rows, totalCount: Number(count) };
+}
+
+/**
+ * The account named by a query: `accountId` (internal id or externalId) or `externalId`.
+ * @throws ApiError ACCOUNT_NOT_FOUND
+ */
+export async function resolveAccount(
+  db: Kysely<DB> | Transaction<DB>,
+  projectId: string,
+  ref: { accountId?: string | undefined; externalId?: string | undefined },
+): Promise<AccountRow> {
+  if (ref.accountId !== undefined) return findAccount(db, projectId, ref.accountId);
+  const row = await db
+    .selectFrom("accounts")
+    .selectAll()
+    .where("project_id", "=", projectId)
+    .where("external_id", "=", ref.externalId ?? "")
+    .executeTakeFirst();
+  if (!row) throw new ApiError("ACCOUNT_NOT_FOUND", `Account ${ref.externalId} not found`);
+  return row;
+}
+
+/** The Balance view (spec §2) of an account at `nowMs`. */
+export async function balanceView(db: Kysely<DB>, account: AccountRow, nowMs: number) {
+  const { balance, reserved, available } = await balanceOf(db, account, nowMs);
+  return {
+    accountId: account.id,
+    externalId: account.external_id,
+    balance: fromMicros(balance),
+    reserved: fromMicros(reserved),
+    available: fromMicros(available),
+  };
+}

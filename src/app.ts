@@ -1,0 +1,130 @@
+/**
+ * `createApp(deps)`: the Hono app with its middleware, every route of spec §4, `/health`,
+ * `/ready` and `/openapi.json`. No side effects: only `main.ts` opens the database, starts the
+ * scheduler and handles signals.
+ */
+import { randomUUID } from "node:crypto";
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { sql } from "kysely";
+import { registerAccountRoutes } from "./accounts/routes.ts";
+import { ApiError, errorResponse, validationHook } from "./errors.ts";
+import { requireApiKey } from "./http/auth.ts";
+import type { App, AppDeps, AppEnv } from "./http/context.ts";
+import { registerLedgerRoutes } from "./ledger/routes.ts";
+import { registerModelRoutes } from "./models/routes.ts";
+import { registerPlanRoutes } from "./plans/routes.ts";
+import { registerReservationRoutes } from "./reservations/routes.ts";
+import { registerUsageRoutes } from "./usage/routes.ts";
+
+/** Accepts or generates `X-Request-Id` (≤ 128 safe characters) and echoes it. */
+const requestId: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const given = c.req.header("X-Request-Id");
+  const id = given && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
+  c.set("requestId", id);
+  c.header("X-Request-Id", id);
+  await next();
+};
+
+/**
+ * For POSTs under /v1: a body of at most `limitBytes` (else 413), of type application/json
+ * (else 415), that parses as JSON (else 400). Hono caches the parsed body for the validators.
+ */
+function jsonBodyChecks(limitBytes: number): MiddlewareHandler<AppEnv>[] {
+  const limit = bodyLimit({
+    maxSize: limitBytes,
+    onError: () => {
+      throw new ApiError("PAYLOAD_TOO_LARGE", `Request body is larger than ${limitBytes} bytes`);
+    },
+  });
+  const parse: MiddlewareHandler<AppEnv> = async (c, next) => {
+    const type = c.req.header("Content-Type") ?? "";
+    if (!/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
+      throw new ApiError("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json");
+    }
+    try {
+      await c.req.json();
+    } catch {
+      throw new ApiError("VALIDATION_ERROR", "Malformed JSON in request body", [
+        { path: "body", message: "malformed JSON" },
+      ]);
+    }
+    await next();
+  };
+  return [
+    async (c, next) => (c.req.method === "POST" ? limit(c, next) : next()),
+    async (c, next) => (c.req.method === "POST" ? parse(c, next) : next()),
+  ];
+}
+
+/** Builds the app over `deps`. */
+export function createApp(deps: AppDeps): App {
+  const app: App = new OpenAPIHono<AppEnv>({ defaultHook: validationHook as never });
+  app.use("*", requestId);
+  app.use("*", async (c, next) => {
+    const started = performance.now();
+    await next();
+    deps.logger.info(
+      {
+        requestId: c.get("requestId"),
+        method: c.req.method,
+        route: c.req.routePath,
+        status: c.res.status,
+        durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+        projectId: c.get("projectId"),
+      },
+      "request",
+    );
+  });
+  app.get("/health", (c) => c.json({ status: "ok" }));
+  app.get("/ready", async (c) => {
+    try {
+      await sql`SELECT 1`.execute(deps.db.read);
+      return c.json({ status: "ready" });
+    } catch {
+      return c.json({ status: "unavailable" }, 503);
+    }
+  });
+  app.use("/v1/*", requireApiKey(deps.db.read));
+  app.use("/v1/*", ...jsonBodyChecks(deps.config.BODY_LIMIT_BYTES));
+  registerAccountRoutes(app, deps);
+  registerLedgerRoutes(app, deps);
+  registerPlanRoutes(app, deps);
+  registerReservationRoutes(app, deps);
+  registerUsageRoutes(app, deps);
+  registerModelRoutes(app, deps);
+  app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
+    type: "apiKey",
+    in: "header",
+    name: "X-API-Key",
+  });
+  app.doc31("/openapi.json", {
+    openapi: "3.1.0",
+    info: {
+      title: "Credit Ledger API",
+      version: "1.0.0",
+      description: "Exact credit balances, reservations, plans and LLM usage costing.",
+    },
+    security: [{ ApiKey: [] }],
+  });
+  app.notFound((c) => {
+    const err = new ApiError("NOT_FOUND", `No route ${c.req.method} ${c.req.path}`);
+    return c.json(err.toBody(), err.status);
+  });
+  app.onError((err, c) =>
+    errorResponse(err, c, (e) =>
+      deps.logger.error(
+        { requestId: c.get("requestId"), route: c.req.path, err: errorSummary(e) },
+        "unhandled error",
+      ),
+    ),
+  );
+  return app;
+}
+
+function errorSummary(err: unknown): { name: string; message: string } {
+  return err instanceof Error
+    ? { name: err.name, message: err.message }
+    : { name: "unknown", message: String(err) };
+}

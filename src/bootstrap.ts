@@ -1,0 +1,68 @@
+/**
+ * First-start setup (contract §3, §9): a default project with one API key when the database has
+ * no project, and the shipped model catalog when the catalog is empty.
+ */
+import type { Kysely } from "kysely";
+import type { DB } from "./db/schema.ts";
+import type { WriteQueue } from "./db/write-queue.ts";
+import { generateApiKey, storeApiKey } from "./http/auth.ts";
+import { newId } from "./ids.ts";
+import {
+  countModels,
+  DEFAULT_CATALOG_URL,
+  readPricingFile,
+  upsertModels,
+} from "./models/service.ts";
+
+/**
+ * Creates project `name` (if new) and a new API key for it.
+ * @param apiKey a chosen key (at least 20 characters), else a random one
+ * @returns the project id and the key (shown once; only its hash is stored)
+ */
+export async function createProjectKey(
+  queue: WriteQueue,
+  name: string,
+  apiKey = generateApiKey(),
+): Promise<{ projectId: string; apiKey: string; created: boolean }> {
+  return queue.run(async (trx, nowMs) => {
+    const existing = await trx
+      .selectFrom("projects")
+      .select("id")
+      .where("name", "=", name)
+      .executeTakeFirst();
+    const projectId = existing?.id ?? newId("prj");
+    if (!existing) {
+      await trx
+        .insertInto("projects")
+        .values({ id: projectId, name, created_at_ms: nowMs })
+        .execute();
+    }
+    await storeApiKey(trx, projectId, apiKey, nowMs);
+    return { projectId, apiKey, created: !existing };
+  });
+}
+
+/**
+ * On an empty database: creates the `default` project and its key.
+ * @returns the new key, or null when a project already existed
+ */
+export async function bootstrapProject(
+  db: Kysely<DB>,
+  queue: WriteQueue,
+  chosenKey?: string,
+): Promise<{ projectId: string; apiKey: string } | null> {
+  const any = await db.selectFrom("projects").select("id").limit(1).executeTakeFirst();
+  if (any) return null;
+  return createProjectKey(queue, "default", chosenKey);
+}
+
+/** Loads the shipped catalog (`data/models.json`) into the models table. @returns models written */
+export async function seedModels(queue: WriteQueue, file: string | URL = DEFAULT_CATALOG_URL) {
+  const { models } = await readPricingFile(file);
+  return queue.run((trx, nowMs) => upsertModels(trx, models, nowMs));
+}
+
+/** Seeds the catalog when it is empty. @returns models written (0 when it was not empty) */
+export async function seedModelsIfEmpty(db: Kysely<DB>, queue: WriteQueue): Promise<number> {
+  return (await countModels(db)) === 0 ? seedModels(queue) : 0;
+}

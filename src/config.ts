@@ -1,0 +1,57 @@
+/**
+ * The service's configuration, parsed once from the environment with zod.
+ * Nothing else in the codebase reads `process.env`; everything receives a `Config`.
+ */
+import { z } from "zod";
+
+const configSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().min(1).default("0.0.0.0"),
+  /** `file:./data/ledger.db` (embedded, default) or `libsql://…` (remote, with DATABASE_AUTH_TOKEN). */
+  DATABASE_URL: z.string().min(1).default("file:./data/ledger.db"),
+  DATABASE_AUTH_TOKEN: z.string().optional(),
+  /** `native` (synchronous libsql addon, file: URLs only) or `client` (@libsql/client). */
+  DATABASE_DRIVER: z.enum(["auto", "native", "client"]).default("auto"),
+  /** PRAGMA synchronous for file databases: FULL survives power loss, NORMAL only process crashes. */
+  DATABASE_SYNCHRONOUS: z.enum(["FULL", "NORMAL"]).default("FULL"),
+  /** Largest number of write units committed together by the write queue (group commit). */
+  WRITE_BATCH_MAX: z.coerce.number().int().min(1).max(4096).default(256),
+  /** Default reservation lifetime in seconds (contract §7: 1–86400, default 900). */
+  RESERVATION_TTL_SECONDS: z.coerce.number().int().min(1).max(86400).default(900),
+  /** croner pattern of the reservation expiry sweep (with seconds field). */
+  EXPIRE_CRON: z.string().min(1).default("*/5 * * * * *"),
+  /** croner pattern of the plan grant job. */
+  GRANT_CRON: z.string().min(1).default("0 * * * * *"),
+  /** Set to "false" to run without the in-process scheduler (e.g. a second replica). */
+  SCHEDULER_ENABLED: z
+    .enum(["true", "false"])
+    .default("true")
+    .transform((v) => v === "true"),
+  LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
+  /** Largest request body in bytes (contract §2: 64 KiB). */
+  BODY_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(1024 * 1024)
+    .default(64 * 1024),
+  /** Makes the first-start bootstrap key a chosen one (contract §3). */
+  LEDGER_BOOTSTRAP_API_KEY: z.string().min(20).max(255).optional(),
+  /** Seconds SIGTERM waits for requests in flight before closing anyway. */
+  SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().min(0).max(600).default(10),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+/**
+ * Parses the environment (default: `process.env`) into a `Config`.
+ * @throws Error naming every invalid variable.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const result = configSchema.safeParse(env);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+    throw new Error(`Invalid configuration:\n  ${lines.join("\n  ")}`);
+  }
+  return result.data;
+}

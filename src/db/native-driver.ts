@@ -1,0 +1,136 @@
+/**
+ * A Kysely dialect over the synchronous `libsql` package (the same engine as `@libsql/client`,
+ * better-sqlite3's API) for embedded `file:` databases: no per-statement promise or pool
+ * overhead, prepared statements reused from a cache, and write transactions that begin with
+ * `BEGIN IMMEDIATE` so the write lock is taken up front (contract §10).
+ */
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type Dialect,
+  type Driver,
+  type Kysely,
+  type QueryResult,
+  SqliteAdapter,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+} from "kysely";
+import type LibsqlDatabase from "libsql";
+
+type NativeDb = InstanceType<typeof LibsqlDatabase>;
+type NativeStatement = ReturnType<NativeDb["prepare"]>;
+
+/** Most statements kept prepared per connection; the cache is cleared when it fills. */
+const STATEMENT_CACHE_LIMIT = 1000;
+
+class NativeConnection implements DatabaseConnection {
+  readonly #db: NativeDb;
+  readonly #statements = new Map<string, { stmt: NativeStatement; reader: boolean }>();
+
+  constructor(db: NativeDb) {
+    this.#db = db;
+  }
+
+  #prepare(sql: string): { stmt: NativeStatement; reader: boolean } {
+    let entry = this.#statements.get(sql);
+    if (!entry) {
+      if (this.#statements.size >= STATEMENT_CACHE_LIMIT) this.#statements.clear();
+      const stmt = this.#db.prepare(sql);
+      entry = { stmt, reader: stmt.reader };
+      this.#statements.set(sql, entry);
+    }
+    return entry;
+  }
+
+  executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
+    try {
+      const { stmt, reader } = this.#prepare(compiled.sql);
+      const params = compiled.parameters as unknown[];
+      if (reader) return Promise.resolve({ rows: stmt.all(params) as R[] });
+      const { changes, lastInsertRowid } = stmt.run(params);
+      return Promise.resolve({
+        numAffectedRows: BigInt(changes ?? 0),
+        insertId: lastInsertRowid == null ? undefined : BigInt(lastInsertRowid),
+        rows: [],
+      });
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  // biome-ignore lint/correctness/useYield: streaming is not supported by this driver.
+  async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
+    throw new Error("streaming is not supported");
+  }
+}
+
+class NativeDriver implements Driver {
+  readonly #db: NativeDb;
+  readonly #connection: NativeConnection;
+  #locked: Promise<void> | undefined;
+  #unlock: (() => void) | undefined;
+
+  constructor(db: NativeDb) {
+    this.#db = db;
+    this.#connection = new NativeConnection(db);
+  }
+
+  async init(): Promise<void> {}
+
+  /** One connection; a mutex hands it to one Kysely user at a time. */
+  async acquireConnection(): Promise<DatabaseConnection> {
+    while (this.#locked) await this.#locked;
+    this.#locked = new Promise((resolve) => {
+      this.#unlock = resolve;
+    });
+    return this.#connection;
+  }
+
+  async releaseConnection(): Promise<void> {
+    const unlock = this.#unlock;
+    this.#locked = undefined;
+    this.#unlock = undefined;
+    unlock?.();
+  }
+
+  async beginTransaction(conn: DatabaseConnection): Promise<void> {
+    await conn.executeQuery(CompiledQuery.raw("BEGIN IMMEDIATE"));
+  }
+
+  async commitTransaction(conn: DatabaseConnection): Promise<void> {
+    await conn.executeQuery(CompiledQuery.raw("COMMIT"));
+  }
+
+  async rollbackTransaction(conn: DatabaseConnection): Promise<void> {
+    await conn.executeQuery(CompiledQuery.raw("ROLLBACK"));
+  }
+
+  async destroy(): Promise<void> {
+    this.#db.close();
+  }
+}
+
+/** The Kysely dialect: `new Kysely<DB>({ dialect: new NativeSqliteDialect(db) })`. */
+export class NativeSqliteDialect implements Dialect {
+  readonly #db: NativeDb;
+
+  constructor(db: NativeDb) {
+    this.#db = db;
+  }
+
+  createDriver(): Driver {
+    return new NativeDriver(this.#db);
+  }
+
+  createQueryCompiler() {
+    return new SqliteQueryCompiler();
+  }
+
+  createAdapter() {
+    return new SqliteAdapter();
+  }
+
+  createIntrospector(db: Kysely<unknown>) {
+    return new SqliteIntrospector(db);
+  }
+}

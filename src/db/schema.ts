@@ -1,0 +1,193 @@
+/**
+ * The database's tables as Kysely types (one interface for all, as in Kysely's example app).
+ * Columns are snake_case; units are in the names: `_micros` micro-credits, `_micros_per_m`
+ * micro-USD per million tokens, `cost_micro_usd` + `cost_pico_rem` pico-USD, `_ms` Unix epoch milliseconds.
+ * Booleans are 0/1 integers; JSON objects are TEXT.
+ */
+import type { Generated, Insertable, Selectable } from "kysely";
+
+export interface ProjectsTable {
+  id: string;
+  name: string;
+  created_at_ms: number;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  project_id: string;
+  key_hash: string;
+  created_at_ms: number;
+  revoked_at_ms: number | null;
+}
+
+export interface AccountsTable {
+  id: string;
+  project_id: string;
+  external_id: string;
+  name: string;
+  email: string;
+  metadata: string | null;
+  balance_micros: Generated<number>;
+  plan_bucket_micros: Generated<number>;
+  plan_bucket_account_plan_id: string | null;
+  created_at_ms: number;
+  updated_at_ms: number;
+}
+
+export type ReservationStatus = "pending" | "confirmed" | "cancelled" | "expired";
+
+export interface ReservationsTable {
+  id: string;
+  project_id: string;
+  account_id: string;
+  amount_micros: number;
+  status: ReservationStatus;
+  metadata: string;
+  created_at_ms: number;
+  expires_at_ms: number;
+  settled_at_ms: number | null;
+  actual_micros: number | null;
+  transaction_id: string | null;
+}
+
+export type TransactionType = "credit" | "debit";
+export type TransactionSource =
+  | "add"
+  | "deduct"
+  | "manual"
+  | "reservation"
+  | "plan_grant"
+  | "plan_expiry";
+
+export interface TransactionsTable {
+  seq: Generated<number>;
+  id: string;
+  project_id: string;
+  account_id: string;
+  type: TransactionType;
+  amount_micros: number;
+  balance_after_micros: number;
+  description: string;
+  metadata: string;
+  source: TransactionSource;
+  reservation_id: string | null;
+  account_plan_id: string | null;
+  created_at_ms: number;
+}
+
+export type PlanInterval = "1d" | "week" | "month";
+
+export interface PlansTable {
+  id: string;
+  project_id: string;
+  name: string;
+  description: string;
+  credits_micros: number;
+  price_micros: number;
+  billing_period: string;
+  interval: PlanInterval;
+  occurrences: number | null;
+  accumulate: number;
+  is_active: number;
+  created_at_ms: number;
+  updated_at_ms: number;
+}
+
+export type StartMode = "immediate" | "next_interval";
+
+export interface AccountPlansTable {
+  id: string;
+  project_id: string;
+  account_id: string;
+  plan_id: string;
+  active: number;
+  start_mode: StartMode;
+  started_at_ms: number;
+  anchor_at_ms: number;
+  grants_made: Generated<number>;
+  next_grant_at_ms: number | null;
+  expires_at_ms: number | null;
+  cancelled_at_ms: number | null;
+  ended_at_ms: number | null;
+  end_reason: string | null;
+  created_at_ms: number;
+}
+
+export interface PlanGrantsTable {
+  account_plan_id: string;
+  period_index: number;
+  due_at_ms: number;
+  transaction_id: string;
+  granted_at_ms: number;
+}
+
+export interface ModelsTable {
+  model_id: string;
+  provider: string;
+  display_name: string;
+  model_type: string;
+  tier: string;
+  input_micros_per_m: number;
+  output_micros_per_m: number;
+  cached_micros_per_m: number | null;
+  context_window: number;
+  source: string;
+  prices_as_of: string;
+  updated_at_ms: number;
+}
+
+export type UsageContext = "customer" | "system";
+
+export interface UsageRecordsTable {
+  seq: Generated<number>;
+  id: string;
+  project_id: string;
+  account_id: string | null;
+  context: UsageContext;
+  model_id: string;
+  usage_type: string;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  transaction_id: string | null;
+  input_micros_per_m: number;
+  output_micros_per_m: number;
+  cached_micros_per_m: number | null;
+  cost_micro_usd: number;
+  cost_pico_rem: number;
+  metadata: string | null;
+  created_at_ms: number;
+}
+
+export interface IdempotencyKeysTable {
+  project_id: string;
+  idempotency_key: string;
+  request_path: string;
+  request_hash: string;
+  response_status: number;
+  response_body: string;
+  created_at_ms: number;
+}
+
+export interface DB {
+  projects: ProjectsTable;
+  api_keys: ApiKeysTable;
+  accounts: AccountsTable;
+  reservations: ReservationsTable;
+  transactions: TransactionsTable;
+  plans: PlansTable;
+  account_plans: AccountPlansTable;
+  plan_grants: PlanGrantsTable;
+  models: ModelsTable;
+  usage_records: UsageRecordsTable;
+  idempotency_keys: IdempotencyKeysTable;
+}
+
+export type AccountRow = Selectable<AccountsTable>;
+export type ReservationRow = Selectable<ReservationsTable>;
+export type TransactionRow = Selectable<TransactionsTable>;
+export type NewTransaction = Insertable<TransactionsTable>;
+export type PlanRow = Selectable<PlansTable>;
+export type AccountPlanRow = Selectable<AccountPlansTable>;
+export type ModelRow = Selectable<ModelsTable>;
+export type UsageRecordRow = Selectable<UsageRecordsTable>;

@@ -1,0 +1,146 @@
+/**
+ * The one serial write path (DEVELOPERS.md "How we build", contract §10).
+ *
+ * Write endpoints hand a unit of work `(trx, nowMs) => result` to `WriteQueue.run`. The queue is
+ * the only place that begins and commits write transactions, and it never lets two overlap:
+ * it takes every unit waiting (at most `maxBatch`) into one `BEGIN IMMEDIATE` transaction, runs
+ * each inside its own SAVEPOINT so that a unit that throws (402, 409, a bug) rolls back alone,
+ * commits once (group commit), and only then settles each unit's promise. A unit's result is
+ * never reported before the commit that makes it durable.
+ */
+import { sql, type Transaction } from "kysely";
+import type { Database } from "./client.ts";
+import type { DB } from "./schema.ts";
+
+/** A unit of work: runs inside the queue's transaction; `nowMs` is the clock at its start. */
+export type WriteUnit<T> = (trx: Transaction<DB>, nowMs: number) => Promise<T>;
+
+/** The time source, in Unix epoch milliseconds; tests pass a fake one. */
+export type Clock = () => number;
+
+/** What the queue reports after each commit (for metrics). */
+export interface BatchStats {
+  units: number;
+  failedUnits: number;
+  durationMs: number;
+  committed: boolean;
+}
+
+interface Job {
+  unit: WriteUnit<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+const BUSY_RETRY_MS = 10;
+const BUSY_RETRY_LIMIT = 500;
+
+export class WriteQueue {
+  readonly #db: Database;
+  readonly #clock: Clock;
+  readonly #maxBatch: number;
+  readonly #onBatch: ((stats: BatchStats) => void) | undefined;
+  #waiting: Job[] = [];
+  #running: Promise<void> | undefined;
+
+  constructor(
+    db: Database,
+    clock: Clock,
+    options: { maxBatch: number; onBatch?: (stats: BatchStats) => void },
+  ) {
+    this.#db = db;
+    this.#clock = clock;
+    this.#maxBatch = options.maxBatch;
+    this.#onBatch = options.onBatch;
+  }
+
+  /** Units waiting for a transaction (not counting the batch being committed). */
+  get depth(): number {
+    return this.#waiting.length;
+  }
+
+  /**
+   * Runs `unit` in the serial write path.
+   * @returns the unit's result, once its transaction has committed.
+   * @throws whatever the unit threw (its savepoint rolled back), or the commit's error.
+   */
+  run<T>(unit: WriteUnit<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#waiting.push({ unit, resolve: resolve as (v: unknown) => void, reject });
+      this.#running ??= this.#drain();
+    });
+  }
+
+  /** Resolves when every unit handed in so far has been committed or rejected. */
+  async idle(): Promise<void> {
+    while (this.#running) await this.#running;
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (this.#waiting.length > 0) {
+        const batch = this.#waiting.splice(0, this.#maxBatch);
+        await this.#runBatch(batch);
+      }
+    } finally {
+      this.#running = undefined;
+    }
+  }
+
+  async #runBatch(batch: Job[]): Promise<void> {
+    const started = performance.now();
+    let outcomes: Outcome[] = [];
+    let commitError: unknown;
+    for (let attempt = 0; ; attempt++) {
+      outcomes = [];
+      try {
+        await this.#db.write.transaction().execute(async (trx) => {
+          for (const pragma of this.#db.writePragmas) await sql.raw(pragma).execute(trx);
+          for (const job of batch) outcomes.push(await this.#runUnit(trx, job));
+        });
+        commitError = undefined;
+        break;
+      } catch (err) {
+        commitError = err;
+        // Another process holds the write lock and nothing of ours ran yet: wait and retry.
+        if (outcomes.length === 0 && isBusy(err) && attempt < BUSY_RETRY_LIMIT) {
+          await new Promise((r) => setTimeout(r, BUSY_RETRY_MS));
+          continue;
+        }
+        break;
+      }
+    }
+    batch.forEach((job, i) => {
+      const outcome = outcomes[i];
+      if (commitError !== undefined || !outcome) job.reject(commitError ?? new Error("not run"));
+      else if (outcome.ok) job.resolve(outcome.value);
+      else job.reject(outcome.error);
+    });
+    this.#onBatch?.({
+      units: batch.length,
+      failedUnits: outcomes.filter((o) => !o.ok).length,
+      durationMs: performance.now() - started,
+      committed: commitError === undefined,
+    });
+  }
+
+  async #runUnit(trx: Transaction<DB>, job: Job): Promise<Outcome> {
+    await sql.raw("SAVEPOINT unit").execute(trx);
+    try {
+      const value = await job.unit(trx, this.#clock());
+      await sql.raw("RELEASE unit").execute(trx);
+      return { ok: true, value };
+    } catch (error) {
+      await sql.raw("ROLLBACK TO unit").execute(trx);
+      await sql.raw("RELEASE unit").execute(trx);
+      return { ok: false, error };
+    }
+  }
+}
+
+function isBusy(err: unknown): boolean {
+  const text = `${(err as { code?: unknown })?.code ?? ""} ${(err as Error)?.message ?? ""}`;
+  return /SQLITE_BUSY|database is locked/i.test(text);
+}

@@ -1,0 +1,122 @@
+/**
+ * The one error vocabulary of the API (contract §2): every error is
+ * `{"success": false, "error": {"code", "message", "details"?}}` with the status of its code.
+ */
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { ZodError } from "zod";
+
+/** Every error code with its HTTP status (contract §2). */
+export const ERROR_STATUS = {
+  VALIDATION_ERROR: 400,
+  UNAUTHORIZED: 401,
+  INSUFFICIENT_CREDITS: 402,
+  ACCOUNT_NOT_FOUND: 404,
+  RESERVATION_NOT_FOUND: 404,
+  PLAN_NOT_FOUND: 404,
+  ACCOUNT_PLAN_NOT_FOUND: 404,
+  TRANSACTION_NOT_FOUND: 404,
+  MODEL_NOT_FOUND: 404,
+  NOT_FOUND: 404,
+  DUPLICATE_EXTERNAL_ID: 409,
+  RESERVATION_NOT_PENDING: 409,
+  PLAN_INACTIVE: 409,
+  ACCOUNT_PLAN_NOT_ACTIVE: 409,
+  BALANCE_LIMIT_EXCEEDED: 409,
+  IDEMPOTENCY_KEY_REUSED: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  INTERNAL_ERROR: 500,
+} as const satisfies Record<string, ContentfulStatusCode>;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/** The body of every error response. */
+export interface ErrorBody {
+  success: false;
+  error: { code: ErrorCode; message: string; details?: unknown };
+}
+
+/** An error the API answers with its code's status; thrown by services and middleware. */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly details: unknown;
+
+  constructor(code: ErrorCode, message: string, details?: unknown) {
+    super(message);
+    this.name = "ApiError";
+    this.code = code;
+    this.details = details;
+  }
+
+  get status(): ContentfulStatusCode {
+    return ERROR_STATUS[this.code];
+  }
+
+  toBody(): ErrorBody {
+    const error: ErrorBody["error"] = { code: this.code, message: this.message };
+    if (this.details !== undefined) error.details = this.details;
+    return { success: false, error };
+  }
+}
+
+/** One field problem: `path` is the dotted path inside the request part ("body.amount"). */
+export interface FieldIssue {
+  path: string;
+  message: string;
+}
+
+/** Turns a zod error on request part `target` ("body", "query", …) into a 400 ApiError. */
+export function validationError(target: string, error: ZodError): ApiError {
+  const issues: FieldIssue[] = error.issues.map((issue) => ({
+    path: [target, ...issue.path.map(String)].join("."),
+    message: issue.message,
+  }));
+  const first = issues[0];
+  const message = first ? `Invalid ${first.path}: ${first.message}` : "Invalid request";
+  return new ApiError("VALIDATION_ERROR", message, issues);
+}
+
+/** The zod-openapi default hook: a failed validation becomes a 400 in the contract's format. */
+export function validationHook(
+  result: { success: true } | { success: false; error: ZodError; target: string },
+  c: Context,
+): Response | undefined {
+  if (result.success) return undefined;
+  const err = validationError(result.target === "json" ? "body" : result.target, result.error);
+  return c.json(err.toBody(), err.status);
+}
+
+/**
+ * The app's `onError`, in three tiers: our ApiError as is; Hono's HTTPException mapped to the
+ * nearest code; anything else logged and answered with a generic 500 (no stack, SQL or key).
+ */
+export function errorResponse(err: unknown, c: Context, log: (err: unknown) => void): Response {
+  if (err instanceof ApiError) return c.json(err.toBody(), err.status);
+  if (err instanceof HTTPException) {
+    const mapped = fromHttpException(err);
+    return c.json(mapped.toBody(), mapped.status);
+  }
+  log(err);
+  const internal = new ApiError("INTERNAL_ERROR", "An unexpected error occurred");
+  return c.json(internal.toBody(), internal.status);
+}
+
+function fromHttpException(err: HTTPException): ApiError {
+  switch (err.status) {
+    case 401:
+      return new ApiError("UNAUTHORIZED", "Missing or invalid API key");
+    case 404:
+      return new ApiError("NOT_FOUND", "Not found");
+    case 413:
+      return new ApiError("PAYLOAD_TOO_LARGE", "Request body is too large");
+    case 415:
+      return new ApiError("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json");
+    default:
+      if (err.status >= 400 && err.status < 500) {
+        return new ApiError("VALIDATION_ERROR", "Malformed request");
+      }
+      return new ApiError("INTERNAL_ERROR", "An unexpected error occurred");
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * What the app is built from (`createApp(deps)`) and what middleware puts on each request.
+ */
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { Config } from "../config.ts";
+import type { Database } from "../db/client.ts";
+import type { Clock, WriteQueue } from "../db/write-queue.ts";
+
+/** A structured logger (a pino-like subset); `createApp` never logs secrets through it. */
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface AppDeps {
+  db: Database;
+  queue: WriteQueue;
+  config: Pick<Config, "RESERVATION_TTL_SECONDS" | "BODY_LIMIT_BYTES">;
+  clock: Clock;
+  logger: Logger;
+}
+
+export interface AppEnv {
+  Variables: {
+    /** The project of the request's API key (set by the auth middleware on /v1). */
+    projectId: string;
+    requestId: string;
+  };
+}
+
+export type App = OpenAPIHono<AppEnv>;
+
+/** A silent logger for tests and tools. */
+export const silentLogger: Logger = { info() {}, warn() {}, error() {} };

@@ -1,0 +1,123 @@
+/**
+ * Idempotency-Key handling for every POST (contract §4).
+ *
+ * The key is looked up and stored inside the same write unit as the effect, so a retry after a
+ * crash or timeout never applies a movement twice and two concurrent requests with one key yield
+ * one effect (the write queue serialises them). Only successful responses are stored; a stored
+ * response is replayed for 24 hours when path and body (as a JSON value) match, else 409.
+ */
+import { createHash } from "node:crypto";
+import type { Context } from "hono";
+import type { Transaction } from "kysely";
+import type { DB } from "../db/schema.ts";
+import type { WriteQueue } from "../db/write-queue.ts";
+import { ApiError } from "../errors.ts";
+import type { AppEnv } from "./context.ts";
+
+/** How long a stored response is replayed, in milliseconds (contract §4: 24 hours). */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** What a write unit answers: an HTTP status and a JSON body. */
+export interface UnitResponse {
+  status: 200 | 201;
+  body: unknown;
+}
+
+/** JSON with object keys sorted at every level: one text per JSON value. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== "object") return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+}
+
+function requestHash(body: unknown): string {
+  return createHash("sha256").update(canonicalJson(body)).digest("hex");
+}
+
+/** The request's Idempotency-Key, validated (1–255 characters), or undefined. */
+function idempotencyKeyOf(c: Context<AppEnv>): string | undefined {
+  const key = c.req.header("Idempotency-Key");
+  if (key === undefined) return undefined;
+  if (key.length < 1 || key.length > 255) {
+    throw new ApiError("VALIDATION_ERROR", "Idempotency-Key must be 1-255 characters", [
+      { path: "headers.Idempotency-Key", message: "must be 1-255 characters" },
+    ]);
+  }
+  return key;
+}
+
+/**
+ * Runs a write unit through the queue, honouring the request's Idempotency-Key.
+ * @param body the parsed JSON body (hashed for the reuse check)
+ * @returns the HTTP response (a replay carries `Idempotent-Replayed: true`)
+ * @throws ApiError IDEMPOTENCY_KEY_REUSED, or whatever the unit throws
+ */
+export async function runWrite(
+  c: Context<AppEnv>,
+  queue: WriteQueue,
+  body: unknown,
+  unit: (trx: Transaction<DB>, nowMs: number) => Promise<UnitResponse>,
+): Promise<Response> {
+  const key = idempotencyKeyOf(c);
+  if (key === undefined) {
+    const result = await queue.run(unit);
+    return c.json(result.body as object, result.status);
+  }
+  const projectId = c.get("projectId");
+  const path = c.req.path;
+  const hash = requestHash(body);
+  const result = await queue.run(async (trx, nowMs) => {
+    const stored = await trx
+      .selectFrom("idempotency_keys")
+      .selectAll()
+      .where("project_id", "=", projectId)
+      .where("idempotency_key", "=", key)
+      .executeTakeFirst();
+    if (stored && stored.created_at_ms > nowMs - IDEMPOTENCY_TTL_MS) {
+      if (stored.request_path !== path || stored.request_hash !== hash) {
+        throw new ApiError(
+          "IDEMPOTENCY_KEY_REUSED",
+          "This Idempotency-Key was used with another path or body",
+        );
+      }
+      return { replayed: true, status: stored.response_status, text: stored.response_body };
+    }
+    if (stored) {
+      await trx
+        .deleteFrom("idempotency_keys")
+        .where("project_id", "=", projectId)
+        .where("idempotency_key", "=", key)
+        .execute();
+    }
+    const response = await unit(trx, nowMs);
+    const text = JSON.stringify(response.body);
+    await trx
+      .insertInto("idempotency_keys")
+      .values({
+        project_id: projectId,
+        idempotency_key: key,
+        request_path: path,
+        request_hash: hash,
+        response_status: response.status,
+        response_body: text,
+        created_at_ms: nowMs,
+      })
+      .execute();
+    return { replayed: false, status: response.status, text };
+  });
+  const headers: Record<string, string> = { "Content-Type": "application/json" };
+  if (result.replayed) headers["Idempotent-Replayed"] = "true";
+  return c.body(result.text, result.status as 200, headers);
+}
+
+/** Deletes stored responses older than 24 hours. @returns how many were deleted. */
+export async function purgeIdempotencyKeys(trx: Transaction<DB>, nowMs: number): Promise<number> {
+  const result = await trx
+    .deleteFrom("idempotency_keys")
+    .where("created_at_ms", "<=", nowMs - IDEMPOTENCY_TTL_MS)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

@@ -1,0 +1,157 @@
+/**
+ * zod schemas shared by every resource (with OpenAPI metadata), and the limits of contract §2:
+ * ids and names ≤ 255 characters, descriptions ≤ 1,000, metadata ≤ 50 keys, ≤ 5 levels deep and
+ * ≤ 8 KiB as JSON, amounts with ≤ 6 decimals and ≤ 1e9 credits.
+ */
+import { z } from "@hono/zod-openapi";
+import { ERROR_STATUS, type ErrorCode } from "../errors.ts";
+import { hasAtMostSixDecimals, MAX_AMOUNT_MICROS, MICROS_PER_UNIT } from "../money.ts";
+
+export const MAX_ID_LENGTH = 255;
+export const MAX_DESCRIPTION_LENGTH = 1000;
+export const MAX_METADATA_KEYS = 50;
+export const MAX_METADATA_DEPTH = 5;
+export const MAX_METADATA_BYTES = 8 * 1024;
+const MAX_AMOUNT_CREDITS = MAX_AMOUNT_MICROS / MICROS_PER_UNIT;
+
+/** An id or name: 1–255 characters. */
+export const idString = z.string().min(1).max(MAX_ID_LENGTH);
+
+/** A description: at most 1,000 characters. */
+export const descriptionString = z.string().max(MAX_DESCRIPTION_LENGTH);
+
+function depthOf(value: unknown): number {
+  if (value === null || typeof value !== "object") return 0;
+  const children = Array.isArray(value) ? value : Object.values(value);
+  return 1 + children.reduce<number>((max, child) => Math.max(max, depthOf(child)), 0);
+}
+
+/** Caller-chosen metadata: a JSON object within the contract's limits. */
+export const metadataSchema = z
+  .record(z.string(), z.unknown())
+  .superRefine((value, ctx) => {
+    if (Object.keys(value).length > MAX_METADATA_KEYS) {
+      ctx.addIssue({ code: "custom", message: `at most ${MAX_METADATA_KEYS} keys` });
+    }
+    if (depthOf(value) > MAX_METADATA_DEPTH) {
+      ctx.addIssue({ code: "custom", message: `nested at most ${MAX_METADATA_DEPTH} levels` });
+    }
+    if (Buffer.byteLength(JSON.stringify(value)) > MAX_METADATA_BYTES) {
+      ctx.addIssue({ code: "custom", message: `at most ${MAX_METADATA_BYTES} bytes as JSON` });
+    }
+  })
+  .openapi({ example: { orderId: "ord_123" } });
+
+/**
+ * An amount of credits in a request: a finite JSON number with at most 6 decimals, at most
+ * 1e9 credits; positive unless `allowZero`.
+ */
+export function creditAmount(options: { allowZero?: boolean } = {}) {
+  const base = z.number().max(MAX_AMOUNT_CREDITS);
+  return (options.allowZero ? base.min(0) : base.positive())
+    .refine(hasAtMostSixDecimals, { message: "must have at most 6 decimal places" })
+    .openapi({ example: 100, description: "Credits, at most 6 decimals" });
+}
+
+/** A token count: a whole number from 0 to 1e9. */
+export const tokenCount = z.number().int().min(0).max(1_000_000_000);
+
+export const errorBodySchema = z
+  .object({
+    success: z.literal(false),
+    error: z.object({
+      code: z.string().openapi({ example: "VALIDATION_ERROR" }),
+      message: z.string(),
+      details: z.unknown().optional(),
+    }),
+  })
+  .openapi("Error");
+
+const STATUS_TEXT: Record<number, string> = {
+  400: "Invalid input (VALIDATION_ERROR)",
+  401: "Missing or invalid API key (UNAUTHORIZED)",
+  402: "Not enough available credits (INSUFFICIENT_CREDITS)",
+  404: "Unknown id, or one of another project",
+  409: "Conflict with the current state",
+  413: "Body over 64 KiB (PAYLOAD_TOO_LARGE)",
+  415: "Body is not application/json (UNSUPPORTED_MEDIA_TYPE)",
+  500: "Unexpected failure (INTERNAL_ERROR)",
+};
+
+type ErrorStatus = (typeof ERROR_STATUS)[ErrorCode];
+interface ErrorResponseConfig {
+  description: string;
+  content: { "application/json": { schema: typeof errorBodySchema } };
+}
+
+/** OpenAPI error responses for the given codes (plus 400, 401 and 500, which every route has). */
+export function errorResponses(
+  ...codes: ErrorCode[]
+): Partial<Record<ErrorStatus, ErrorResponseConfig>> {
+  const statuses = new Set<ErrorStatus>([
+    400,
+    401,
+    500,
+    ...codes.map((code) => ERROR_STATUS[code]),
+  ]);
+  const out: Partial<Record<ErrorStatus, ErrorResponseConfig>> = {};
+  for (const status of [...statuses].sort()) {
+    const names = codes.filter((code) => ERROR_STATUS[code] === status);
+    const description = names.length > 0 ? names.join(", ") : (STATUS_TEXT[status] ?? "Error");
+    out[status] = { description, content: { "application/json": { schema: errorBodySchema } } };
+  }
+  return out;
+}
+
+/** A JSON request body for a route (required, application/json). */
+export function jsonBody<T extends z.ZodType>(schema: T) {
+  return { required: true, content: { "application/json": { schema } } } as const;
+}
+
+/** A 200 JSON response for a route. */
+export function okJson<T extends z.ZodType>(schema: T, description: string) {
+  return { 200: { description, content: { "application/json": { schema } } } } as const;
+}
+
+/** ISO 8601 date (`2026-01-31`) or date-time (`2026-01-31T12:00:00Z`). */
+export const isoDateOrDateTime = z
+  .string()
+  .max(64)
+  .refine((s) => /^\d{4}-\d{2}-\d{2}([T ].+)?$/.test(s) && !Number.isNaN(Date.parse(s)), {
+    message: "must be an ISO 8601 date or date-time",
+  });
+
+/**
+ * `limit` and `offset` query parameters (both optional; the route applies `defaultLimit` and
+ * offset 0 when absent). Outside 1–maxLimit, or a negative offset, is a 400 (contract §6).
+ */
+export function pageQuery(defaultLimit: number, maxLimit: number) {
+  return {
+    limit: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(maxLimit)
+      .optional()
+      .openapi({ description: `1-${maxLimit}, default ${defaultLimit}` }),
+    offset: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(Number.MAX_SAFE_INTEGER)
+      .optional()
+      .openapi({ description: "default 0" }),
+  };
+}
+
+export const paginationSchema = z.object({
+  limit: z.number(),
+  offset: z.number(),
+  totalCount: z.number(),
+  hasMore: z.boolean(),
+});
+
+/** `true`/`false` (also `1`/`0`) in a query string. */
+export const queryBoolean = z
+  .enum(["true", "false", "1", "0"])
+  .transform((v) => v === "true" || v === "1");

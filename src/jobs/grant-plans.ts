@@ -1,0 +1,102 @@
+/**
+ * The plan grant job (contract §8; issue 3): grants every period that is due at `nowMs`, in
+ * order (periods missed while the service was down are caught up), and ends assignments whose
+ * last period is over. Runs in bounded batches through the serial write path; each assignment
+ * in its own savepoint, so one that fails (a balance at its limit) does not stop the others.
+ */
+import { type Kysely, sql, type Transaction } from "kysely";
+import type { AccountPlanRow, DB } from "../db/schema.ts";
+import type { WriteQueue } from "../db/write-queue.ts";
+import { endAssignment, grantNextPeriod } from "../plans/grants.ts";
+
+/** Largest number of assignments handled in one write unit. */
+export const GRANT_BATCH = 100;
+
+export interface GrantRunResult {
+  grants: number;
+  completed: number;
+  failed: number;
+}
+
+/** Grants what is due for one assignment. @returns grants made and whether it completed */
+async function settleAssignment(trx: Transaction<DB>, start: AccountPlanRow, nowMs: number) {
+  const plan = await trx
+    .selectFrom("plans")
+    .selectAll()
+    .where("id", "=", start.plan_id)
+    .executeTakeFirstOrThrow();
+  let ap = start;
+  let grants = 0;
+  while (ap.next_grant_at_ms !== null && ap.next_grant_at_ms <= nowMs) {
+    ap = await grantNextPeriod(trx, ap, plan, nowMs);
+    grants++;
+  }
+  const over = ap.expires_at_ms !== null && ap.expires_at_ms <= nowMs;
+  if (over) await endAssignment(trx, ap, "completed", nowMs);
+  return { grants, completed: over };
+}
+
+async function runBatch(trx: Transaction<DB>, nowMs: number, batch: number, skip: Set<string>) {
+  const due = await trx
+    .selectFrom("account_plans")
+    .selectAll()
+    .where("active", "=", 1)
+    .where((eb) => eb.or([eb("next_grant_at_ms", "<=", nowMs), eb("expires_at_ms", "<=", nowMs)]))
+    .$if(skip.size > 0, (q) => q.where("id", "not in", [...skip]))
+    .orderBy("next_grant_at_ms")
+    .limit(batch)
+    .execute();
+  const result: GrantRunResult & { seen: number } = {
+    grants: 0,
+    completed: 0,
+    failed: 0,
+    seen: due.length,
+  };
+  for (const ap of due) {
+    await sql.raw("SAVEPOINT grant_one").execute(trx);
+    try {
+      const r = await settleAssignment(trx, ap, nowMs);
+      await sql.raw("RELEASE grant_one").execute(trx);
+      result.grants += r.grants;
+      if (r.completed) result.completed++;
+    } catch {
+      await sql.raw("ROLLBACK TO grant_one").execute(trx);
+      await sql.raw("RELEASE grant_one").execute(trx);
+      skip.add(ap.id);
+      result.failed++;
+    }
+  }
+  return result;
+}
+
+/**
+ * Runs the grant job at `nowMs` until nothing more is due (assignments that failed are retried
+ * on the next run).
+ */
+export async function runGrantPlans(opts: {
+  queue: WriteQueue;
+  nowMs: number;
+  batchSize?: number;
+}): Promise<GrantRunResult> {
+  const batch = opts.batchSize ?? GRANT_BATCH;
+  const total: GrantRunResult = { grants: 0, completed: 0, failed: 0 };
+  const skip = new Set<string>();
+  for (;;) {
+    const r = await opts.queue.run((trx) => runBatch(trx, opts.nowMs, batch, skip));
+    total.grants += r.grants;
+    total.completed += r.completed;
+    total.failed += r.failed;
+    if (r.seen < batch) return total;
+  }
+}
+
+/** Number of active assignments with a grant due at `nowMs` (for tests and metrics). */
+export async function countDueGrants(db: Kysely<DB>, nowMs: number): Promise<number> {
+  const { n } = await db
+    .selectFrom("account_plans")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("active", "=", 1)
+    .where("next_grant_at_ms", "<=", nowMs)
+    .executeTakeFirstOrThrow();
+  return Number(n);
+}

@@ -1,0 +1,173 @@
+/**
+ * The ledger's arithmetic and invariants (contract §1, §6). Every credit movement of the
+ * service goes through `postEntry`, inside a write unit:
+ *
+ * - balance = Σ credits − Σ debits of the account, and each row's balanceAfter = the previous
+ *   row's balanceAfter ± its amount (the row is written with the balance it produces);
+ * - 0 ≤ balance ≤ 9e9 credits (a credit past it is 409 BALANCE_LIMIT_EXCEEDED);
+ * - debits are checked against `available` = balance − reserved by the callers that must
+ *   (deduct, manual debit, confirm overage); `postEntry` itself refuses any debit below zero.
+ *
+ * The database repeats these as CHECK constraints, so a bug here fails the unit instead of
+ * storing a broken ledger.
+ */
+import type { Kysely, Transaction } from "kysely";
+import type {
+  AccountRow,
+  DB,
+  TransactionRow,
+  TransactionSource,
+  TransactionType,
+} from "../db/schema.ts";
+import { ApiError } from "../errors.ts";
+import { newId } from "../ids.ts";
+import { fromMicros, MAX_BALANCE_MICROS } from "../money.ts";
+
+type Reader = Kysely<DB> | Transaction<DB>;
+
+/**
+ * The account named by `ref` (its internal id, else its externalId) in the project.
+ * @throws ApiError ACCOUNT_NOT_FOUND (also for another project's account)
+ */
+export async function findAccount(db: Reader, projectId: string, ref: string): Promise<AccountRow> {
+  const row = await db
+    .selectFrom("accounts")
+    .selectAll()
+    .where("project_id", "=", projectId)
+    .where((eb) => eb.or([eb("id", "=", ref), eb("external_id", "=", ref)]))
+    .orderBy((eb) => eb.case().when("id", "=", ref).then(0).else(1).end())
+    .limit(1)
+    .executeTakeFirst();
+  if (!row) throw new ApiError("ACCOUNT_NOT_FOUND", `Account ${ref} not found`);
+  return row;
+}
+
+/**
+ * Micro-credits held by the account's reservations that are pending and unexpired at `nowMs`
+ * (an expired hold stops counting at its expiresAt, whether or not the sweeper ran; contract §7).
+ */
+export async function reservedMicros(db: Reader, accountId: string, nowMs: number) {
+  const row = await db
+    .selectFrom("reservations")
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>("amount_micros"), eb.lit(0)).as("held"))
+    .where("account_id", "=", accountId)
+    .where("status", "=", "pending")
+    .where("expires_at_ms", ">", nowMs)
+    .executeTakeFirstOrThrow();
+  return Number(row.held);
+}
+
+/** The account's balance and available credits, in micro-credits, at `nowMs`. */
+export async function balanceOf(db: Reader, account: AccountRow, nowMs: number) {
+  const reserved = await reservedMicros(db, account.id, nowMs);
+  return {
+    balance: account.balance_micros,
+    reserved,
+    available: account.balance_micros - reserved,
+  };
+}
+
+/**
+ * Throws 402 INSUFFICIENT_CREDITS unless `requestedMicros` ≤ `availableMicros` (contract §6).
+ * `details` gives both in credits.
+ */
+export function requireAvailable(availableMicros: number, requestedMicros: number): void {
+  if (requestedMicros > availableMicros) {
+    throw new ApiError("INSUFFICIENT_CREDITS", "Insufficient available credits", {
+      available: fromMicros(availableMicros),
+      requested: fromMicros(requestedMicros),
+    });
+  }
+}
+
+export interface EntryInput {
+  projectId: string;
+  accountId: string;
+  type: TransactionType;
+  amountMicros: number;
+  description: string;
+  metadata: Record<string, unknown>;
+  source: TransactionSource;
+  reservationId?: string | null;
+  accountPlanId?: string | null;
+  nowMs: number;
+}
+
+/**
+ * Appends one ledger entry and moves the account's balance with it.
+ * A debit first spends the unspent credits of a non-accumulating plan grant (contract §8).
+ * @returns the stored transaction row
+ * @throws ApiError BALANCE_LIMIT_EXCEEDED when a credit would pass 9e9 credits;
+ *   Error (a bug: callers check `available` first) when a debit would go below zero
+ */
+export async function postEntry(trx: Transaction<DB>, input: EntryInput): Promise<TransactionRow> {
+  const account = await trx
+    .selectFrom("accounts")
+    .select(["balance_micros", "plan_bucket_micros"])
+    .where("id", "=", input.accountId)
+    .executeTakeFirstOrThrow();
+  const delta = input.type === "credit" ? input.amountMicros : -input.amountMicros;
+  const balanceAfter = account.balance_micros + delta;
+  if (balanceAfter > MAX_BALANCE_MICROS) {
+    throw new ApiError("BALANCE_LIMIT_EXCEEDED", "The balance would exceed 9e9 credits", {
+      balance: fromMicros(account.balance_micros),
+      requested: fromMicros(input.amountMicros),
+    });
+  }
+  if (balanceAfter < 0 || !Number.isSafeInteger(balanceAfter) || input.amountMicros < 0) {
+    throw new Error(`ledger invariant: entry would leave balance ${balanceAfter}`);
+  }
+  const bucket =
+    input.type === "debit"
+      ? Math.max(0, account.plan_bucket_micros - input.amountMicros)
+      : account.plan_bucket_micros;
+  await trx
+    .updateTable("accounts")
+    .set({ balance_micros: balanceAfter, plan_bucket_micros: bucket, updated_at_ms: input.nowMs })
+    .where("id", "=", input.accountId)
+    .execute();
+  const row = {
+    id: newId("txn"),
+    project_id: input.projectId,
+    account_id: input.accountId,
+    type: input.type,
+    amount_micros: input.amountMicros,
+    balance_after_micros: balanceAfter,
+    description: input.description,
+    metadata: JSON.stringify(input.metadata),
+    source: input.source,
+    reservation_id: input.reservationId ?? null,
+    account_plan_id: input.accountPlanId ?? null,
+    created_at_ms: input.nowMs,
+  };
+  const { seq } = await trx
+    .insertInto("transactions")
+    .values(row)
+    .returning("seq")
+    .executeTakeFirstOrThrow();
+  return { ...row, seq };
+}
+
+/** ISO 8601 UTC timestamp of epoch milliseconds. */
+export function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/** Parses a stored JSON object column (null stays null). */
+export function parseJson(text: string | null): Record<string, unknown> | null {
+  return text === null ? null : (JSON.parse(text) as Record<string, unknown>);
+}
+
+/** The API's Transaction object (spec §2). */
+export function transactionJson(row: TransactionRow) {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    type: row.type,
+    amount: fromMicros(row.amount_micros),
+    description: row.description,
+    balanceAfter: fromMicros(row.balance_after_micros),
+    metadata: parseJson(row.metadata) ?? {},
+    createdAt: iso(row.created_at_ms),
+  };
+}

@@ -1,0 +1,120 @@
+/**
+ * `ledger verify` (contract §1, §10): recomputes every invariant over the whole database.
+ *
+ * - balance = Σ credits − Σ debits of the account;
+ * - each row's balanceAfter = the previous row's balanceAfter ± its amount (the first row's
+ *   from 0), and the last row's balanceAfter = the balance;
+ * - 0 ≤ balance ≤ 9e9 credits; reserved ≤ balance;
+ * - every confirmed reservation names an existing debit of its account.
+ */
+import type { Kysely } from "kysely";
+import type { DB } from "../db/schema.ts";
+import { fromMicros, MAX_BALANCE_MICROS } from "../money.ts";
+import { reservedMicros } from "./core.ts";
+
+export interface VerifyReport {
+  accounts: number;
+  transactions: number;
+  problems: string[];
+}
+
+const PAGE = 5000;
+
+/** Checks the balanceAfter chain of every account, reading the ledger in pages. */
+async function checkChains(db: Kysely<DB>, balances: Map<string, number>, problems: string[]) {
+  const last = new Map<string, number>();
+  let afterSeq = 0;
+  let count = 0;
+  for (;;) {
+    const rows = await db
+      .selectFrom("transactions")
+      .select(["seq", "id", "account_id", "type", "amount_micros", "balance_after_micros"])
+      .where("seq", ">", afterSeq)
+      .orderBy("seq")
+      .limit(PAGE)
+      .execute();
+    for (const row of rows) {
+      const previous = last.get(row.account_id) ?? 0;
+      const delta = row.type === "credit" ? row.amount_micros : -row.amount_micros;
+      if (previous + delta !== row.balance_after_micros) {
+        problems.push(
+          `account ${row.account_id}: transaction ${row.id} balanceAfter ${fromMicros(row.balance_after_micros)} != ${fromMicros(previous)} ${row.type === "credit" ? "+" : "-"} ${fromMicros(row.amount_micros)}`,
+        );
+      }
+      last.set(row.account_id, row.balance_after_micros);
+    }
+    count += rows.length;
+    const tail = rows.at(-1);
+    if (!tail) break;
+    afterSeq = tail.seq;
+  }
+  for (const [accountId, balance] of balances) {
+    const chainEnd = last.get(accountId) ?? 0;
+    if (chainEnd !== balance) {
+      problems.push(
+        `account ${accountId}: last balanceAfter ${fromMicros(chainEnd)} != balance ${fromMicros(balance)}`,
+      );
+    }
+  }
+  return count;
+}
+
+/** Runs every check at `nowMs`. Read-only. */
+export async function verifyLedger(db: Kysely<DB>, nowMs: number): Promise<VerifyReport> {
+  const problems: string[] = [];
+  const accounts = await db
+    .selectFrom("accounts")
+    .leftJoin("transactions", "transactions.account_id", "accounts.id")
+    .select((eb) => [
+      "accounts.id as id",
+      "accounts.balance_micros as balance",
+      eb.fn
+        .coalesce(
+          eb.fn.sum<number>(
+            eb
+              .case()
+              .when("transactions.type", "=", "credit")
+              .then(eb.ref("transactions.amount_micros"))
+              .else(eb.neg(eb.ref("transactions.amount_micros")))
+              .end(),
+          ),
+          eb.lit(0),
+        )
+        .as("net"),
+    ])
+    .groupBy("accounts.id")
+    .execute();
+  const balances = new Map<string, number>();
+  for (const a of accounts) {
+    balances.set(a.id, a.balance);
+    if (Number(a.net) !== a.balance) {
+      problems.push(
+        `account ${a.id}: balance ${fromMicros(a.balance)} != credits - debits ${fromMicros(Number(a.net))}`,
+      );
+    }
+    if (a.balance < 0 || a.balance > MAX_BALANCE_MICROS) {
+      problems.push(`account ${a.id}: balance ${fromMicros(a.balance)} out of range`);
+    }
+    const reserved = await reservedMicros(db, a.id, nowMs);
+    if (reserved > a.balance) {
+      problems.push(
+        `account ${a.id}: reserved ${fromMicros(reserved)} > balance ${fromMicros(a.balance)}`,
+      );
+    }
+  }
+  const transactions = await checkChains(db, balances, problems);
+  const orphans = await db
+    .selectFrom("reservations")
+    .leftJoin("transactions", "transactions.id", "reservations.transaction_id")
+    .select(["reservations.id as id"])
+    .where("reservations.status", "=", "confirmed")
+    .where((eb) =>
+      eb.or([
+        eb("transactions.id", "is", null),
+        eb("transactions.account_id", "!=", eb.ref("reservations.account_id")),
+      ]),
+    )
+    .execute();
+  for (const o of orphans) problems.push(`reservation ${o.id}: confirmed without its debit`);
+  return { accounts: accounts.length, transactions, problems };
+}

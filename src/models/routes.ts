@@ -1,0 +1,136 @@
+/** Routes of spec §4.7: list or get models, and calculate a cost without recording it. */
+import { createRoute, z } from "@hono/zod-openapi";
+import type { App, AppDeps } from "../http/context.ts";
+import { runWrite } from "../http/idempotency.ts";
+import { errorResponses, idString, jsonBody, okJson, tokenCount } from "../http/schemas.ts";
+import { costPicoUsd, fromMicros, picoUsdToNumber } from "../money.ts";
+import { findModel, listModels, modelJson, priceOf } from "./service.ts";
+
+const tags = ["Models"];
+
+const modelSchema = z
+  .object({
+    modelId: z.string().openapi({ example: "gpt-4o" }),
+    provider: z.string(),
+    displayName: z.string(),
+    modelType: z.string(),
+    tier: z.string(),
+    pricing: z.object({
+      text: z.object({
+        inputPerMillion: z.number(),
+        outputPerMillion: z.number(),
+        cachedInputPerMillion: z.number().optional(),
+      }),
+      contextWindow: z.number(),
+    }),
+    source: z.string(),
+    pricesAsOf: z.string(),
+  })
+  .openapi("Model");
+
+const modelsQuery = z.object({
+  modelId: idString.optional(),
+  provider: idString.optional(),
+  tier: idString.optional(),
+});
+
+const modelsResponse = z.union([
+  z.object({ success: z.literal(true), models: z.array(modelSchema) }),
+  z.object({ success: z.literal(true), model: modelSchema }),
+]);
+
+/** Token counts of a call; `cachedTokens` (default 0) is part of `inputTokens` (contract §9). */
+export const tokenCountsShape = {
+  inputTokens: tokenCount,
+  outputTokens: tokenCount,
+  cachedTokens: tokenCount.optional().openapi({ description: "Part of inputTokens; default 0" }),
+};
+
+/** Refinement: cachedTokens ≤ inputTokens. */
+export function cachedWithinInput(v: { inputTokens: number; cachedTokens?: number | undefined }) {
+  return (v.cachedTokens ?? 0) <= v.inputTokens;
+}
+
+const calculateBody = z
+  .object({ modelId: idString.openapi({ example: "gpt-4o" }), ...tokenCountsShape })
+  .refine(cachedWithinInput, {
+    message: "cachedTokens must not exceed inputTokens",
+    path: ["cachedTokens"],
+  })
+  .openapi("CalculateCostRequest");
+
+const calculateResponse = z.object({
+  success: z.literal(true),
+  modelId: z.string(),
+  modelName: z.string(),
+  estimatedCostUsd: z.number(),
+  pricing: z.object({
+    inputPerMillion: z.number(),
+    outputPerMillion: z.number(),
+    cachedInputPerMillion: z.number(),
+  }),
+});
+
+const listRoute = createRoute({
+  method: "get",
+  path: "/v1/models",
+  tags,
+  summary: "List models with pricing, or get one with ?modelId=",
+  request: { query: modelsQuery },
+  responses: {
+    ...okJson(modelsResponse, "Models (or one model)"),
+    ...errorResponses("MODEL_NOT_FOUND"),
+  },
+});
+
+const calculateRoute = createRoute({
+  method: "post",
+  path: "/v1/models/calculate",
+  tags,
+  summary: "Estimate a call's cost in USD without recording usage",
+  request: { body: jsonBody(calculateBody) },
+  responses: {
+    ...okJson(calculateResponse, "The estimate"),
+    ...errorResponses("MODEL_NOT_FOUND", "IDEMPOTENCY_KEY_REUSED"),
+  },
+});
+
+export function registerModelRoutes(app: App, deps: AppDeps): void {
+  app.openapi(listRoute, async (c) => {
+    const q = c.req.valid("query");
+    if (q.modelId !== undefined) {
+      const model = modelJson(await findModel(deps.db.read, q.modelId));
+      return c.json({ success: true as const, model }, 200);
+    }
+    const rows = await listModels(deps.db.read, q);
+    return c.json({ success: true as const, models: rows.map(modelJson) }, 200);
+  });
+
+  app.openapi(calculateRoute, async (c) => {
+    const body = c.req.valid("json");
+    const estimate = async (db: Parameters<typeof findModel>[0]) => {
+      const row = await findModel(db, body.modelId);
+      const price = priceOf(row);
+      const tokens = { ...body, cachedTokens: body.cachedTokens ?? 0 };
+      return {
+        success: true as const,
+        modelId: row.model_id,
+        modelName: row.display_name,
+        estimatedCostUsd: picoUsdToNumber(costPicoUsd(tokens, price)),
+        pricing: {
+          inputPerMillion: fromMicros(price.inputMicrosPerM),
+          outputPerMillion: fromMicros(price.outputMicrosPerM),
+          cachedInputPerMillion: fromMicros(price.cachedMicrosPerM ?? price.inputMicrosPerM),
+        },
+      };
+    };
+    // A pure read, unless the caller asked for an idempotent replay (contract §4).
+    if (c.req.header("Idempotency-Key") === undefined) {
+      return c.json(await estimate(deps.db.read), 200);
+    }
+    return runWrite(c, deps.queue, body, async (trx) => ({
+      status: 200,
+      body: await estimate(trx),
+    })) as never;
+  });
+}

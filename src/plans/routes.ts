@@ -1,0 +1,206 @@
+/** Routes of spec §4.3 and contract §8: plans, archive/activate, and account plans. */
+import { createRoute } from "@hono/zod-openapi";
+import { resolveAccount } from "../accounts/service.ts";
+import { ApiError } from "../errors.ts";
+import type { App, AppDeps } from "../http/context.ts";
+import { runWrite } from "../http/idempotency.ts";
+import { errorResponses, jsonBody, okJson } from "../http/schemas.ts";
+import { validatedMicros } from "../money.ts";
+import {
+  assignPlanBody,
+  assignPlanResponse,
+  cancelAccountPlanBody,
+  cancelAccountPlanResponse,
+  createPlanBody,
+  createPlanResponse,
+  listAccountPlansQuery,
+  listAccountPlansResponse,
+  listPlansResponse,
+  planIdBody,
+} from "./schemas.ts";
+import {
+  accountPlanJson,
+  assignPlan,
+  cancelAssignment,
+  createPlan,
+  listAccountPlans,
+  listPlans,
+  planJson,
+  setPlanActive,
+} from "./service.ts";
+
+const tags = ["Plans"];
+
+const listRoute = createRoute({
+  method: "get",
+  path: "/v1/plans",
+  tags,
+  summary: "List the project's plans",
+  responses: { ...okJson(listPlansResponse, "Plans, oldest first"), ...errorResponses() },
+});
+
+const createPlanRoute = createRoute({
+  method: "post",
+  path: "/v1/plans/create",
+  tags,
+  summary: "Create a recurring credit plan",
+  request: { body: jsonBody(createPlanBody) },
+  responses: {
+    ...okJson(createPlanResponse, "The new plan"),
+    ...errorResponses("IDEMPOTENCY_KEY_REUSED"),
+  },
+});
+
+function planStateRoute(path: string, summary: string) {
+  return createRoute({
+    method: "post",
+    path,
+    tags,
+    summary,
+    request: { body: jsonBody(planIdBody) },
+    responses: {
+      ...okJson(createPlanResponse, "The plan"),
+      ...errorResponses("PLAN_NOT_FOUND", "IDEMPOTENCY_KEY_REUSED"),
+    },
+  });
+}
+
+const archiveRoute = planStateRoute("/v1/plans/archive", "Archive a plan (isActive false)");
+const activateRoute = planStateRoute("/v1/plans/activate", "Re-activate an archived plan");
+
+const listAssignedRoute = createRoute({
+  method: "get",
+  path: "/v1/accounts/plans",
+  tags,
+  summary: "List an account's plan assignments, active and historical",
+  request: { query: listAccountPlansQuery },
+  responses: {
+    ...okJson(listAccountPlansResponse, "Assignments, newest first"),
+    ...errorResponses("ACCOUNT_NOT_FOUND"),
+  },
+});
+
+const assignRoute = createRoute({
+  method: "post",
+  path: "/v1/accounts/plans/assign",
+  tags,
+  summary: "Assign a plan to an account (replaces its active plan)",
+  request: { body: jsonBody(assignPlanBody) },
+  responses: {
+    ...okJson(assignPlanResponse, "The new assignment"),
+    ...errorResponses(
+      "ACCOUNT_NOT_FOUND",
+      "PLAN_NOT_FOUND",
+      "PLAN_INACTIVE",
+      "BALANCE_LIMIT_EXCEEDED",
+      "IDEMPOTENCY_KEY_REUSED",
+    ),
+  },
+});
+
+const cancelRoute = createRoute({
+  method: "post",
+  path: "/v1/accounts/plans/cancel",
+  tags,
+  summary: "Cancel an active assignment (granted credits stay)",
+  request: { body: jsonBody(cancelAccountPlanBody) },
+  responses: {
+    ...okJson(cancelAccountPlanResponse, "The cancelled assignment"),
+    ...errorResponses(
+      "ACCOUNT_PLAN_NOT_FOUND",
+      "ACCOUNT_PLAN_NOT_ACTIVE",
+      "IDEMPOTENCY_KEY_REUSED",
+    ),
+  },
+});
+
+export function registerPlanRoutes(app: App, deps: AppDeps): void {
+  app.openapi(listRoute, async (c) => {
+    const rows = await listPlans(deps.db.read, c.get("projectId"));
+    return c.json({ success: true as const, plans: rows.map(planJson) }, 200);
+  });
+
+  app.openapi(createPlanRoute, async (c) => {
+    const body = c.req.valid("json");
+    const projectId = c.get("projectId");
+    return runWrite(c, deps.queue, body, async (trx, nowMs) => {
+      const row = await createPlan(
+        trx,
+        projectId,
+        {
+          name: body.name,
+          creditsMicros: validatedMicros(body.amount),
+          interval: body.interval,
+          occurrences: body.occurrences ?? null,
+          accumulate: body.accumulate ?? true,
+          isActive: body.markAsActive ?? true,
+          description: body.description ?? "",
+          priceMicros: validatedMicros(body.price ?? 0),
+          billingPeriod: body.billingPeriod ?? body.interval,
+        },
+        nowMs,
+      );
+      return { status: 200, body: { success: true, plan: planJson(row) } };
+    }) as never;
+  });
+
+  for (const [route, active] of [
+    [archiveRoute, false],
+    [activateRoute, true],
+  ] as const) {
+    app.openapi(route, async (c) => {
+      const body = c.req.valid("json");
+      const projectId = c.get("projectId");
+      return runWrite(c, deps.queue, body, async (trx, nowMs) => {
+        const row = await setPlanActive(trx, projectId, body.planId, active, nowMs);
+        return { status: 200, body: { success: true, plan: planJson(row) } };
+      }) as never;
+    });
+  }
+
+  app.openapi(listAssignedRoute, async (c) => {
+    const q = c.req.valid("query");
+    if (q.accountId === undefined && q.externalId === undefined) {
+      throw new ApiError("VALIDATION_ERROR", "accountId is required", [
+        { path: "query.accountId", message: "accountId or externalId is required" },
+      ]);
+    }
+    const account = await resolveAccount(deps.db.read, c.get("projectId"), q);
+    const rows = await listAccountPlans(deps.db.read, account.id);
+    const plans = rows.map((r) =>
+      accountPlanJson(r, {
+        id: r.plan_id,
+        name: r.plan_name,
+        credits_micros: r.plan_credits_micros,
+      }),
+    );
+    return c.json({ success: true as const, plans }, 200);
+  });
+
+  app.openapi(assignRoute, async (c) => {
+    const body = c.req.valid("json");
+    const projectId = c.get("projectId");
+    return runWrite(c, deps.queue, body, async (trx, nowMs) => {
+      const { ap, plan } = await assignPlan(
+        trx,
+        projectId,
+        {
+          accountRef: body.accountId,
+          planId: body.planId,
+          startMode: body.startMode ?? "immediate",
+        },
+        nowMs,
+      );
+      return { status: 200, body: { success: true, accountPlan: accountPlanJson(ap, plan) } };
+    }) as never;
+  });
+
+  app.openapi(cancelRoute, async (c) => {
+    const body = c.req.valid("json");
+    const projectId = c.get("projectId");
+    return runWrite(c, deps.queue, body, async (trx, nowMs) => {
+      const { ap, plan } = await cancelAssignment(trx, projectId, body.accountPlanId, nowMs);
+      return { status: 200, body: { success: true, accountPlan: accountPlanJson(ap, plan) } };
+    }) as never;
+  });
+}

@@ -1,0 +1,165 @@
+/** Routes of spec §4.4: create, list, confirm and cancel reservations. */
+import { createRoute } from "@hono/zod-openapi";
+import { resolveAccount } from "../accounts/service.ts";
+import { ApiError } from "../errors.ts";
+import type { App, AppDeps } from "../http/context.ts";
+import { runWrite } from "../http/idempotency.ts";
+import { errorResponses, jsonBody, okJson } from "../http/schemas.ts";
+import { fromMicros, validatedMicros } from "../money.ts";
+import {
+  cancelReservationBody,
+  cancelReservationResponse,
+  confirmReservationBody,
+  confirmReservationResponse,
+  createReservationBody,
+  createReservationResponse,
+  listReservationsQuery,
+  listReservationsResponse,
+} from "./schemas.ts";
+import {
+  cancelReservation,
+  confirmReservation,
+  createReservation,
+  listReservations,
+  reservationJson,
+} from "./service.ts";
+
+const tags = ["Reservations"];
+
+const createRoute_ = createRoute({
+  method: "post",
+  path: "/v1/reservations/create",
+  tags,
+  summary: "Hold credits before an expensive operation",
+  request: { body: jsonBody(createReservationBody) },
+  responses: {
+    ...okJson(createReservationResponse, "The pending reservation"),
+    ...errorResponses("ACCOUNT_NOT_FOUND", "INSUFFICIENT_CREDITS", "IDEMPOTENCY_KEY_REUSED"),
+  },
+});
+
+const listRoute = createRoute({
+  method: "get",
+  path: "/v1/reservations",
+  tags,
+  summary: "List an account's reservations, newest first",
+  request: { query: listReservationsQuery },
+  responses: {
+    ...okJson(listReservationsResponse, "Reservations"),
+    ...errorResponses("ACCOUNT_NOT_FOUND"),
+  },
+});
+
+const confirmRoute = createRoute({
+  method: "post",
+  path: "/v1/reservations/confirm",
+  tags,
+  summary: "Settle a reservation with the actual amount",
+  request: { body: jsonBody(confirmReservationBody) },
+  responses: {
+    ...okJson(confirmReservationResponse, "The settlement"),
+    ...errorResponses(
+      "RESERVATION_NOT_FOUND",
+      "RESERVATION_NOT_PENDING",
+      "INSUFFICIENT_CREDITS",
+      "IDEMPOTENCY_KEY_REUSED",
+    ),
+  },
+});
+
+const cancelRoute = createRoute({
+  method: "post",
+  path: "/v1/reservations/cancel",
+  tags,
+  summary: "Release a reservation",
+  request: { body: jsonBody(cancelReservationBody) },
+  responses: {
+    ...okJson(cancelReservationResponse, "The release"),
+    ...errorResponses("RESERVATION_NOT_FOUND", "RESERVATION_NOT_PENDING", "IDEMPOTENCY_KEY_REUSED"),
+  },
+});
+
+export function registerReservationRoutes(app: App, deps: AppDeps): void {
+  app.openapi(createRoute_, async (c) => {
+    const body = c.req.valid("json");
+    const projectId = c.get("projectId");
+    return runWrite(c, deps.queue, body, async (trx, nowMs) => {
+      const row = await createReservation(
+        trx,
+        projectId,
+        {
+          accountRef: body.accountId,
+          amountMicros: validatedMicros(body.amount),
+          operation: body.operation,
+          model: body.model,
+          ttlSeconds: body.ttlSeconds ?? deps.config.RESERVATION_TTL_SECONDS,
+          metadata: body.metadata,
+        },
+        nowMs,
+      );
+      return { status: 200, body: { success: true, reservation: reservationJson(row, nowMs) } };
+    }) as never;
+  });
+
+  app.openapi(listRoute, async (c) => {
+    const q = c.req.valid("query");
+    if (q.accountId === undefined && q.externalId === undefined) {
+      throw new ApiError("VALIDATION_ERROR", "accountId is required", [
+        { path: "query.accountId", message: "accountId or externalId is required" },
+      ]);
+    }
+    const account = await resolveAccount(deps.db.read, c.get("projectId"), q);
+    const nowMs = deps.clock();
+    const limit = q.limit ?? 100;
+    const offset = q.offset ?? 0;
+    const { rows, totalCount } = await listReservations(deps.db.read, account.id, {
+      activeOnly: q.activeOnly ?? false,
+      limit,
+      offset,
+      nowMs,
+    });
+    const reservations = rows.map((r) => reservationJson(r, nowMs));
+    const pagination = { limit, offset, totalCount, hasMore: offset + rows.length < totalCount };
+    return c.json({ success: true as const, reservations, pagination }, 200);
+  });
+
+  app.openapi(confirmRoute, async (c) => {
+    const body = c.req.valid("json");
+    const projectId = c.get("projectId");
+    return runWrite(c, deps.queue, body, async (trx, nowMs) => {
+      const actual = validatedMicros(body.actualAmount);
+      const { hold, transaction } = await confirmReservation(
+        trx,
+        projectId,
+        body.reservationId,
+        actual,
+        nowMs,
+      );
+      const result = {
+        success: true,
+        reservationId: hold.id,
+        transactionId: transaction.id,
+        reservedAmount: fromMicros(hold.amount_micros),
+        actualAmount: fromMicros(actual),
+        balance: fromMicros(transaction.balance_after_micros),
+        amountReleased: fromMicros(Math.max(0, hold.amount_micros - actual)),
+      };
+      return { status: 200, body: result };
+    }) as never;
+  });
+
+  app.openapi(cancelRoute, async (c) => {
+    const body = c.req.valid("json");
+    const projectId = c.get("projectId");
+    return runWrite(c, deps.queue, body, async (trx, nowMs) => {
+      const hold = await cancelReservation(trx, projectId, body.reservationId, nowMs);
+      const result = {
+        success: true,
+        reservationId: hold.id,
+        amountReleased: fromMicros(hold.amount_micros),
+        accountId: hold.account_id,
+      };
+      return { status: 200, body: result };
+    }) as never;
+  });
+}

@@ -1,0 +1,206 @@
+/**
+ * Reservations (holds) and their one-time ending (spec §3, §4.4; contract §7): a pending hold
+ * ends exactly once, as confirmed (posted), cancelled (voided) or expired. A hold stops counting
+ * in `reserved` at its expiresAt whether or not the sweeper has marked it.
+ */
+import type { Kysely, Transaction } from "kysely";
+import type { DB, ReservationRow, ReservationStatus } from "../db/schema.ts";
+import { ApiError } from "../errors.ts";
+import { newId } from "../ids.ts";
+import { balanceOf, findAccount, iso, postEntry, requireAvailable } from "../ledger/core.ts";
+import { fromMicros } from "../money.ts";
+
+/** The status a reader sees: a pending hold past its expiresAt is `expired`. */
+export function effectiveStatus(row: ReservationRow, nowMs: number): ReservationStatus {
+  return row.status === "pending" && row.expires_at_ms <= nowMs ? "expired" : row.status;
+}
+
+/** The API's Reservation object (at `nowMs`, for the effective status). */
+export function reservationJson(row: ReservationRow, nowMs = Date.now()) {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    amount: fromMicros(row.amount_micros),
+    status: effectiveStatus(row, nowMs),
+    createdAt: iso(row.created_at_ms),
+    expiresAt: iso(row.expires_at_ms),
+    metadata: JSON.parse(row.metadata) as Record<string, unknown>,
+  };
+}
+
+export interface CreateReservationInput {
+  accountRef: string;
+  amountMicros: number;
+  operation?: string | undefined;
+  model?: string | undefined;
+  ttlSeconds: number;
+  metadata?: Record<string, unknown> | undefined;
+}
+
+/**
+ * Holds `amountMicros` of the account's available credits until now + ttl.
+ * @throws ApiError ACCOUNT_NOT_FOUND, INSUFFICIENT_CREDITS (amount > available)
+ */
+export async function createReservation(
+  trx: Transaction<DB>,
+  projectId: string,
+  input: CreateReservationInput,
+  nowMs: number,
+): Promise<ReservationRow> {
+  const account = await findAccount(trx, projectId, input.accountRef);
+  const { available } = await balanceOf(trx, account, nowMs);
+  requireAvailable(available, input.amountMicros);
+  const metadata: Record<string, unknown> = { ...input.metadata };
+  if (input.operation !== undefined) metadata.operation = input.operation;
+  if (input.model !== undefined) metadata.model = input.model;
+  const row: ReservationRow = {
+    id: newId("res"),
+    project_id: projectId,
+    account_id: account.id,
+    amount_micros: input.amountMicros,
+    status: "pending",
+    metadata: JSON.stringify(metadata),
+    created_at_ms: nowMs,
+    expires_at_ms: nowMs + input.ttlSeconds * 1000,
+    settled_at_ms: null,
+    actual_micros: null,
+    transaction_id: null,
+  };
+  await trx.insertInto("reservations").values(row).execute();
+  return row;
+}
+
+/**
+ * The project's reservation, pending and unexpired at `nowMs`.
+ * @throws ApiError RESERVATION_NOT_FOUND; RESERVATION_NOT_PENDING with `details.status`
+ */
+async function pendingReservation(
+  trx: Transaction<DB>,
+  projectId: string,
+  reservationId: string,
+  nowMs: number,
+): Promise<ReservationRow> {
+  const row = await trx
+    .selectFrom("reservations")
+    .selectAll()
+    .where("id", "=", reservationId)
+    .where("project_id", "=", projectId)
+    .executeTakeFirst();
+  if (!row) throw new ApiError("RESERVATION_NOT_FOUND", `Reservation ${reservationId} not found`);
+  const status = effectiveStatus(row, nowMs);
+  if (status !== "pending") {
+    throw new ApiError("RESERVATION_NOT_PENDING", `Reservation is ${status}`, { status });
+  }
+  return row;
+}
+
+/**
+ * Settles a hold with the amount actually used (contract §7): debits `actualMicros` (a debit
+ * transaction is always created, even for 0) and releases the rest; an overage beyond the hold
+ * must fit in `available`, else 402 and the hold stays pending.
+ * @throws ApiError RESERVATION_NOT_FOUND, RESERVATION_NOT_PENDING, INSUFFICIENT_CREDITS
+ */
+export async function confirmReservation(
+  trx: Transaction<DB>,
+  projectId: string,
+  reservationId: string,
+  actualMicros: number,
+  nowMs: number,
+) {
+  const hold = await pendingReservation(trx, projectId, reservationId, nowMs);
+  const excess = actualMicros - hold.amount_micros;
+  if (excess > 0) {
+    const account = await findAccount(trx, projectId, hold.account_id);
+    const { available } = await balanceOf(trx, account, nowMs);
+    requireAvailable(available, excess);
+  }
+  const holdMeta = JSON.parse(hold.metadata) as Record<string, unknown>;
+  const transaction = await postEntry(trx, {
+    projectId,
+    accountId: hold.account_id,
+    type: "debit",
+    amountMicros: actualMicros,
+    description: `Reservation ${hold.id} confirmed`,
+    metadata: {
+      ...holdMeta,
+      reservationId: hold.id,
+      reservedAmount: fromMicros(hold.amount_micros),
+    },
+    source: "reservation",
+    reservationId: hold.id,
+    nowMs,
+  });
+  await trx
+    .updateTable("reservations")
+    .set({
+      status: "confirmed",
+      settled_at_ms: nowMs,
+      actual_micros: actualMicros,
+      transaction_id: transaction.id,
+    })
+    .where("id", "=", hold.id)
+    .execute();
+  return { hold, transaction };
+}
+
+/**
+ * Voids a pending hold: every held credit returns to `available` (contract §7).
+ * @throws ApiError RESERVATION_NOT_FOUND, RESERVATION_NOT_PENDING
+ */
+export async function cancelReservation(
+  trx: Transaction<DB>,
+  projectId: string,
+  reservationId: string,
+  nowMs: number,
+): Promise<ReservationRow> {
+  const hold = await pendingReservation(trx, projectId, reservationId, nowMs);
+  await trx
+    .updateTable("reservations")
+    .set({ status: "cancelled", settled_at_ms: nowMs })
+    .where("id", "=", hold.id)
+    .execute();
+  return hold;
+}
+
+/** A page of an account's reservations, newest first; `activeOnly`: pending and unexpired. */
+export async function listReservations(
+  db: Kysely<DB>,
+  accountId: string,
+  options: { activeOnly: boolean; limit: number; offset: number; nowMs: number },
+) {
+  let base = db.selectFrom("reservations").where("account_id", "=", accountId);
+  if (options.activeOnly) {
+    base = base.where("status", "=", "pending").where("expires_at_ms", ">", options.nowMs);
+  }
+  const rows = await base
+    .selectAll()
+    .orderBy("created_at_ms", "desc")
+    .orderBy("id", "desc")
+    .limit(options.limit)
+    .offset(options.offset)
+    .execute();
+  const { count } = await base
+    .select((eb) => eb.fn.countAll<number>().as("count"))
+    .executeTakeFirstOrThrow();
+  return { rows, totalCount: Number(count) };
+}
+
+/**
+ * Marks up to `limit` pending holds whose expiresAt has passed as `expired` (the sweeper job).
+ * Their credits already stopped counting at expiresAt; this only records the ending.
+ * @returns how many were marked
+ */
+export async function expireReservations(trx: Transaction<DB>, nowMs: number, limit: number) {
+  const due = trx
+    .selectFrom("reservations")
+    .select("id")
+    .where("status", "=", "pending")
+    .where("expires_at_ms", "<=", nowMs)
+    .limit(limit);
+  const result = await trx
+    .updateTable("reservations")
+    .set((eb) => ({ status: "expired", settled_at_ms: eb.ref("expires_at_ms") }))
+    .where("id", "in", due)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}

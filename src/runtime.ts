@@ -1,0 +1,63 @@
+/**
+ * Opens the whole ledger over a database: migrations applied, write queue, app dependencies.
+ * Used by the server, every CLI command that touches the database, the scripts and the tests.
+ */
+import type { Config } from "./config.ts";
+import { type Database, openDatabase } from "./db/client.ts";
+import { migrateToLatest } from "./db/migrator.ts";
+import { type BatchStats, type Clock, WriteQueue } from "./db/write-queue.ts";
+import { type AppDeps, type Logger, silentLogger } from "./http/context.ts";
+
+export interface Ledger {
+  db: Database;
+  queue: WriteQueue;
+  deps: AppDeps;
+  /** Waits for queued writes, then closes the database. */
+  close(): Promise<void>;
+}
+
+export interface LedgerOptions {
+  clock?: Clock;
+  logger?: Logger;
+  onBatch?: (stats: BatchStats) => void;
+}
+
+type LedgerConfig = Pick<
+  Config,
+  | "DATABASE_URL"
+  | "DATABASE_AUTH_TOKEN"
+  | "DATABASE_DRIVER"
+  | "DATABASE_SYNCHRONOUS"
+  | "WRITE_BATCH_MAX"
+  | "RESERVATION_TTL_SECONDS"
+  | "BODY_LIMIT_BYTES"
+>;
+
+/** Opens the database named by `config`, applies pending migrations and builds the deps. */
+export async function openLedger(
+  config: LedgerConfig,
+  options: LedgerOptions = {},
+): Promise<Ledger> {
+  const db = await openDatabase({
+    url: config.DATABASE_URL,
+    authToken: config.DATABASE_AUTH_TOKEN,
+    driver: config.DATABASE_DRIVER,
+    synchronous: config.DATABASE_SYNCHRONOUS,
+  });
+  await migrateToLatest(db.write);
+  const clock = options.clock ?? Date.now;
+  const queue = new WriteQueue(db, clock, {
+    maxBatch: config.WRITE_BATCH_MAX,
+    ...(options.onBatch ? { onBatch: options.onBatch } : {}),
+  });
+  const deps: AppDeps = { db, queue, config, clock, logger: options.logger ?? silentLogger };
+  return {
+    db,
+    queue,
+    deps,
+    close: async () => {
+      await queue.idle();
+      await db.close();
+    },
+  };
+}

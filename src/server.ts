@@ -1,0 +1,74 @@
+/**
+ * `ledger serve`: config → database (migrated) → bootstrap → app → HTTP server; the scheduler;
+ * SIGTERM/SIGINT: stop accepting, finish requests in flight, stop the scheduler, close the
+ * database, all within SHUTDOWN_TIMEOUT_SECONDS.
+ */
+import { serve } from "@hono/node-server";
+import { createApp } from "./app.ts";
+import { bootstrapProject, seedModelsIfEmpty } from "./bootstrap.ts";
+import type { Config } from "./config.ts";
+import { startScheduler } from "./jobs/scheduler.ts";
+import { createLogger } from "./logger.ts";
+import { openLedger } from "./runtime.ts";
+
+export interface RunningServer {
+  port: number;
+  /** Graceful stop (the SIGTERM path). */
+  stop(): Promise<void>;
+}
+
+/** Starts the service. Prints the bootstrap API key on a fresh database. */
+export async function startServer(config: Config): Promise<RunningServer> {
+  const logger = createLogger(config.LOG_LEVEL);
+  const ledger = await openLedger(config, { logger });
+  const boot = await bootstrapProject(
+    ledger.db.read,
+    ledger.queue,
+    config.LEDGER_BOOTSTRAP_API_KEY,
+  );
+  if (boot) {
+    process.stdout.write(
+      `\nCreated project "default" (${boot.projectId}). Its API key, shown only this once:\n\n  ${boot.apiKey}\n\n`,
+    );
+  }
+  const seeded = await seedModelsIfEmpty(ledger.db.read, ledger.queue);
+  if (seeded > 0) logger.info({ models: seeded }, "model catalog seeded");
+  const app = createApp(ledger.deps);
+  const scheduler = config.SCHEDULER_ENABLED
+    ? startScheduler({
+        queue: ledger.queue,
+        clock: ledger.deps.clock,
+        logger,
+        expireCron: config.EXPIRE_CRON,
+        grantCron: config.GRANT_CRON,
+      })
+    : undefined;
+  let server: ReturnType<typeof serve> | undefined;
+  const port = await new Promise<number>((resolve) => {
+    server = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, (info) =>
+      resolve(info.port),
+    );
+  });
+  logger.info({ port, database: redactUrl(config.DATABASE_URL) }, "listening");
+  process.stdout.write(`Credit ledger listening on http://localhost:${port}\n`);
+
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      logger.info({}, "shutting down");
+      scheduler?.stop();
+      const closed = new Promise<void>((resolve) => server?.close(() => resolve()));
+      const timeout = new Promise<void>((resolve) =>
+        setTimeout(resolve, config.SHUTDOWN_TIMEOUT_SECONDS * 1000).unref(),
+      );
+      await Promise.race([closed, timeout]);
+      await ledger.close();
+    })();
+    return stopping;
+  };
+  return { port, stop };
+}
+
+function redactUrl(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, "//***@");
+}

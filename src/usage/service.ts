@@ -1,0 +1,189 @@
+/**
+ * LLM usage records and their exact USD cost (spec §4.6; contract §9). Recording usage does not
+ * move credits. A record keeps the prices it was costed at, so a later price change never
+ * rewrites history; totals are exact sums (micro-USD and pico-USD remainders summed apart).
+ */
+import type { Kysely, Transaction } from "kysely";
+import type { DB, UsageContext, UsageRecordRow } from "../db/schema.ts";
+import { ApiError } from "../errors.ts";
+import { newId } from "../ids.ts";
+import { findAccount, iso } from "../ledger/core.ts";
+import { findModel, priceOf } from "../models/service.ts";
+import { costPicoUsd, picoUsdToNumber } from "../money.ts";
+
+const PICO_PER_MICRO = 1_000_000n;
+
+/** A record's cost in pico-USD. */
+function costOf(row: Pick<UsageRecordRow, "cost_micro_usd" | "cost_pico_rem">): bigint {
+  return BigInt(row.cost_micro_usd) * PICO_PER_MICRO + BigInt(row.cost_pico_rem);
+}
+
+/** The API's Usage record object (spec §2). */
+export function usageRecordJson(row: UsageRecordRow) {
+  return {
+    id: row.id,
+    context: row.context,
+    accountId: row.account_id,
+    modelId: row.model_id,
+    usageType: row.usage_type,
+    inputTokens: row.input_tokens,
+    outputTokens: row.output_tokens,
+    cachedTokens: row.cached_tokens,
+    transactionId: row.transaction_id,
+    estimatedCostUsd: picoUsdToNumber(costOf(row)),
+    createdAt: iso(row.created_at_ms),
+  };
+}
+
+export interface RecordUsageInput {
+  context: UsageContext;
+  accountRef?: string | undefined;
+  modelId: string;
+  usageType: string;
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens: number;
+  transactionId?: string | undefined;
+  metadata?: Record<string, unknown> | undefined;
+}
+
+/**
+ * Records one call's usage with its cost at the model's current prices.
+ * @throws ApiError VALIDATION_ERROR (customer usage without accountId), ACCOUNT_NOT_FOUND,
+ *   MODEL_NOT_FOUND, TRANSACTION_NOT_FOUND
+ */
+export async function recordUsage(
+  trx: Transaction<DB>,
+  projectId: string,
+  input: RecordUsageInput,
+  nowMs: number,
+): Promise<UsageRecordRow> {
+  if (input.context === "customer" && input.accountRef === undefined) {
+    throw new ApiError("VALIDATION_ERROR", "accountId is required for customer usage", [
+      { path: "body.accountId", message: "required when context is customer" },
+    ]);
+  }
+  const account = input.accountRef ? await findAccount(trx, projectId, input.accountRef) : null;
+  const model = await findModel(trx, input.modelId);
+  if (input.transactionId !== undefined) {
+    const tx = await trx
+      .selectFrom("transactions")
+      .select("id")
+      .where("id", "=", input.transactionId)
+      .where("project_id", "=", projectId)
+      .executeTakeFirst();
+    if (!tx) {
+      throw new ApiError("TRANSACTION_NOT_FOUND", `Transaction ${input.transactionId} not found`);
+    }
+  }
+  const price = priceOf(model);
+  const pico = costPicoUsd(input, price);
+  const row = {
+    id: newId("use"),
+    project_id: projectId,
+    account_id: account?.id ?? null,
+    context: input.context,
+    model_id: model.model_id,
+    usage_type: input.usageType,
+    input_tokens: input.inputTokens,
+    output_tokens: input.outputTokens,
+    cached_tokens: input.cachedTokens,
+    transaction_id: input.transactionId ?? null,
+    input_micros_per_m: price.inputMicrosPerM,
+    output_micros_per_m: price.outputMicrosPerM,
+    cached_micros_per_m: price.cachedMicrosPerM,
+    cost_micro_usd: Number(pico / PICO_PER_MICRO),
+    cost_pico_rem: Number(pico % PICO_PER_MICRO),
+    metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
+    created_at_ms: nowMs,
+  };
+  const { seq } = await trx
+    .insertInto("usage_records")
+    .values(row)
+    .returning("seq")
+    .executeTakeFirstOrThrow();
+  return { ...row, seq };
+}
+
+export interface UsageFilter {
+  accountId?: string | undefined;
+  modelId?: string | undefined;
+  context?: UsageContext | undefined;
+  startMs?: number | undefined;
+  endMs?: number | undefined;
+}
+
+function filtered(db: Kysely<DB>, projectId: string, f: UsageFilter) {
+  let q = db.selectFrom("usage_records").where("project_id", "=", projectId);
+  if (f.accountId !== undefined) q = q.where("account_id", "=", f.accountId);
+  if (f.modelId !== undefined) q = q.where("model_id", "=", f.modelId);
+  if (f.context !== undefined) q = q.where("context", "=", f.context);
+  if (f.startMs !== undefined) q = q.where("created_at_ms", ">=", f.startMs);
+  if (f.endMs !== undefined) q = q.where("created_at_ms", "<=", f.endMs);
+  return q;
+}
+
+/** A page of usage records, newest first, with the total count. */
+export async function listUsage(
+  db: Kysely<DB>,
+  projectId: string,
+  f: UsageFilter & { limit: number; offset: number },
+) {
+  const base = filtered(db, projectId, f);
+  const rows = await base
+    .selectAll()
+    .orderBy("created_at_ms", "desc")
+    .orderBy("seq", "desc")
+    .limit(f.limit)
+    .offset(f.offset)
+    .execute();
+  const { count } = await base
+    .select((eb) => eb.fn.countAll<number>().as("count"))
+    .executeTakeFirstOrThrow();
+  return { rows, totalCount: Number(count) };
+}
+
+/**
+ * The Usage summary (spec §2) of the filtered records, summed exactly per (context, model).
+ * `byContext` always has both `customer` and `system`.
+ */
+export async function summarizeUsage(db: Kysely<DB>, projectId: string, f: UsageFilter) {
+  const groups = await filtered(db, projectId, f)
+    .select((eb) => [
+      "context",
+      "model_id",
+      eb.fn.countAll<number>().as("count"),
+      eb.fn.sum<number>("input_tokens").as("input_tokens"),
+      eb.fn.sum<number>("output_tokens").as("output_tokens"),
+      eb.fn.sum<number>("cost_micro_usd").as("cost_micro_usd"),
+      eb.fn.sum<number>("cost_pico_rem").as("cost_pico_rem"),
+    ])
+    .groupBy(["context", "model_id"])
+    .execute();
+  let total = 0n;
+  let inputTokens = 0;
+  let outputTokens = 0;
+  const byContext = { customer: 0n, system: 0n };
+  const byModel = new Map<string, { pico: bigint; count: number }>();
+  for (const g of groups) {
+    const pico = costOf({ cost_micro_usd: g.cost_micro_usd, cost_pico_rem: g.cost_pico_rem });
+    total += pico;
+    inputTokens += Number(g.input_tokens);
+    outputTokens += Number(g.output_tokens);
+    byContext[g.context] += pico;
+    const m = byModel.get(g.model_id) ?? { pico: 0n, count: 0 };
+    byModel.set(g.model_id, { pico: m.pico + pico, count: m.count + Number(g.count) });
+  }
+  return {
+    totalCostUsd: picoUsdToNumber(total),
+    totalInputTokens: inputTokens,
+    totalOutputTokens: outputTokens,
+    byContext: {
+      customer: picoUsdToNumber(byContext.customer),
+      system: picoUsdToNumber(byContext.system),
+    },
+    byModel: Object.fromEntries(
+      [...byModel].map(([id, m]) => [id, { costUsd: picoUsdToNumber(m.pico), count: m.count }]),
+    ),
+  };
+}
