@@ -1,0 +1,141 @@
+/**
+ * `npm run demo`: starts the service on an empty database, runs the typical flow over real HTTP
+ * with real catalog prices (reserve → call the model → calculate the cost → confirm → record
+ * usage → read the ledger), prints each request and response, and ends with `ledger verify`.
+ */
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const cli = fileURLToPath(new URL("../src/cli/index.js", import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), "ledger-demo-"));
+const apiKey = `ldg_demo_${randomBytes(16).toString("hex")}`;
+/** The demo's exchange rate: what a product might charge, 100 credits per USD of model cost. */
+const CREDITS_PER_USD = 100;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForHealth(base: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    try {
+      if ((await fetch(`${base}/health`)).ok) return;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("the server did not start");
+}
+
+async function call(base: string, method: string, path: string, body?: unknown) {
+  const headers: Record<string, string> = { "X-API-Key": apiKey };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  console.log(`\n> ${method} ${path}${body === undefined ? "" : ` ${JSON.stringify(body)}`}`);
+  const res = await fetch(base + path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  // biome-ignore lint/suspicious/noExplicitAny: the demo reads fields of JSON responses.
+  const json: any = await res.json();
+  console.log(`< ${res.status} ${JSON.stringify(json, null, 2).replace(/\n/g, "\n  ")}`);
+  if (!res.ok) throw new Error(`${method} ${path} failed with ${res.status}`);
+  return json;
+}
+
+/** USD → credits at the demo rate, rounded up to 6 decimals. */
+function usdToCredits(usd: number): number {
+  return Math.ceil(usd * CREDITS_PER_USD * 1e6) / 1e6;
+}
+
+async function flow(base: string): Promise<void> {
+  await call(base, "POST", "/v1/accounts/create", {
+    externalId: "customer-42",
+    name: "Ada Lovelace",
+    email: "ada@example.com",
+  });
+  await call(base, "POST", "/v1/accounts/credits/add", {
+    accountId: "customer-42",
+    amount: 10,
+    description: "Starter pack",
+    paymentMethod: "card",
+  });
+  const estimate = await call(base, "POST", "/v1/models/calculate", {
+    modelId: "claude-sonnet-4-5",
+    inputTokens: 12000,
+    outputTokens: 4000,
+  });
+  const hold = await call(base, "POST", "/v1/reservations/create", {
+    accountId: "customer-42",
+    amount: usdToCredits(estimate.estimatedCostUsd),
+    operation: "chat.completion",
+    model: "claude-sonnet-4-5",
+  });
+  console.log("\n(the product calls the model: 9,500 input tokens, 2,000 of them cached; 3,100 output)");
+  const actual = await call(base, "POST", "/v1/models/calculate", {
+    modelId: "claude-sonnet-4-5",
+    inputTokens: 9500,
+    outputTokens: 3100,
+    cachedTokens: 2000,
+  });
+  const confirm = await call(base, "POST", "/v1/reservations/confirm", {
+    reservationId: hold.reservation.id,
+    actualAmount: usdToCredits(actual.estimatedCostUsd),
+  });
+  await call(base, "POST", "/v1/usage/record", {
+    accountId: "customer-42",
+    transactionId: confirm.transactionId,
+    modelId: "claude-sonnet-4-5",
+    inputTokens: 9500,
+    outputTokens: 3100,
+    cachedTokens: 2000,
+  });
+  await call(base, "GET", "/v1/transactions?accountId=customer-42&include=reservation,usage");
+  await call(base, "GET", "/v1/accounts/balance?externalId=customer-42");
+  await call(base, "GET", "/v1/usage?summary=true");
+}
+
+async function main(): Promise<number> {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const env = {
+    ...process.env,
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    DATABASE_URL: `file:${join(dir, "demo.db")}`,
+    LEDGER_BOOTSTRAP_API_KEY: apiKey,
+    LOG_LEVEL: "warn",
+  };
+  const server: ChildProcess = spawn(process.execPath, [cli, "serve"], { env, stdio: "inherit" });
+  try {
+    await waitForHealth(base);
+    await flow(base);
+  } finally {
+    server.kill("SIGTERM");
+    await new Promise((r) => server.once("exit", r));
+  }
+  console.log("\n> ledger verify");
+  const verify = spawnSync(process.execPath, [cli, "verify"], { env, stdio: "inherit" });
+  return verify.status ?? 1;
+}
+
+main()
+  .then((code) => {
+    rmSync(dir, { recursive: true, force: true });
+    process.exit(code);
+  })
+  .catch((err) => {
+    console.error(err);
+    rmSync(dir, { recursive: true, force: true });
+    process.exit(1);
+  });
