@@ -81,7 +81,9 @@ async function flow(base: string): Promise<void> {
     operation: "chat.completion",
     model: "claude-sonnet-4-5",
   });
-  console.log("\n(the product calls the model: 9,500 input tokens, 2,000 of them cached; 3,100 output)");
+  console.log(
+    "\n(the product calls the model: 9,500 input tokens, 2,000 of them cached; 3,100 output)",
+  );
   const actual = await call(base, "POST", "/v1/models/calculate", {
     modelId: "claude-sonnet-4-5",
     inputTokens: 9500,

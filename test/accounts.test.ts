@@ -105,7 +105,8 @@ describe("accounts", () => {
     });
 
     it("enforces the metadata limits: 50 keys, 5 levels, 8 KiB", async () => {
-      const keys = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i]));
+      const keys = (n: number) =>
+        Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i]));
       const nest = (levels: number): unknown => (levels === 0 ? 1 : { n: nest(levels - 1) });
       expect((await create({ externalId: "k50", metadata: keys(50) })).status).toBe(200);
       expectValidation(await create({ externalId: "k51", metadata: keys(51) }), "body.metadata");
@@ -185,7 +186,11 @@ describe("accounts", () => {
       expectError(await t.api("GET", "/v1/accounts/get?accountId=nope"), 404, "ACCOUNT_NOT_FOUND");
       expectError(await t.api("GET", "/v1/accounts/get?externalId=nope"), 404, "ACCOUNT_NOT_FOUND");
       // an internal id is not an externalId
-      expectError(await t.api("GET", `/v1/accounts/get?externalId=${id}`), 404, "ACCOUNT_NOT_FOUND");
+      expectError(
+        await t.api("GET", `/v1/accounts/get?externalId=${id}`),
+        404,
+        "ACCOUNT_NOT_FOUND",
+      );
     });
 
     it("answers 400 when neither accountId nor externalId is given", async () => {

@@ -56,7 +56,10 @@ describe("reservations", () => {
     });
     expect(await balance("u1")).toMatchObject({ balance: 100, reserved: 25.5, available: 74.5 });
     const [listed] = await list("u1");
-    expect(listed).toMatchObject({ id: res.body.reservation.id, createdAt: new Date(START_MS).toISOString() });
+    expect(listed).toMatchObject({
+      id: res.body.reservation.id,
+      createdAt: new Date(START_MS).toISOString(),
+    });
   });
 
   it("accepts ttlSeconds from 1 to 86400 and rejects 0, 86401 and 1.5", async () => {
@@ -211,7 +214,10 @@ describe("reservations", () => {
     for (const res of [
       await confirm("res_nope", 1),
       await cancel("res_nope"),
-      await t.api("POST", "/v1/reservations/cancel", { body: { reservationId: id }, key: other.key }),
+      await t.api("POST", "/v1/reservations/cancel", {
+        body: { reservationId: id },
+        key: other.key,
+      }),
     ]) {
       expect(res.status).toBe(404);
       expect(res.body.error.code).toBe("RESERVATION_NOT_FOUND");
@@ -241,10 +247,9 @@ describe("reservations", () => {
 
   it("expires a hold at expiresAt, before and after the sweeper runs", async () => {
     await fundedAccount(t, "u1", 100);
-    const id = (await reserve({ accountId: "u1", amount: 70, ttlSeconds: 60 })).body.reservation
+    const id = (await reserve({ accountId: "u1", amount: 70, ttlSeconds: 60 })).body.reservation.id;
+    const keep = (await reserve({ accountId: "u1", amount: 10, ttlSeconds: 3600 })).body.reservation
       .id;
-    const keep = (await reserve({ accountId: "u1", amount: 10, ttlSeconds: 3600 })).body
-      .reservation.id;
     t.advance(59_999);
     expect(await balance("u1")).toMatchObject({ reserved: 80, available: 20 });
     t.advance(1);

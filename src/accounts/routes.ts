@@ -68,7 +68,7 @@ export function registerAccountRoutes(app: App, deps: AppDeps): void {
   app.openapi(createRoute_, async (c) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, body, async (trx, nowMs) => {
+    return runWrite(c, deps.queue, async (trx, nowMs) => {
       const row = await createAccount(trx, projectId, body, nowMs);
       return { status: 200, body: { success: true, account: accountJson(row) } };
     }) as never;

@@ -67,8 +67,9 @@ class NativeConnection implements DatabaseConnection {
 class NativeDriver implements Driver {
   readonly #db: NativeDb;
   readonly #connection: NativeConnection;
-  #locked: Promise<void> | undefined;
-  #unlock: (() => void) | undefined;
+  /** Whether a Kysely user holds the connection; waiters are served first come, first served. */
+  #held = false;
+  readonly #waiters: (() => void)[] = [];
 
   constructor(db: NativeDb) {
     this.#db = db;
@@ -77,20 +78,17 @@ class NativeDriver implements Driver {
 
   async init(): Promise<void> {}
 
-  /** One connection; a mutex hands it to one Kysely user at a time. */
+  /** One connection; a FIFO mutex hands it to one Kysely user at a time. */
   async acquireConnection(): Promise<DatabaseConnection> {
-    while (this.#locked) await this.#locked;
-    this.#locked = new Promise((resolve) => {
-      this.#unlock = resolve;
-    });
+    if (this.#held) await new Promise<void>((resolve) => this.#waiters.push(resolve));
+    this.#held = true;
     return this.#connection;
   }
 
   async releaseConnection(): Promise<void> {
-    const unlock = this.#unlock;
-    this.#locked = undefined;
-    this.#unlock = undefined;
-    unlock?.();
+    const next = this.#waiters.shift();
+    if (next) next();
+    else this.#held = false;
   }
 
   async beginTransaction(conn: DatabaseConnection): Promise<void> {

@@ -80,9 +80,14 @@ export class WriteQueue {
 
   async #drain(): Promise<void> {
     try {
+      // Yield one turn of the event loop before each batch: the synchronous driver runs a whole
+      // batch without giving the loop a chance to read requests, so without this pause every
+      // batch would hold a single unit. Requests read in this turn join the next batch.
+      await new Promise((resolve) => setImmediate(resolve));
       while (this.#waiting.length > 0) {
         const batch = this.#waiting.splice(0, this.#maxBatch);
         await this.#runBatch(batch);
+        await new Promise((resolve) => setImmediate(resolve));
       }
     } finally {
       this.#running = undefined;

@@ -51,14 +51,14 @@ function idempotencyKeyOf(c: Context<AppEnv>): string | undefined {
 
 /**
  * Runs a write unit through the queue, honouring the request's Idempotency-Key.
- * @param body the parsed JSON body (hashed for the reuse check)
+ * The reuse check hashes the raw JSON body as sent (not the validated one, which drops unknown
+ * fields), so a body with one more field is another body.
  * @returns the HTTP response (a replay carries `Idempotent-Replayed: true`)
  * @throws ApiError IDEMPOTENCY_KEY_REUSED, or whatever the unit throws
  */
 export async function runWrite(
   c: Context<AppEnv>,
   queue: WriteQueue,
-  body: unknown,
   unit: (trx: Transaction<DB>, nowMs: number) => Promise<UnitResponse>,
 ): Promise<Response> {
   const key = idempotencyKeyOf(c);
@@ -68,7 +68,7 @@ export async function runWrite(
   }
   const projectId = c.get("projectId");
   const path = c.req.path;
-  const hash = requestHash(body);
+  const hash = requestHash(await c.req.json());
   const result = await queue.run(async (trx, nowMs) => {
     const stored = await trx
       .selectFrom("idempotency_keys")

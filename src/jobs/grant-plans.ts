@@ -5,9 +5,9 @@
  * in its own savepoint, so one that fails (a balance at its limit) does not stop the others.
  */
 import { type Kysely, sql, type Transaction } from "kysely";
-import type { AccountPlanRow, DB } from "../db/schema.ts";
+import type { DB } from "../db/schema.ts";
 import type { WriteQueue } from "../db/write-queue.ts";
-import { endAssignment, grantNextPeriod } from "../plans/grants.ts";
+import { settleDue } from "../plans/grants.ts";
 
 /** Largest number of assignments handled in one write unit. */
 export const GRANT_BATCH = 100;
@@ -16,24 +16,6 @@ export interface GrantRunResult {
   grants: number;
   completed: number;
   failed: number;
-}
-
-/** Grants what is due for one assignment. @returns grants made and whether it completed */
-async function settleAssignment(trx: Transaction<DB>, start: AccountPlanRow, nowMs: number) {
-  const plan = await trx
-    .selectFrom("plans")
-    .selectAll()
-    .where("id", "=", start.plan_id)
-    .executeTakeFirstOrThrow();
-  let ap = start;
-  let grants = 0;
-  while (ap.next_grant_at_ms !== null && ap.next_grant_at_ms <= nowMs) {
-    ap = await grantNextPeriod(trx, ap, plan, nowMs);
-    grants++;
-  }
-  const over = ap.expires_at_ms !== null && ap.expires_at_ms <= nowMs;
-  if (over) await endAssignment(trx, ap, "completed", nowMs);
-  return { grants, completed: over };
 }
 
 async function runBatch(trx: Transaction<DB>, nowMs: number, batch: number, skip: Set<string>) {
@@ -55,7 +37,7 @@ async function runBatch(trx: Transaction<DB>, nowMs: number, batch: number, skip
   for (const ap of due) {
     await sql.raw("SAVEPOINT grant_one").execute(trx);
     try {
-      const r = await settleAssignment(trx, ap, nowMs);
+      const r = await settleDue(trx, ap, nowMs);
       await sql.raw("RELEASE grant_one").execute(trx);
       result.grants += r.grants;
       if (r.completed) result.completed++;

@@ -75,7 +75,7 @@ export function registerLedgerRoutes(app: App, deps: AppDeps): void {
   app.openapi(addRoute, async (c) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, body, async (trx, nowMs) => {
+    return runWrite(c, deps.queue, async (trx, nowMs) => {
       const metadata = { ...body.metadata };
       if (body.paymentMethod !== undefined) metadata.paymentMethod = body.paymentMethod;
       const { account, row } = await moveCredits(
@@ -106,7 +106,7 @@ export function registerLedgerRoutes(app: App, deps: AppDeps): void {
   app.openapi(deductRoute, async (c) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, body, async (trx, nowMs) => {
+    return runWrite(c, deps.queue, async (trx, nowMs) => {
       const { account, row } = await moveCredits(
         trx,
         projectId,
@@ -159,7 +159,7 @@ export function registerLedgerRoutes(app: App, deps: AppDeps): void {
   app.openapi(createTxRoute, async (c) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, body, async (trx, nowMs) => {
+    return runWrite(c, deps.queue, async (trx, nowMs) => {
       const { row } = await moveCredits(
         trx,
         projectId,

@@ -57,8 +57,12 @@ export interface TransactionFilter {
 
 /** A page of the project's transactions, newest first (ties by insertion order), with total. */
 export async function listTransactions(db: Kysely<DB>, projectId: string, f: TransactionFilter) {
-  let base = db.selectFrom("transactions").where("project_id", "=", projectId);
-  if (f.accountId !== undefined) base = base.where("account_id", "=", f.accountId);
+  // An account id was already resolved within the project, so it alone selects the rows (and
+  // lets SQLite use the account index instead of scanning the project's ledger).
+  let base =
+    f.accountId === undefined
+      ? db.selectFrom("transactions").where("project_id", "=", projectId)
+      : db.selectFrom("transactions").where("account_id", "=", f.accountId);
   if (f.startMs !== undefined) base = base.where("created_at_ms", ">=", f.startMs);
   if (f.endMs !== undefined) base = base.where("created_at_ms", "<=", f.endMs);
   const rows = await base

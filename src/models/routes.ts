@@ -128,7 +128,7 @@ export function registerModelRoutes(app: App, deps: AppDeps): void {
     if (c.req.header("Idempotency-Key") === undefined) {
       return c.json(await estimate(deps.db.read), 200);
     }
-    return runWrite(c, deps.queue, body, async (trx) => ({
+    return runWrite(c, deps.queue, async (trx) => ({
       status: 200,
       body: await estimate(trx),
     })) as never;

@@ -141,3 +141,26 @@ export async function endAssignment(
     .execute();
   return { ...ap, ...ended };
 }
+
+/**
+ * Grants every period of the assignment due at `nowMs`, in order, and ends it when its last
+ * period is over (occurrences). Used by the grant job and before an assignment is replaced or
+ * cancelled, so that periods missed while the job was not running are never lost.
+ * @returns the assignment as updated, the grants made, and whether it completed
+ */
+export async function settleDue(trx: Transaction<DB>, start: AccountPlanRow, nowMs: number) {
+  const plan = await trx
+    .selectFrom("plans")
+    .selectAll()
+    .where("id", "=", start.plan_id)
+    .executeTakeFirstOrThrow();
+  let ap = start;
+  let grants = 0;
+  while (ap.next_grant_at_ms !== null && ap.next_grant_at_ms <= nowMs) {
+    ap = await grantNextPeriod(trx, ap, plan, nowMs);
+    grants++;
+  }
+  const completed = ap.expires_at_ms !== null && ap.expires_at_ms <= nowMs;
+  if (completed) ap = await endAssignment(trx, ap, "completed", nowMs);
+  return { ap, grants, completed };
+}

@@ -123,7 +123,7 @@ export function registerPlanRoutes(app: App, deps: AppDeps): void {
   app.openapi(createPlanRoute, async (c) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, body, async (trx, nowMs) => {
+    return runWrite(c, deps.queue, async (trx, nowMs) => {
       const row = await createPlan(
         trx,
         projectId,
@@ -151,7 +151,7 @@ export function registerPlanRoutes(app: App, deps: AppDeps): void {
     app.openapi(route, async (c) => {
       const body = c.req.valid("json");
       const projectId = c.get("projectId");
-      return runWrite(c, deps.queue, body, async (trx, nowMs) => {
+      return runWrite(c, deps.queue, async (trx, nowMs) => {
         const row = await setPlanActive(trx, projectId, body.planId, active, nowMs);
         return { status: 200, body: { success: true, plan: planJson(row) } };
       }) as never;
@@ -167,12 +167,13 @@ export function registerPlanRoutes(app: App, deps: AppDeps): void {
     }
     const account = await resolveAccount(deps.db.read, c.get("projectId"), q);
     const rows = await listAccountPlans(deps.db.read, account.id);
+    const nowMs = deps.clock();
     const plans = rows.map((r) =>
-      accountPlanJson(r, {
-        id: r.plan_id,
-        name: r.plan_name,
-        credits_micros: r.plan_credits_micros,
-      }),
+      accountPlanJson(
+        r,
+        { id: r.plan_id, name: r.plan_name, credits_micros: r.plan_credits_micros },
+        nowMs,
+      ),
     );
     return c.json({ success: true as const, plans }, 200);
   });
@@ -180,7 +181,7 @@ export function registerPlanRoutes(app: App, deps: AppDeps): void {
   app.openapi(assignRoute, async (c) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, body, async (trx, nowMs) => {
+    return runWrite(c, deps.queue, async (trx, nowMs) => {
       const { ap, plan } = await assignPlan(
         trx,
         projectId,
@@ -198,7 +199,7 @@ export function registerPlanRoutes(app: App, deps: AppDeps): void {
   app.openapi(cancelRoute, async (c) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, body, async (trx, nowMs) => {
+    return runWrite(c, deps.queue, async (trx, nowMs) => {
       const { ap, plan } = await cancelAssignment(trx, projectId, body.accountPlanId, nowMs);
       return { status: 200, body: { success: true, accountPlan: accountPlanJson(ap, plan) } };
     }) as never;

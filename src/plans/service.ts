@@ -8,7 +8,7 @@ import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { findAccount, iso } from "../ledger/core.ts";
 import { fromMicros } from "../money.ts";
-import { endAssignment, grantNextPeriod } from "./grants.ts";
+import { endAssignment, grantNextPeriod, settleDue } from "./grants.ts";
 import { addIntervals, assignmentExpiresAt, nextGrantAt } from "./schedule.ts";
 
 /** The API's Plan object (spec §2 plus the creation fields). */
@@ -32,13 +32,16 @@ export function planJson(row: PlanRow) {
 export function accountPlanJson(
   ap: AccountPlanRow,
   plan: Pick<PlanRow, "id" | "name" | "credits_micros">,
+  nowMs?: number,
 ) {
+  // Past its expiresAt an assignment is over, even before the grant job has recorded it.
+  const over = nowMs !== undefined && ap.expires_at_ms !== null && ap.expires_at_ms <= nowMs;
   const at = (ms: number | null) => (ms === null ? null : iso(ms));
   return {
     id: ap.id,
     accountId: ap.account_id,
     planId: ap.plan_id,
-    active: ap.active === 1,
+    active: ap.active === 1 && !over,
     startMode: ap.start_mode,
     startedAt: iso(ap.started_at_ms),
     expiresAt: at(ap.expires_at_ms),
@@ -142,13 +145,16 @@ export async function assignPlan(
   const account = await findAccount(trx, projectId, input.accountRef);
   const plan = await findPlan(trx, projectId, input.planId);
   if (plan.is_active !== 1) throw new ApiError("PLAN_INACTIVE", `Plan ${plan.id} is archived`);
-  const previous = await trx
+  const active = await trx
     .selectFrom("account_plans")
     .selectAll()
     .where("account_id", "=", account.id)
     .where("active", "=", 1)
     .executeTakeFirst();
-  if (previous) await endAssignment(trx, previous, "replaced", nowMs);
+  // The replaced assignment first gets the periods already due (never lost, never backdated to
+  // the new plan); its next grant time after that is what next_interval carries over.
+  const previous = active ? (await settleDue(trx, active, nowMs)).ap : undefined;
+  if (previous && previous.active === 1) await endAssignment(trx, previous, "replaced", nowMs);
   const anchor =
     input.startMode === "immediate"
       ? nowMs
@@ -192,10 +198,13 @@ export async function cancelAssignment(
     .where("project_id", "=", projectId)
     .executeTakeFirst();
   if (!ap) throw new ApiError("ACCOUNT_PLAN_NOT_FOUND", `Account plan ${accountPlanId} not found`);
-  if (ap.active !== 1) {
+  // Periods due before the cancellation are granted; an assignment whose last period is over
+  // has completed and can no longer be cancelled.
+  const settled = ap.active === 1 ? (await settleDue(trx, ap, nowMs)).ap : ap;
+  if (settled.active !== 1) {
     throw new ApiError("ACCOUNT_PLAN_NOT_ACTIVE", "The assignment is no longer active");
   }
-  const ended = await endAssignment(trx, ap, "cancelled", nowMs);
+  const ended = await endAssignment(trx, settled, "cancelled", nowMs);
   const plan = await findPlan(trx, projectId, ap.plan_id);
   return { ap: ended, plan };
 }

@@ -83,7 +83,7 @@ export function registerReservationRoutes(app: App, deps: AppDeps): void {
   app.openapi(createRoute_, async (c) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, body, async (trx, nowMs) => {
+    return runWrite(c, deps.queue, async (trx, nowMs) => {
       const row = await createReservation(
         trx,
         projectId,
@@ -126,7 +126,7 @@ export function registerReservationRoutes(app: App, deps: AppDeps): void {
   app.openapi(confirmRoute, async (c) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, body, async (trx, nowMs) => {
+    return runWrite(c, deps.queue, async (trx, nowMs) => {
       const actual = validatedMicros(body.actualAmount);
       const { hold, transaction } = await confirmReservation(
         trx,
@@ -151,7 +151,7 @@ export function registerReservationRoutes(app: App, deps: AppDeps): void {
   app.openapi(cancelRoute, async (c) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, body, async (trx, nowMs) => {
+    return runWrite(c, deps.queue, async (trx, nowMs) => {
       const hold = await cancelReservation(trx, projectId, body.reservationId, nowMs);
       const result = {
         success: true,

@@ -117,7 +117,7 @@ export function registerUsageRoutes(app: App, deps: AppDeps): void {
   app.openapi(recordRoute, async (c) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, body, async (trx, nowMs) => {
+    return runWrite(c, deps.queue, async (trx, nowMs) => {
       const row = await recordUsage(
         trx,
         projectId,

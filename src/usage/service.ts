@@ -114,8 +114,11 @@ export interface UsageFilter {
 }
 
 function filtered(db: Kysely<DB>, projectId: string, f: UsageFilter) {
-  let q = db.selectFrom("usage_records").where("project_id", "=", projectId);
-  if (f.accountId !== undefined) q = q.where("account_id", "=", f.accountId);
+  // A resolved account id is already scoped to the project; filtering by it alone uses its index.
+  let q =
+    f.accountId === undefined
+      ? db.selectFrom("usage_records").where("project_id", "=", projectId)
+      : db.selectFrom("usage_records").where("account_id", "=", f.accountId);
   if (f.modelId !== undefined) q = q.where("model_id", "=", f.modelId);
   if (f.context !== undefined) q = q.where("context", "=", f.context);
   if (f.startMs !== undefined) q = q.where("created_at_ms", ">=", f.startMs);
