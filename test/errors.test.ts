@@ -1,4 +1,4 @@
-import type { KyselyPlugin } from "kysely";
+import type { CompiledQuery, KyselyPlugin } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createApp } from "../src/app.ts";
 import type { Logger } from "../src/http/context.ts";
@@ -176,11 +176,21 @@ describe("errors", () => {
       };
       const deps = t.ledger.deps;
       const logger: Logger = { info() {}, warn() {}, error: (obj) => logged.push(obj) };
-      return createApp({
-        ...deps,
-        logger,
-        db: { ...deps.db, read: deps.db.read.withPlugin(failing) },
+      // Queries built per call go through the plugin; prepared (precompiled) ones through
+      // executeQuery, which is wrapped to fail the same way.
+      const withPlugin = deps.db.read.withPlugin(failing);
+      const read = new Proxy(withPlugin, {
+        get(target, prop, receiver) {
+          if (prop !== "executeQuery") return Reflect.get(target, prop, receiver);
+          return (query: CompiledQuery) => {
+            if (query.sql.includes('"accounts"')) {
+              throw new Error(`SQLITE_IOERR: disk I/O error in ${secretSql()}`);
+            }
+            return target.executeQuery(query);
+          };
+        },
       });
+      return createApp({ ...deps, logger, db: { ...deps.db, read } });
     }
 
     it("hides the cause: no stack, SQL or key in the body", async () => {

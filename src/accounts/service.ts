@@ -6,7 +6,7 @@ import type { Kysely, Transaction } from "kysely";
 import type { AccountRow, DB } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
-import { balanceOf, findAccount, iso, parseJson } from "../ledger/core.ts";
+import { balanceOf, findAccount, findAccountByExternalId, iso, parseJson } from "../ledger/core.ts";
 import { fromMicros } from "../money.ts";
 
 /** The API's Account object. */
@@ -100,14 +100,7 @@ export async function resolveAccount(
   ref: { accountId?: string | undefined; externalId?: string | undefined },
 ): Promise<AccountRow> {
   if (ref.accountId !== undefined) return findAccount(db, projectId, ref.accountId);
-  const row = await db
-    .selectFrom("accounts")
-    .selectAll()
-    .where("project_id", "=", projectId)
-    .where("external_id", "=", ref.externalId ?? "")
-    .executeTakeFirst();
-  if (!row) throw new ApiError("ACCOUNT_NOT_FOUND", `Account ${ref.externalId} not found`);
-  return row;
+  return findAccountByExternalId(db, projectId, ref.externalId ?? "");
 }
 
 /** The Balance view (spec §2) of an account at `nowMs`. */

@@ -191,3 +191,4 @@ export type PlanRow = Selectable<PlansTable>;
 export type AccountPlanRow = Selectable<AccountPlansTable>;
 export type ModelRow = Selectable<ModelsTable>;
 export type UsageRecordRow = Selectable<UsageRecordsTable>;
+export type IdempotencyKeyRow = Selectable<IdempotencyKeysTable>;

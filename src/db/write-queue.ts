@@ -8,7 +8,7 @@
  * commits once (group commit), and only then settles each unit's promise. A unit's result is
  * never reported before the commit that makes it durable.
  */
-import { sql, type Transaction } from "kysely";
+import { CompiledQuery, sql, type Transaction } from "kysely";
 import type { Database } from "./client.ts";
 import type { DB } from "./schema.ts";
 
@@ -33,6 +33,10 @@ interface Job {
 }
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+const SAVEPOINT = CompiledQuery.raw("SAVEPOINT unit");
+const RELEASE = CompiledQuery.raw("RELEASE unit");
+const ROLLBACK_TO = CompiledQuery.raw("ROLLBACK TO unit");
 
 const BUSY_RETRY_MS = 10;
 const BUSY_RETRY_LIMIT = 500;
@@ -132,14 +136,14 @@ export class WriteQueue {
   }
 
   async #runUnit(trx: Transaction<DB>, job: Job): Promise<Outcome> {
-    await sql.raw("SAVEPOINT unit").execute(trx);
+    await trx.executeQuery(SAVEPOINT);
     try {
       const value = await job.unit(trx, this.#clock());
-      await sql.raw("RELEASE unit").execute(trx);
+      await trx.executeQuery(RELEASE);
       return { ok: true, value };
     } catch (error) {
-      await sql.raw("ROLLBACK TO unit").execute(trx);
-      await sql.raw("RELEASE unit").execute(trx);
+      await trx.executeQuery(ROLLBACK_TO);
+      await trx.executeQuery(RELEASE);
       return { ok: false, error };
     }
   }

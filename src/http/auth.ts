@@ -5,6 +5,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import type { Kysely } from "kysely";
+import { prepared } from "../db/prepared.ts";
 import type { DB } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
@@ -38,15 +39,18 @@ export async function storeApiKey(
   return id;
 }
 
-/** The project of an active key, or null. */
-export async function projectOfKey(db: Kysely<DB>, apiKey: string): Promise<string | null> {
-  const row = await db
+const activeKey = prepared<{ keyHash: string }, { project_id: string }>((db, arg) =>
+  db
     .selectFrom("api_keys")
     .select("project_id")
-    .where("key_hash", "=", hashApiKey(apiKey))
-    .where("revoked_at_ms", "is", null)
-    .executeTakeFirst();
-  return row?.project_id ?? null;
+    .where("key_hash", "=", arg("keyHash"))
+    .where("revoked_at_ms", "is", null),
+);
+
+/** The project of an active key, or null. */
+export async function projectOfKey(db: Kysely<DB>, apiKey: string): Promise<string | null> {
+  const { rows } = await db.executeQuery(activeKey({ keyHash: hashApiKey(apiKey) }));
+  return rows[0]?.project_id ?? null;
 }
 
 /** Middleware for /v1: sets `projectId` from `X-API-Key`, else throws 401. */

@@ -9,7 +9,8 @@
 import { createHash } from "node:crypto";
 import type { Context } from "hono";
 import type { Transaction } from "kysely";
-import type { DB } from "../db/schema.ts";
+import { prepared } from "../db/prepared.ts";
+import type { DB, IdempotencyKeyRow } from "../db/schema.ts";
 import type { WriteQueue } from "../db/write-queue.ts";
 import { ApiError } from "../errors.ts";
 import type { AppEnv } from "./context.ts";
@@ -22,6 +23,26 @@ export interface UnitResponse {
   status: 200 | 201;
   body: unknown;
 }
+
+const storedResponse = prepared<{ projectId: string; key: string }, IdempotencyKeyRow>((db, arg) =>
+  db
+    .selectFrom("idempotency_keys")
+    .selectAll()
+    .where("project_id", "=", arg("projectId"))
+    .where("idempotency_key", "=", arg("key")),
+);
+
+const storeResponse = prepared<IdempotencyKeyRow, unknown>((db, arg) =>
+  db.insertInto("idempotency_keys").values({
+    project_id: arg("project_id"),
+    idempotency_key: arg("idempotency_key"),
+    request_path: arg("request_path"),
+    request_hash: arg("request_hash"),
+    response_status: arg("response_status"),
+    response_body: arg("response_body"),
+    created_at_ms: arg("created_at_ms"),
+  }),
+);
 
 /** JSON with object keys sorted at every level: one text per JSON value. */
 export function canonicalJson(value: unknown): string {
@@ -70,12 +91,7 @@ export async function runWrite(
   const path = c.req.path;
   const hash = requestHash(await c.req.json());
   const result = await queue.run(async (trx, nowMs) => {
-    const stored = await trx
-      .selectFrom("idempotency_keys")
-      .selectAll()
-      .where("project_id", "=", projectId)
-      .where("idempotency_key", "=", key)
-      .executeTakeFirst();
+    const stored = (await trx.executeQuery(storedResponse({ projectId, key }))).rows[0];
     if (stored && stored.created_at_ms > nowMs - IDEMPOTENCY_TTL_MS) {
       if (stored.request_path !== path || stored.request_hash !== hash) {
         throw new ApiError(
@@ -94,9 +110,8 @@ export async function runWrite(
     }
     const response = await unit(trx, nowMs);
     const text = JSON.stringify(response.body);
-    await trx
-      .insertInto("idempotency_keys")
-      .values({
+    await trx.executeQuery(
+      storeResponse({
         project_id: projectId,
         idempotency_key: key,
         request_path: path,
@@ -104,8 +119,8 @@ export async function runWrite(
         response_status: response.status,
         response_body: text,
         created_at_ms: nowMs,
-      })
-      .execute();
+      }),
+    );
     return { replayed: false, status: response.status, text };
   });
   const headers: Record<string, string> = { "Content-Type": "application/json" };

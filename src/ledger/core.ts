@@ -12,6 +12,7 @@
  * storing a broken ledger.
  */
 import type { Kysely, Transaction } from "kysely";
+import { prepared } from "../db/prepared.ts";
 import type {
   AccountRow,
   DB,
@@ -25,19 +26,51 @@ import { fromMicros, MAX_BALANCE_MICROS } from "../money.ts";
 
 type Reader = Kysely<DB> | Transaction<DB>;
 
+const accountById = prepared<{ projectId: string; id: string }, AccountRow>((db, arg) =>
+  db
+    .selectFrom("accounts")
+    .selectAll()
+    .where("id", "=", arg("id"))
+    .where("project_id", "=", arg("projectId")),
+);
+
+const accountByExternalId = prepared<{ projectId: string; externalId: string }, AccountRow>(
+  (db, arg) =>
+    db
+      .selectFrom("accounts")
+      .selectAll()
+      .where("project_id", "=", arg("projectId"))
+      .where("external_id", "=", arg("externalId")),
+);
+
+/**
+ * The account with this externalId in the project.
+ * @throws ApiError ACCOUNT_NOT_FOUND
+ */
+export async function findAccountByExternalId(
+  db: Reader,
+  projectId: string,
+  externalId: string,
+): Promise<AccountRow> {
+  const { rows } = await db.executeQuery(accountByExternalId({ projectId, externalId }));
+  const row = rows[0];
+  if (!row) throw new ApiError("ACCOUNT_NOT_FOUND", `Account ${externalId} not found`);
+  return row;
+}
+
+/** Internal account ids are `acc_` and a ULID; anything else can only be an externalId. */
+const INTERNAL_ACCOUNT_ID = /^acc_[0-9A-HJKMNP-TV-Z]{26}$/;
+
 /**
  * The account named by `ref` (its internal id, else its externalId) in the project.
  * @throws ApiError ACCOUNT_NOT_FOUND (also for another project's account)
  */
 export async function findAccount(db: Reader, projectId: string, ref: string): Promise<AccountRow> {
-  const row = await db
-    .selectFrom("accounts")
-    .selectAll()
-    .where("project_id", "=", projectId)
-    .where((eb) => eb.or([eb("id", "=", ref), eb("external_id", "=", ref)]))
-    .orderBy((eb) => eb.case().when("id", "=", ref).then(0).else(1).end())
-    .limit(1)
-    .executeTakeFirst();
+  const byId = INTERNAL_ACCOUNT_ID.test(ref)
+    ? (await db.executeQuery(accountById({ projectId, id: ref }))).rows[0]
+    : undefined;
+  const row =
+    byId ?? (await db.executeQuery(accountByExternalId({ projectId, externalId: ref }))).rows[0];
   if (!row) throw new ApiError("ACCOUNT_NOT_FOUND", `Account ${ref} not found`);
   return row;
 }
@@ -47,15 +80,18 @@ export async function findAccount(db: Reader, projectId: string, ref: string): P
  * (an expired hold stops counting at its expiresAt, whether or not the sweeper ran; contract §7).
  */
 export async function reservedMicros(db: Reader, accountId: string, nowMs: number) {
-  const row = await db
+  const { rows } = await db.executeQuery(heldByAccount({ accountId, nowMs }));
+  return Number(rows[0]?.held ?? 0);
+}
+
+const heldByAccount = prepared<{ accountId: string; nowMs: number }, { held: number }>((db, arg) =>
+  db
     .selectFrom("reservations")
     .select((eb) => eb.fn.coalesce(eb.fn.sum<number>("amount_micros"), eb.lit(0)).as("held"))
-    .where("account_id", "=", accountId)
+    .where("account_id", "=", arg("accountId"))
     .where("status", "=", "pending")
-    .where("expires_at_ms", ">", nowMs)
-    .executeTakeFirstOrThrow();
-  return Number(row.held);
-}
+    .where("expires_at_ms", ">", arg("nowMs")),
+);
 
 /** The account's balance and available credits, in micro-credits, at `nowMs`. */
 export async function balanceOf(db: Reader, account: AccountRow, nowMs: number) {
@@ -101,11 +137,9 @@ export interface EntryInput {
  *   Error (a bug: callers check `available` first) when a debit would go below zero
  */
 export async function postEntry(trx: Transaction<DB>, input: EntryInput): Promise<TransactionRow> {
-  const account = await trx
-    .selectFrom("accounts")
-    .select(["balance_micros", "plan_bucket_micros"])
-    .where("id", "=", input.accountId)
-    .executeTakeFirstOrThrow();
+  const { rows } = await trx.executeQuery(balanceForEntry({ accountId: input.accountId }));
+  const account = rows[0];
+  if (!account) throw new Error(`ledger invariant: account ${input.accountId} vanished`);
   const delta = input.type === "credit" ? input.amountMicros : -input.amountMicros;
   const balanceAfter = account.balance_micros + delta;
   if (balanceAfter > MAX_BALANCE_MICROS) {
@@ -121,11 +155,14 @@ export async function postEntry(trx: Transaction<DB>, input: EntryInput): Promis
     input.type === "debit"
       ? Math.max(0, account.plan_bucket_micros - input.amountMicros)
       : account.plan_bucket_micros;
-  await trx
-    .updateTable("accounts")
-    .set({ balance_micros: balanceAfter, plan_bucket_micros: bucket, updated_at_ms: input.nowMs })
-    .where("id", "=", input.accountId)
-    .execute();
+  await trx.executeQuery(
+    moveBalance({
+      accountId: input.accountId,
+      balance: balanceAfter,
+      bucket,
+      nowMs: input.nowMs,
+    }),
+  );
   const row = {
     id: newId("txn"),
     project_id: input.projectId,
@@ -140,13 +177,50 @@ export async function postEntry(trx: Transaction<DB>, input: EntryInput): Promis
     account_plan_id: input.accountPlanId ?? null,
     created_at_ms: input.nowMs,
   };
-  const { seq } = await trx
-    .insertInto("transactions")
-    .values(row)
-    .returning("seq")
-    .executeTakeFirstOrThrow();
-  return { ...row, seq };
+  const inserted = await trx.executeQuery(insertTransaction(row));
+  return { ...row, seq: Number(inserted.insertId) };
 }
+
+const balanceForEntry = prepared<
+  { accountId: string },
+  { balance_micros: number; plan_bucket_micros: number }
+>((db, arg) =>
+  db
+    .selectFrom("accounts")
+    .select(["balance_micros", "plan_bucket_micros"])
+    .where("id", "=", arg("accountId")),
+);
+
+const moveBalance = prepared<
+  { accountId: string; balance: number; bucket: number; nowMs: number },
+  unknown
+>((db, arg) =>
+  db
+    .updateTable("accounts")
+    .set({
+      balance_micros: arg("balance"),
+      plan_bucket_micros: arg("bucket"),
+      updated_at_ms: arg("nowMs"),
+    })
+    .where("id", "=", arg("accountId")),
+);
+
+const insertTransaction = prepared<Omit<TransactionRow, "seq">, unknown>((db, arg) =>
+  db.insertInto("transactions").values({
+    id: arg("id"),
+    project_id: arg("project_id"),
+    account_id: arg("account_id"),
+    type: arg("type"),
+    amount_micros: arg("amount_micros"),
+    balance_after_micros: arg("balance_after_micros"),
+    description: arg("description"),
+    metadata: arg("metadata"),
+    source: arg("source"),
+    reservation_id: arg("reservation_id"),
+    account_plan_id: arg("account_plan_id"),
+    created_at_ms: arg("created_at_ms"),
+  }),
+);
 
 /** ISO 8601 UTC timestamp of epoch milliseconds. */
 export function iso(ms: number): string {

@@ -4,11 +4,60 @@
  * in `reserved` at its expiresAt whether or not the sweeper has marked it.
  */
 import type { Kysely, Transaction } from "kysely";
+import { prepared } from "../db/prepared.ts";
 import type { DB, ReservationRow, ReservationStatus } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { balanceOf, findAccount, iso, postEntry, requireAvailable } from "../ledger/core.ts";
 import { fromMicros } from "../money.ts";
+
+const insertReservation = prepared<ReservationRow, unknown>((db, arg) =>
+  db.insertInto("reservations").values({
+    id: arg("id"),
+    project_id: arg("project_id"),
+    account_id: arg("account_id"),
+    amount_micros: arg("amount_micros"),
+    status: arg("status"),
+    metadata: arg("metadata"),
+    created_at_ms: arg("created_at_ms"),
+    expires_at_ms: arg("expires_at_ms"),
+    settled_at_ms: arg("settled_at_ms"),
+    actual_micros: arg("actual_micros"),
+    transaction_id: arg("transaction_id"),
+  }),
+);
+
+const reservationById = prepared<{ projectId: string; reservationId: string }, ReservationRow>(
+  (db, arg) =>
+    db
+      .selectFrom("reservations")
+      .selectAll()
+      .where("id", "=", arg("reservationId"))
+      .where("project_id", "=", arg("projectId")),
+);
+
+/** Ends a pending hold; the `status = 'pending'` guard makes a second ending a no-op. */
+const settleReservation = prepared<
+  {
+    id: string;
+    status: ReservationStatus;
+    nowMs: number;
+    actualMicros: number | null;
+    transactionId: string | null;
+  },
+  unknown
+>((db, arg) =>
+  db
+    .updateTable("reservations")
+    .set({
+      status: arg("status"),
+      settled_at_ms: arg("nowMs"),
+      actual_micros: arg("actualMicros"),
+      transaction_id: arg("transactionId"),
+    })
+    .where("id", "=", arg("id"))
+    .where("status", "=", "pending"),
+);
 
 /** The status a reader sees: a pending hold past its expiresAt is `expired`. */
 export function effectiveStatus(row: ReservationRow, nowMs: number): ReservationStatus {
@@ -66,7 +115,7 @@ export async function createReservation(
     actual_micros: null,
     transaction_id: null,
   };
-  await trx.insertInto("reservations").values(row).execute();
+  await trx.executeQuery(insertReservation(row));
   return row;
 }
 
@@ -80,12 +129,7 @@ async function pendingReservation(
   reservationId: string,
   nowMs: number,
 ): Promise<ReservationRow> {
-  const row = await trx
-    .selectFrom("reservations")
-    .selectAll()
-    .where("id", "=", reservationId)
-    .where("project_id", "=", projectId)
-    .executeTakeFirst();
+  const row = (await trx.executeQuery(reservationById({ projectId, reservationId }))).rows[0];
   if (!row) throw new ApiError("RESERVATION_NOT_FOUND", `Reservation ${reservationId} not found`);
   const status = effectiveStatus(row, nowMs);
   if (status !== "pending") {
@@ -130,16 +174,15 @@ export async function confirmReservation(
     reservationId: hold.id,
     nowMs,
   });
-  await trx
-    .updateTable("reservations")
-    .set({
+  await trx.executeQuery(
+    settleReservation({
+      id: hold.id,
       status: "confirmed",
-      settled_at_ms: nowMs,
-      actual_micros: actualMicros,
-      transaction_id: transaction.id,
-    })
-    .where("id", "=", hold.id)
-    .execute();
+      nowMs,
+      actualMicros,
+      transactionId: transaction.id,
+    }),
+  );
   return { hold, transaction };
 }
 
@@ -154,11 +197,15 @@ export async function cancelReservation(
   nowMs: number,
 ): Promise<ReservationRow> {
   const hold = await pendingReservation(trx, projectId, reservationId, nowMs);
-  await trx
-    .updateTable("reservations")
-    .set({ status: "cancelled", settled_at_ms: nowMs })
-    .where("id", "=", hold.id)
-    .execute();
+  await trx.executeQuery(
+    settleReservation({
+      id: hold.id,
+      status: "cancelled",
+      nowMs,
+      actualMicros: null,
+      transactionId: null,
+    }),
+  );
   return hold;
 }
 
