@@ -6,12 +6,12 @@
  * (WAL lets readers run beside the one writer). Every connection gets the same PRAGMAs.
  */
 import { mkdirSync } from "node:fs";
-import { createRequire } from "node:module";
 import { dirname, resolve } from "node:path";
 import { createClient } from "@libsql/client";
 import { LibsqlDialect } from "@libsql/kysely-libsql";
 import { Kysely } from "kysely";
-import type LibsqlDatabase from "libsql";
+// A static import, so that a bundler (the single binary's) sees and embeds the native addon.
+import LibsqlDatabase from "libsql";
 import { NativeSqliteDialect } from "./native-driver.ts";
 import type { DB } from "./schema.ts";
 
@@ -28,8 +28,11 @@ export interface Database {
   write: Kysely<DB>;
   read: Kysely<DB>;
   driver: "native" | "client";
-  /** PRAGMA statements every write transaction re-applies (client driver: pooled connections). */
-  writePragmas: string[];
+  /**
+   * Runs before each write transaction, outside it (client driver on a file: re-applies the
+   * connection PRAGMAs, which SQLite refuses to change inside a transaction).
+   */
+  beforeWrite?: () => Promise<void>;
   close(): Promise<void>;
 }
 
@@ -69,10 +72,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
 
 function openNative(path: string, synchronous: "FULL" | "NORMAL"): Database {
   mkdirSync(dirname(resolve(path)), { recursive: true });
-  const require = createRequire(import.meta.url);
-  const Native = require("libsql") as typeof LibsqlDatabase;
   const open = () => {
-    const db = new Native(path);
+    const db = new LibsqlDatabase(path);
     for (const pragma of connectionPragmas(synchronous)) db.exec(pragma);
     return db;
   };
@@ -84,7 +85,6 @@ function openNative(path: string, synchronous: "FULL" | "NORMAL"): Database {
     write,
     read,
     driver: "native",
-    writePragmas: [],
     close: async () => {
       await read.destroy();
       await write.destroy();
@@ -94,19 +94,32 @@ function openNative(path: string, synchronous: "FULL" | "NORMAL"): Database {
 
 async function openClient(options: DatabaseOptions, path: string | null): Promise<Database> {
   if (path) mkdirSync(dirname(resolve(path)), { recursive: true });
-  const client = createClient({ url: options.url, authToken: options.authToken });
+  // On a file, one connection per client, so the PRAGMAs set on it stay in force (the client
+  // pools connections and opens new ones with default settings); remote databases keep the
+  // client's own pooling and the server's settings.
+  const clientConfig = {
+    url: options.url,
+    authToken: options.authToken,
+    concurrency: path ? 1 : 20,
+  };
+  const writeClient = createClient(clientConfig);
+  const readClient = createClient(clientConfig);
   const pragmas = path ? connectionPragmas(options.synchronous) : [];
-  for (const pragma of pragmas) await client.execute(pragma);
-  const db = new Kysely<DB>({ dialect: new LibsqlDialect({ client }) });
+  const applyPragmas = async (client: typeof writeClient) => {
+    for (const pragma of pragmas) await client.execute(pragma);
+  };
+  await applyPragmas(writeClient);
+  await applyPragmas(readClient);
+  const write = new Kysely<DB>({ dialect: new LibsqlDialect({ client: writeClient }) });
+  const read = new Kysely<DB>({ dialect: new LibsqlDialect({ client: readClient }) });
   return {
-    write: db,
-    read: db,
+    write,
+    read,
     driver: "client",
-    // journal_mode is a property of the file; the rest are per connection, and the client pools
-    // connections, so each write transaction sets them again on the connection it holds.
-    writePragmas: pragmas.filter((p) => !p.includes("journal_mode") && !p.includes("foreign_keys")),
+    ...(path ? { beforeWrite: () => applyPragmas(writeClient) } : {}),
     close: async () => {
-      await db.destroy();
+      await read.destroy();
+      await write.destroy();
     },
   };
 }

@@ -8,7 +8,7 @@
  * commits once (group commit), and only then settles each unit's promise. A unit's result is
  * never reported before the commit that makes it durable.
  */
-import { CompiledQuery, sql, type Transaction } from "kysely";
+import { CompiledQuery, type Transaction } from "kysely";
 import type { Database } from "./client.ts";
 import type { DB } from "./schema.ts";
 
@@ -105,8 +105,8 @@ export class WriteQueue {
     for (let attempt = 0; ; attempt++) {
       outcomes = [];
       try {
+        await this.#db.beforeWrite?.();
         await this.#db.write.transaction().execute(async (trx) => {
-          for (const pragma of this.#db.writePragmas) await sql.raw(pragma).execute(trx);
           for (const job of batch) outcomes.push(await this.#runUnit(trx, job));
         });
         commitError = undefined;

@@ -1,0 +1,52 @@
+/**
+ * The @libsql/client driver (used for remote libsql:// URLs) on a local file: the same flow,
+ * concurrency and invariants as the default native driver.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
+
+describe("DATABASE_DRIVER=client", () => {
+  let t: TestLedger;
+  beforeAll(async () => {
+    t = await makeLedger({ env: { DATABASE_DRIVER: "client" } });
+  });
+  afterAll(async () => t.close());
+
+  it("runs on @libsql/client", () => {
+    expect(t.ledger.db.driver).toBe("client");
+  });
+
+  it("reserves, confirms and reads back exact balances", async () => {
+    await fundedAccount(t, "c1", 10);
+    const hold = await t.api("POST", "/v1/reservations/create", {
+      body: { accountId: "c1", amount: 2.5, operation: "chat", model: "gpt-4o" },
+    });
+    expect(hold.status).toBe(200);
+    const confirm = await t.api("POST", "/v1/reservations/confirm", {
+      body: { reservationId: hold.body.reservation.id, actualAmount: 1.75 },
+    });
+    expect(confirm.status).toBe(200);
+    expect(confirm.body.balance).toBe(8.25);
+    const balance = await t.api("GET", "/v1/accounts/balance?accountId=c1");
+    expect(balance.body).toMatchObject({ balance: 8.25, reserved: 0, available: 8.25 });
+  });
+
+  it("100 concurrent deductions of 1 from 60 over real HTTP succeed exactly 60 times", async () => {
+    await fundedAccount(t, "c2", 60);
+    const base = await t.listen();
+    const results = await Promise.all(
+      Array.from({ length: 100 }, () =>
+        fetch(`${base}/v1/accounts/credits/deduct`, {
+          method: "POST",
+          headers: { "X-API-Key": t.key, "Content-Type": "application/json" },
+          body: JSON.stringify({ accountId: "c2", amount: 1 }),
+        }).then((r) => r.status),
+      ),
+    );
+    expect(results.filter((s) => s === 200)).toHaveLength(60);
+    expect(results.filter((s) => s === 402)).toHaveLength(40);
+    const balance = await t.api("GET", "/v1/accounts/balance?accountId=c2");
+    expect(balance.body.balance).toBe(0);
+    expect(await t.verify()).toEqual([]);
+  });
+});
