@@ -5,8 +5,10 @@
 import type { Kysely } from "kysely";
 import type { DB } from "./db/schema.ts";
 import type { WriteQueue } from "./db/write-queue.ts";
+import { embeddedAssets } from "./embedded-assets.ts";
 import { generateApiKey, storeApiKey } from "./http/auth.ts";
 import { newId } from "./ids.ts";
+import { type CatalogModel, catalogFileSchema } from "./models/catalog-format.ts";
 import {
   countModels,
   DEFAULT_CATALOG_URL,
@@ -56,10 +58,21 @@ export async function bootstrapProject(
   return createProjectKey(queue, "default", chosenKey);
 }
 
-/** Loads the shipped catalog (`data/models.json`) into the models table. @returns models written */
-export async function seedModels(queue: WriteQueue, file: string | URL = DEFAULT_CATALOG_URL) {
-  const { models } = await readPricingFile(file);
+/**
+ * Loads a catalog file into the models table; by default the shipped catalog, embedded in the
+ * single binary, else read from `data/models.json`.
+ * @returns models written
+ */
+export async function seedModels(queue: WriteQueue, file?: string | URL) {
+  const models = await catalogModels(file);
   return queue.run((trx, nowMs) => upsertModels(trx, models, nowMs));
+}
+
+async function catalogModels(file: string | URL | undefined): Promise<CatalogModel[]> {
+  const embedded = file === undefined ? embeddedAssets()?.modelCatalog : undefined;
+  if (embedded === undefined) return (await readPricingFile(file ?? DEFAULT_CATALOG_URL)).models;
+  // The embedded text is the shipped file itself, so it is in the service's own format.
+  return catalogFileSchema.parse(JSON.parse(embedded)).models;
 }
 
 /** Seeds the catalog when it is empty. @returns models written (0 when it was not empty) */

@@ -3,10 +3,10 @@
  * SIGTERM/SIGINT: stop accepting, finish requests in flight, stop the scheduler, close the
  * database, all within SHUTDOWN_TIMEOUT_SECONDS.
  */
-import { serve } from "@hono/node-server";
 import { createApp } from "./app.ts";
 import { bootstrapProject, seedModelsIfEmpty } from "./bootstrap.ts";
 import type { Config } from "./config.ts";
+import { runtimeDescription, serveHttp } from "./http/serve.ts";
 import { startScheduler } from "./jobs/scheduler.ts";
 import { createLogger } from "./logger.ts";
 import { openLedger } from "./runtime.ts";
@@ -43,13 +43,20 @@ export async function startServer(config: Config): Promise<RunningServer> {
         grantCron: config.GRANT_CRON,
       })
     : undefined;
-  let server: ReturnType<typeof serve> | undefined;
-  const port = await new Promise<number>((resolve) => {
-    server = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, (info) =>
-      resolve(info.port),
-    );
+  const server = await serveHttp({
+    fetch: app.fetch,
+    port: config.PORT,
+    hostname: config.HOST,
+  }).catch(async (err: unknown) => {
+    scheduler?.stop();
+    await ledger.close();
+    throw err;
   });
-  logger.info({ port, database: redactUrl(config.DATABASE_URL) }, "listening");
+  const { port } = server;
+  logger.info(
+    { port, runtime: runtimeDescription(), database: redactUrl(config.DATABASE_URL) },
+    "listening",
+  );
   process.stdout.write(`Credit ledger listening on http://localhost:${port}\n`);
 
   let stopping: Promise<void> | undefined;
@@ -57,11 +64,12 @@ export async function startServer(config: Config): Promise<RunningServer> {
     stopping ??= (async () => {
       logger.info({}, "shutting down");
       scheduler?.stop();
-      const closed = new Promise<void>((resolve) => server?.close(() => resolve()));
-      const timeout = new Promise<void>((resolve) =>
-        setTimeout(resolve, config.SHUTDOWN_TIMEOUT_SECONDS * 1000).unref(),
-      );
-      await Promise.race([closed, timeout]);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const timeout = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, config.SHUTDOWN_TIMEOUT_SECONDS * 1000);
+      });
+      await Promise.race([server.close(), timeout]);
+      clearTimeout(timer);
       await ledger.close();
     })();
     return stopping;

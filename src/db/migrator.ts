@@ -1,11 +1,18 @@
 /**
  * Applies the numbered migrations of `sql/` (0001_init.sql, 0002_…) in order with Kysely's
- * Migrator. Migrations are frozen once merged; each runs in its own transaction.
+ * Migrator. Migrations are frozen once merged; each runs in its own transaction. The single
+ * binary carries the same files embedded (src/embedded-assets.ts) and applies those instead.
  */
 import { readdir, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from "kysely";
+import { embeddedAssets } from "../embedded-assets.ts";
 import type { DB } from "./schema.ts";
+
+/** Migration file name (`0001_init.sql`) → its SQL text. */
+export type MigrationFiles = Readonly<Record<string, string>>;
+
+const MIGRATION_FILE = /^\d{4}_.*\.sql$/;
 
 /** The repository's `sql/` folder, found from this module's location (src/db or dist/src/db). */
 export function defaultMigrationsDir(): string {
@@ -39,14 +46,25 @@ export function splitStatements(text: string): string[] {
   return statements;
 }
 
-class SqlFolderProvider implements MigrationProvider {
-  constructor(private readonly dir: string) {}
+/** Reads the migration files of `dir`. */
+export async function readMigrationFiles(dir: string): Promise<MigrationFiles> {
+  const files: Record<string, string> = {};
+  for (const file of await readdir(dir)) {
+    if (MIGRATION_FILE.test(file)) files[file] = await readFile(`${dir}/${file}`, "utf8");
+  }
+  return files;
+}
+
+/** Each migration file, in name order, as a Kysely migration named after the file. */
+class SqlFilesProvider implements MigrationProvider {
+  constructor(private readonly load: () => Promise<MigrationFiles>) {}
 
   async getMigrations(): Promise<Record<string, Migration>> {
-    const files = (await readdir(this.dir)).filter((f) => /^\d{4}_.*\.sql$/.test(f)).sort();
+    const files = await this.load();
     const migrations: Record<string, Migration> = {};
-    for (const file of files) {
-      const text = await readFile(`${this.dir}/${file}`, "utf8");
+    const names = Object.keys(files).filter((f) => MIGRATION_FILE.test(f));
+    for (const file of names.sort()) {
+      const text = files[file] ?? "";
       migrations[file.replace(/\.sql$/, "")] = {
         up: async (db) => {
           for (const statement of splitStatements(text)) await sql.raw(statement).execute(db);
@@ -58,12 +76,15 @@ class SqlFolderProvider implements MigrationProvider {
 }
 
 /**
- * Applies every pending migration.
+ * Applies every pending migration, from `source`: a folder, or the files themselves. By default
+ * the embedded migrations when the program carries them, else the repository's `sql/`.
  * @returns the names of the migrations applied now.
  * @throws Error when a migration fails (the failed one is rolled back).
  */
-export async function migrateToLatest(db: Kysely<DB>, dir = defaultMigrationsDir()) {
-  const migrator = new Migrator({ db, provider: new SqlFolderProvider(dir) });
+export async function migrateToLatest(db: Kysely<DB>, source?: string | MigrationFiles) {
+  const files = source ?? embeddedAssets()?.migrations ?? defaultMigrationsDir();
+  const load = typeof files === "string" ? () => readMigrationFiles(files) : async () => files;
+  const migrator = new Migrator({ db, provider: new SqlFilesProvider(load) });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
