@@ -1,31 +1,68 @@
 /**
  * `createApp(deps)`: the Hono app with its middleware, every route of spec §4, `/health`,
- * `/ready` and `/openapi.json`. No side effects: only `main.ts` opens the database, starts the
- * scheduler and handles signals.
+ * `/ready`, `/openapi.json`, `/docs` and `/metrics`. No side effects: only `server.ts` opens the
+ * database, starts the scheduler and handles signals.
  */
 import { randomUUID } from "node:crypto";
 import { OpenAPIHono } from "@hono/zod-openapi";
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { matchedRoutes } from "hono/route";
 import { sql } from "kysely";
 import { registerAccountRoutes } from "./accounts/routes.ts";
 import { ApiError, errorResponse, validationHook } from "./errors.ts";
 import { requireApiKey } from "./http/auth.ts";
 import type { App, AppDeps, AppEnv } from "./http/context.ts";
+import { registerDocs } from "./http/docs.ts";
 import { registerLedgerRoutes } from "./ledger/routes.ts";
 import { registerModelRoutes } from "./models/routes.ts";
 import { registerPlanRoutes } from "./plans/routes.ts";
 import { registerReservationRoutes } from "./reservations/routes.ts";
 import { registerUsageRoutes } from "./usage/routes.ts";
 
-/** Accepts or generates `X-Request-Id` (≤ 128 safe characters) and echoes it. */
+/** Accepts `X-Request-Id` when it is 1–128 safe characters, or generates one; echoes it. */
 const requestId: MiddlewareHandler<AppEnv> = async (c, next) => {
   const given = c.req.header("X-Request-Id");
   const id = given && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
   c.set("requestId", id);
   c.header("X-Request-Id", id);
   await next();
+  // Also on responses built without the context's headers.
+  if (c.res.headers.get("X-Request-Id") !== id) c.header("X-Request-Id", id);
 };
+
+/**
+ * The route a request matched, as its pattern (`/v1/accounts/create`), for logs and metric
+ * labels: the last handler registered for a method (middleware is registered for ALL), or
+ * `unmatched` when no route matched (a 404). Never the raw URL, which may hold ids or emails.
+ */
+export function routeLabel(c: Context): string {
+  const routes = matchedRoutes(c).filter((r) => r.method !== "ALL");
+  return routes.at(-1)?.path ?? "unmatched";
+}
+
+/** One JSON log line and the HTTP metrics of each request. */
+function observe(deps: AppDeps): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const started = performance.now();
+    await next();
+    const seconds = (performance.now() - started) / 1000;
+    const route = routeLabel(c);
+    const status = c.res.status;
+    deps.metrics.observeRequest(c.req.method, route, status, seconds);
+    deps.logger.info(
+      {
+        requestId: c.get("requestId"),
+        method: c.req.method,
+        route,
+        status,
+        durationMs: Math.round(seconds * 1_000_000) / 1000,
+        projectId: c.get("projectId"),
+      },
+      "request",
+    );
+  };
+}
 
 /**
  * For POSTs under /v1: a body of at most `limitBytes` (else 413), of type application/json
@@ -62,21 +99,7 @@ function jsonBodyChecks(limitBytes: number): MiddlewareHandler<AppEnv>[] {
 export function createApp(deps: AppDeps): App {
   const app: App = new OpenAPIHono<AppEnv>({ defaultHook: validationHook as never });
   app.use("*", requestId);
-  app.use("*", async (c, next) => {
-    const started = performance.now();
-    await next();
-    deps.logger.info(
-      {
-        requestId: c.get("requestId"),
-        method: c.req.method,
-        route: c.req.routePath,
-        status: c.res.status,
-        durationMs: Math.round((performance.now() - started) * 1000) / 1000,
-        projectId: c.get("projectId"),
-      },
-      "request",
-    );
-  });
+  app.use("*", observe(deps));
   app.get("/health", (c) => c.json({ status: "ok" }));
   app.get("/ready", async (c) => {
     try {
@@ -86,6 +109,10 @@ export function createApp(deps: AppDeps): App {
       return c.json({ status: "unavailable" }, 503);
     }
   });
+  app.get("/metrics", async (c) =>
+    c.body(await deps.metrics.render(), 200, { "Content-Type": deps.metrics.contentType }),
+  );
+  registerDocs(app);
   app.use("/v1/*", requireApiKey(deps.db.read));
   app.use("/v1/*", ...jsonBodyChecks(deps.config.BODY_LIMIT_BYTES));
   registerAccountRoutes(app, deps);
@@ -115,7 +142,7 @@ export function createApp(deps: AppDeps): App {
   app.onError((err, c) =>
     errorResponse(err, c, (e) =>
       deps.logger.error(
-        { requestId: c.get("requestId"), route: c.req.path, err: errorSummary(e) },
+        { requestId: c.get("requestId"), route: routeLabel(c), err: errorSummary(e) },
         "unhandled error",
       ),
     ),
@@ -123,8 +150,14 @@ export function createApp(deps: AppDeps): App {
   return app;
 }
 
+/** An error's name and message for the log, with anything like an API key or email masked. */
 function errorSummary(err: unknown): { name: string; message: string } {
-  return err instanceof Error
-    ? { name: err.name, message: err.message }
-    : { name: "unknown", message: String(err) };
+  const { name, message } = err instanceof Error ? err : { name: "unknown", message: String(err) };
+  return { name, message: scrub(message) };
+}
+
+function scrub(text: string): string {
+  return text
+    .replace(/\bldg_[\w-]+/g, "ldg_[redacted]")
+    .replace(/[^\s'"<>@]+@[^\s'"<>@]+\.[a-z]{2,}/gi, "[email]");
 }

@@ -1,16 +1,31 @@
 /**
  * Structured JSON logs (pino), one line per event. API keys, emails and metadata are never
- * passed to the logger; `redact` is a second guard for the header names.
+ * passed to the logger; `redact` is a second guard for the field and header names.
  */
-import { pino } from "pino";
+import { type DestinationStream, pino } from "pino";
 import type { Config } from "./config.ts";
 import type { Logger } from "./http/context.ts";
 
-/** A JSON logger at `level` writing to standard output. */
-export function createLogger(level: Config["LOG_LEVEL"]): Logger {
-  return pino({
+const REDACT = [
+  "apiKey",
+  "*.apiKey",
+  "headers['x-api-key']",
+  "*.headers['x-api-key']",
+  "headers.authorization",
+  "*.headers.authorization",
+  "email",
+  "*.email",
+  "metadata",
+  "*.metadata",
+];
+
+/** A JSON logger at `level` writing to `destination` (default: standard output). */
+export function createLogger(level: Config["LOG_LEVEL"], destination?: DestinationStream): Logger {
+  const options = {
     level,
     base: undefined,
-    redact: ["apiKey", "headers['x-api-key']", "email", "metadata"],
-  });
+    timestamp: pino.stdTimeFunctions.isoTime,
+    redact: REDACT,
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

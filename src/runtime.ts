@@ -7,6 +7,7 @@ import { type Database, openDatabase } from "./db/client.ts";
 import { migrateToLatest } from "./db/migrator.ts";
 import { type BatchStats, type Clock, WriteQueue } from "./db/write-queue.ts";
 import { type AppDeps, type Logger, silentLogger } from "./http/context.ts";
+import { countReservationsByStatus, createMetrics, type Metrics } from "./metrics.ts";
 
 export interface Ledger {
   db: Database;
@@ -20,6 +21,8 @@ export interface LedgerOptions {
   clock?: Clock;
   logger?: Logger;
   onBatch?: (stats: BatchStats) => void;
+  /** The ledger's metrics; by default a new registry of its own (`createMetrics`). */
+  metrics?: Metrics;
 }
 
 type LedgerConfig = Pick<
@@ -46,11 +49,28 @@ export async function openLedger(
   });
   await migrateToLatest(db.write);
   const clock = options.clock ?? Date.now;
+  const metrics =
+    options.metrics ??
+    createMetrics({
+      queueDepth: () => queue.depth,
+      reservationsByStatus: () => countReservationsByStatus(db.read, clock()),
+    });
+  const onBatch = options.onBatch;
   const queue = new WriteQueue(db, clock, {
     maxBatch: config.WRITE_BATCH_MAX,
-    ...(options.onBatch ? { onBatch: options.onBatch } : {}),
+    onBatch: (stats) => {
+      metrics.observeBatch(stats);
+      onBatch?.(stats);
+    },
   });
-  const deps: AppDeps = { db, queue, config, clock, logger: options.logger ?? silentLogger };
+  const deps: AppDeps = {
+    db,
+    queue,
+    config,
+    clock,
+    logger: options.logger ?? silentLogger,
+    metrics,
+  };
   return {
     db,
     queue,

@@ -41,6 +41,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
         logger,
         expireCron: config.EXPIRE_CRON,
         grantCron: config.GRANT_CRON,
+        metrics: ledger.deps.metrics,
       })
     : undefined;
   const server = await serveHttp({

@@ -1,5 +1,6 @@
 /** zod schemas of accounts and balances (spec §2 Account, Balance view; §4.1). */
 import { z } from "@hono/zod-openapi";
+import { ex, exampleAccount, exampleNewAccount } from "../http/examples.ts";
 import {
   idString,
   MAX_ID_LENGTH,
@@ -10,44 +11,65 @@ import {
 
 export const accountSchema = z
   .object({
-    id: z.string().openapi({ example: "acc_01JD7Y5Z8K4Q2W3E4R5T6Y7U8I" }),
-    developerId: z.string().openapi({ description: "The owning project" }),
-    externalId: z.string().openapi({ example: "user_42" }),
-    name: z.string(),
-    email: z.string(),
-    balance: z.number(),
-    metadata: z.record(z.string(), z.unknown()).nullable(),
-    createdAt: z.string(),
-    updatedAt: z.string(),
+    id: z.string().openapi({ example: ex.accountId }),
+    developerId: z.string().openapi({ description: "The owning project", example: ex.projectId }),
+    externalId: z.string().openapi({ example: ex.externalId }),
+    name: z.string().openapi({ example: ex.name }),
+    email: z.string().openapi({ example: ex.email }),
+    balance: z.number().openapi({ example: exampleAccount.balance }),
+    metadata: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .openapi({ example: { ...ex.accountMetadata } }),
+    createdAt: z.string().openapi({ example: ex.accountCreatedAt }),
+    updatedAt: z.string().openapi({ example: exampleAccount.updatedAt }),
   })
-  .openapi("Account");
+  .openapi("Account", { example: exampleAccount });
 
 export const createAccountBody = z
   .object({
-    externalId: idString.openapi({ example: "user_42" }),
-    name: z.string().max(MAX_ID_LENGTH).optional().openapi({ example: "Ada Lovelace" }),
-    email: z.email().max(MAX_ID_LENGTH).optional().openapi({ example: "ada@example.com" }),
-    metadata: metadataSchema.optional(),
+    externalId: idString.openapi({ example: ex.externalId }),
+    name: z.string().max(MAX_ID_LENGTH).optional().openapi({ example: ex.name }),
+    email: z.email().max(MAX_ID_LENGTH).optional().openapi({ example: ex.email }),
+    metadata: metadataSchema.optional().openapi({ example: { ...ex.accountMetadata } }),
   })
-  .openapi("CreateAccountRequest");
+  .openapi("CreateAccountRequest", {
+    example: {
+      externalId: ex.externalId,
+      name: ex.name,
+      email: ex.email,
+      metadata: { ...ex.accountMetadata },
+    },
+  });
 
-export const createAccountResponse = z.object({
-  success: z.literal(true),
-  account: accountSchema,
-});
+export const createAccountResponse = z
+  .object({
+    success: z.literal(true),
+    account: accountSchema,
+  })
+  .openapi({ example: { success: true, account: exampleNewAccount } });
 
 export const listAccountsQuery = z.object(pageQuery(50, 500));
 
-export const listAccountsResponse = z.object({
-  accounts: z.array(accountSchema),
-  pagination: paginationSchema.optional(),
-});
+export const listAccountsResponse = z
+  .object({
+    accounts: z.array(accountSchema),
+    pagination: paginationSchema.optional(),
+  })
+  .openapi({
+    example: {
+      accounts: [exampleAccount],
+      pagination: { limit: 50, offset: 0, totalCount: 1, hasMore: false },
+    },
+  });
 
 /** `accountId` (internal id or externalId) or `externalId`: one is required. */
 export const accountRefQuery = z
   .object({
-    accountId: idString.optional().openapi({ description: "Internal id or externalId" }),
-    externalId: idString.optional(),
+    accountId: idString
+      .optional()
+      .openapi({ description: "Internal id or externalId", example: ex.externalId }),
+    externalId: idString.optional().openapi({ example: ex.externalId }),
   })
   .refine((q) => q.accountId !== undefined || q.externalId !== undefined, {
     message: "accountId or externalId is required",
@@ -56,10 +78,20 @@ export const accountRefQuery = z
 
 export const balanceSchema = z
   .object({
-    accountId: z.string(),
-    externalId: z.string(),
-    balance: z.number().openapi({ description: "Total credits" }),
-    reserved: z.number().openapi({ description: "Credits held by pending reservations" }),
-    available: z.number().openapi({ description: "balance − reserved" }),
+    accountId: z.string().openapi({ example: ex.accountId }),
+    externalId: z.string().openapi({ example: ex.externalId }),
+    balance: z.number().openapi({ description: "Total credits", example: 22.79 }),
+    reserved: z
+      .number()
+      .openapi({ description: "Credits held by pending reservations", example: 4.8 }),
+    available: z.number().openapi({ description: "balance − reserved", example: 17.99 }),
   })
-  .openapi("Balance");
+  .openapi("Balance", {
+    example: {
+      accountId: ex.accountId,
+      externalId: ex.externalId,
+      balance: 22.79,
+      reserved: 4.8,
+      available: 17.99,
+    },
+  });

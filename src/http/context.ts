@@ -5,6 +5,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Config } from "../config.ts";
 import type { Database } from "../db/client.ts";
 import type { Clock, WriteQueue } from "../db/write-queue.ts";
+import type { Metrics } from "../metrics.ts";
 
 /** A structured logger (a pino-like subset); `createApp` never logs secrets through it. */
 export interface Logger {
@@ -19,6 +20,8 @@ export interface AppDeps {
   config: Pick<Config, "RESERVATION_TTL_SECONDS" | "BODY_LIMIT_BYTES">;
   clock: Clock;
   logger: Logger;
+  /** The ledger's Prometheus registry and instruments (`GET /metrics`). */
+  metrics: Metrics;
 }
 
 export interface AppEnv {

@@ -4,8 +4,9 @@
  * ≤ 8 KiB as JSON, amounts with ≤ 6 decimals and ≤ 1e9 credits.
  */
 import { z } from "@hono/zod-openapi";
-import { ERROR_STATUS, type ErrorCode } from "../errors.ts";
+import { ERROR_STATUS, type ErrorBody, type ErrorCode } from "../errors.ts";
 import { hasAtMostSixDecimals, MAX_AMOUNT_MICROS, MICROS_PER_UNIT } from "../money.ts";
+import { exampleErrors } from "./examples.ts";
 
 export const MAX_ID_LENGTH = 255;
 export const MAX_DESCRIPTION_LENGTH = 1000;
@@ -60,45 +61,76 @@ export const errorBodySchema = z
   .object({
     success: z.literal(false),
     error: z.object({
-      code: z.string().openapi({ example: "VALIDATION_ERROR" }),
-      message: z.string(),
+      code: z.string().openapi({ example: "INSUFFICIENT_CREDITS" }),
+      message: z.string().openapi({ example: "Insufficient available credits" }),
       details: z.unknown().optional(),
     }),
   })
-  .openapi("Error");
+  .openapi("Error", {
+    example: {
+      success: false,
+      error: {
+        code: "INSUFFICIENT_CREDITS",
+        message: "Insufficient available credits",
+        details: { available: 2.5, requested: 9.6 },
+      },
+    },
+  });
 
 const STATUS_TEXT: Record<number, string> = {
-  400: "Invalid input (VALIDATION_ERROR)",
-  401: "Missing or invalid API key (UNAUTHORIZED)",
-  402: "Not enough available credits (INSUFFICIENT_CREDITS)",
+  400: "Invalid input",
+  401: "Missing or invalid API key",
+  402: "Not enough available credits",
   404: "Unknown id, or one of another project",
   409: "Conflict with the current state",
-  413: "Body over 64 KiB (PAYLOAD_TOO_LARGE)",
-  415: "Body is not application/json (UNSUPPORTED_MEDIA_TYPE)",
-  500: "Unexpected failure (INTERNAL_ERROR)",
+  413: "Body over 64 KiB",
+  415: "Body is not application/json",
+  500: "Unexpected failure",
 };
+
+/** The codes every route may answer. */
+const COMMON_CODES: ErrorCode[] = ["VALIDATION_ERROR", "UNAUTHORIZED", "INTERNAL_ERROR"];
 
 type ErrorStatus = (typeof ERROR_STATUS)[ErrorCode];
 interface ErrorResponseConfig {
   description: string;
-  content: { "application/json": { schema: typeof errorBodySchema } };
+  content: {
+    "application/json": {
+      schema: typeof errorBodySchema;
+      examples: Record<string, { summary: string; value: ErrorBody }>;
+    };
+  };
 }
 
-/** OpenAPI error responses for the given codes (plus 400, 401 and 500, which every route has). */
+function errorExample(code: ErrorCode): ErrorBody {
+  const { message, details } = exampleErrors[code];
+  return {
+    success: false,
+    error: { code, message, ...(details === undefined ? {} : { details }) },
+  };
+}
+
+/**
+ * OpenAPI error responses for the given codes (plus 400, 401 and 500, which every route has),
+ * with an example body of each code.
+ */
 export function errorResponses(
   ...codes: ErrorCode[]
 ): Partial<Record<ErrorStatus, ErrorResponseConfig>> {
-  const statuses = new Set<ErrorStatus>([
-    400,
-    401,
-    500,
-    ...codes.map((code) => ERROR_STATUS[code]),
-  ]);
+  const all = [...new Set<ErrorCode>([...COMMON_CODES, ...codes])];
+  const statuses = [...new Set(all.map((code) => ERROR_STATUS[code]))].sort();
   const out: Partial<Record<ErrorStatus, ErrorResponseConfig>> = {};
-  for (const status of [...statuses].sort()) {
-    const names = codes.filter((code) => ERROR_STATUS[code] === status);
-    const description = names.length > 0 ? names.join(", ") : (STATUS_TEXT[status] ?? "Error");
-    out[status] = { description, content: { "application/json": { schema: errorBodySchema } } };
+  for (const status of statuses) {
+    const names = all.filter((code) => ERROR_STATUS[code] === status);
+    const text = STATUS_TEXT[status] ?? "Error";
+    const description = `${text}: ${names.map((code) => `\`${code}\``).join(", ")}`;
+    const examples = Object.fromEntries(
+      names.map((code) => [code, { summary: code, value: errorExample(code) }]),
+    );
+    out[status] = {
+      description,
+      content: { "application/json": { schema: errorBodySchema, examples } },
+    };
   }
   return out;
 }
@@ -133,23 +165,25 @@ export function pageQuery(defaultLimit: number, maxLimit: number) {
       .min(1)
       .max(maxLimit)
       .optional()
-      .openapi({ description: `1-${maxLimit}, default ${defaultLimit}` }),
+      .openapi({ description: `1-${maxLimit}, default ${defaultLimit}`, example: defaultLimit }),
     offset: z.coerce
       .number()
       .int()
       .min(0)
       .max(Number.MAX_SAFE_INTEGER)
       .optional()
-      .openapi({ description: "default 0" }),
+      .openapi({ description: "default 0", example: 0 }),
   };
 }
 
-export const paginationSchema = z.object({
-  limit: z.number(),
-  offset: z.number(),
-  totalCount: z.number(),
-  hasMore: z.boolean(),
-});
+export const paginationSchema = z
+  .object({
+    limit: z.number(),
+    offset: z.number(),
+    totalCount: z.number(),
+    hasMore: z.boolean(),
+  })
+  .openapi({ example: { limit: 50, offset: 0, totalCount: 1, hasMore: false } });
 
 /** `true`/`false` (also `1`/`0`) in a query string. */
 export const queryBoolean = z

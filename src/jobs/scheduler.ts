@@ -1,12 +1,14 @@
 /**
  * The in-process schedule (croner): the reservation sweeper, the plan grant job, and the purge of
  * stored idempotent responses older than 24 hours. `protect` keeps a run from overlapping the
- * previous one; every job writes through the serial write queue.
+ * previous one; every job writes through the serial write queue. Each run is logged and, with
+ * `metrics`, counted (`ledger_job_runs_total`, `ledger_job_failures_total`, …).
  */
 import { Cron } from "croner";
 import type { WriteQueue } from "../db/write-queue.ts";
 import type { Logger } from "../http/context.ts";
 import { purgeIdempotencyKeys } from "../http/idempotency.ts";
+import type { Metrics } from "../metrics.ts";
 import { runExpireReservations } from "./expire-reservations.ts";
 import { runGrantPlans } from "./grant-plans.ts";
 
@@ -16,39 +18,56 @@ export interface SchedulerOptions {
   logger: Logger;
   expireCron: string;
   grantCron: string;
-  /** Called after each run (for metrics). */
+  /** The ledger's metrics (`ledger.deps.metrics`): runs, failures and durations per job. */
+  metrics?: Metrics;
+  /** Called after each run. */
   onRun?: (job: string, ok: boolean) => void;
 }
 
+export type JobName = "expire-reservations" | "grant-plans" | "purge-idempotency-keys";
+
 export interface Scheduler {
   stop(): void;
+  /** Runs a job now, outside its schedule (recorded like a scheduled run). */
+  runNow(job: JobName): Promise<void>;
 }
 
 /** Starts the jobs. @returns a handle whose `stop()` ends them */
 export function startScheduler(opts: SchedulerOptions): Scheduler {
-  const job = (name: string, pattern: string, run: (nowMs: number) => Promise<unknown>) =>
-    new Cron(pattern, { protect: true, timezone: "UTC" }, async () => {
-      try {
-        const result = await run(opts.clock());
-        opts.onRun?.(name, true);
-        opts.logger.info({ job: name, result }, "job run");
-      } catch (err) {
-        opts.onRun?.(name, false);
-        opts.logger.error({ job: name, err: (err as Error).message }, "job failed");
-      }
-    });
-  const jobs = [
-    job("expire-reservations", opts.expireCron, (nowMs) =>
-      runExpireReservations({ queue: opts.queue, nowMs }),
-    ),
-    job("grant-plans", opts.grantCron, (nowMs) => runGrantPlans({ queue: opts.queue, nowMs })),
-    job("purge-idempotency-keys", "0 17 * * * *", (nowMs) =>
-      opts.queue.run((trx) => purgeIdempotencyKeys(trx, nowMs)),
-    ),
+  const runs: Record<JobName, (nowMs: number) => Promise<unknown>> = {
+    "expire-reservations": (nowMs) => runExpireReservations({ queue: opts.queue, nowMs }),
+    "grant-plans": (nowMs) => runGrantPlans({ queue: opts.queue, nowMs }),
+    "purge-idempotency-keys": (nowMs) => opts.queue.run((trx) => purgeIdempotencyKeys(trx, nowMs)),
+  };
+
+  /** One run of `name`: never throws; logs and records the outcome. */
+  const runJob = async (name: JobName): Promise<void> => {
+    const started = performance.now();
+    let ok = true;
+    try {
+      const result = await runs[name](opts.clock());
+      opts.logger.info({ job: name, result }, "job run");
+    } catch (err) {
+      ok = false;
+      opts.logger.error({ job: name, err: (err as Error)?.message ?? String(err) }, "job failed");
+    }
+    opts.metrics?.observeJob(name, ok, (performance.now() - started) / 1000, Date.now());
+    opts.onRun?.(name, ok);
+  };
+
+  const schedule: [JobName, string][] = [
+    ["expire-reservations", opts.expireCron],
+    ["grant-plans", opts.grantCron],
+    ["purge-idempotency-keys", "0 17 * * * *"],
   ];
+  const jobs = schedule.map(([name, pattern]) => {
+    opts.metrics?.declareJob(name);
+    return new Cron(pattern, { protect: true, timezone: "UTC" }, () => runJob(name));
+  });
   return {
     stop: () => {
       for (const j of jobs) j.stop();
     },
+    runNow: runJob,
   };
 }

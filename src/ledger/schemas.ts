@@ -1,6 +1,14 @@
 /** zod schemas of balance adjustments and transactions (spec §4.2, §4.5; contract §6). */
 import { z } from "@hono/zod-openapi";
 import {
+  ex,
+  exampleAddTransaction,
+  exampleConfirmTransaction,
+  exampleManualTransaction,
+  exampleReservation,
+  exampleUsageRecord,
+} from "../http/examples.ts";
+import {
   creditAmount,
   descriptionString,
   idString,
@@ -9,101 +17,206 @@ import {
   pageQuery,
   paginationSchema,
 } from "../http/schemas.ts";
+import { reservationSchema } from "../reservations/schemas.ts";
+import { usageRecordSchema } from "../usage/schemas.ts";
+
+const accountRef = idString.openapi({
+  description: "Internal id or externalId",
+  example: ex.externalId,
+});
 
 export const addCreditsBody = z
   .object({
-    accountId: idString.openapi({ description: "Internal id or externalId" }),
-    amount: creditAmount(),
-    description: descriptionString.optional(),
-    paymentMethod: idString.optional().openapi({ description: "Free text, kept in metadata" }),
-    metadata: metadataSchema.optional(),
+    accountId: accountRef,
+    amount: creditAmount().openapi({ example: 25.5 }),
+    description: descriptionString.optional().openapi({ example: "Starter pack" }),
+    paymentMethod: idString
+      .optional()
+      .openapi({ description: "Free text, kept in metadata", example: "card" }),
+    metadata: metadataSchema.optional().openapi({ example: { invoiceId: "inv_2026_0042" } }),
   })
-  .openapi("AddCreditsRequest");
+  .openapi("AddCreditsRequest", {
+    example: {
+      accountId: ex.externalId,
+      amount: 25.5,
+      description: "Starter pack",
+      paymentMethod: "card",
+    },
+  });
 
-export const addCreditsResponse = z.object({
-  success: z.literal(true),
-  accountId: z.string(),
-  externalId: z.string(),
-  balance: z.number(),
-  added: z.number(),
-  transactionId: z.string(),
-});
+export const addCreditsResponse = z
+  .object({
+    success: z.literal(true),
+    accountId: z.string(),
+    externalId: z.string(),
+    balance: z.number(),
+    added: z.number(),
+    transactionId: z.string(),
+  })
+  .openapi({
+    example: {
+      success: true,
+      accountId: ex.accountId,
+      externalId: ex.externalId,
+      balance: 25.5,
+      added: 25.5,
+      transactionId: ex.addTxnId,
+    },
+  });
 
 export const deductCreditsBody = z
   .object({
-    accountId: idString.openapi({ description: "Internal id or externalId" }),
-    amount: creditAmount(),
-    description: descriptionString.optional(),
-    metadata: metadataSchema.optional(),
+    accountId: accountRef,
+    amount: creditAmount().openapi({ example: 1.25 }),
+    description: descriptionString.optional().openapi({ example: "Image upscale" }),
+    metadata: metadataSchema.optional().openapi({ example: { feature: "upscale" } }),
   })
-  .openapi("DeductCreditsRequest");
+  .openapi("DeductCreditsRequest", {
+    example: {
+      accountId: ex.externalId,
+      amount: 1.25,
+      description: "Image upscale",
+      metadata: { feature: "upscale" },
+    },
+  });
 
-export const deductCreditsResponse = z.object({
-  success: z.literal(true),
-  accountId: z.string(),
-  externalId: z.string(),
-  balance: z.number(),
-  deducted: z.number(),
-  transactionId: z.string(),
-});
+export const deductCreditsResponse = z
+  .object({
+    success: z.literal(true),
+    accountId: z.string(),
+    externalId: z.string(),
+    balance: z.number(),
+    deducted: z.number(),
+    transactionId: z.string(),
+  })
+  .openapi({
+    example: {
+      success: true,
+      accountId: ex.accountId,
+      externalId: ex.externalId,
+      balance: 17.29,
+      deducted: 1.25,
+      transactionId: ex.deductTxnId,
+    },
+  });
 
 export const transactionSchema = z
   .object({
-    id: z.string(),
-    accountId: z.string(),
+    id: z.string().openapi({ example: ex.confirmTxnId }),
+    accountId: z.string().openapi({ example: ex.accountId }),
     type: z.enum(["credit", "debit"]),
-    amount: z.number(),
-    description: z.string(),
-    balanceAfter: z.number(),
-    metadata: z.record(z.string(), z.unknown()),
-    createdAt: z.string(),
-    reservation: z.unknown().optional().openapi({ description: "With include=reservation" }),
-    usage: z.array(z.unknown()).optional().openapi({ description: "With include=usage" }),
+    amount: z.number().openapi({ example: 6.96 }),
+    description: z.string().openapi({ example: exampleConfirmTransaction.description }),
+    balanceAfter: z.number().openapi({ example: 18.54 }),
+    metadata: z
+      .record(z.string(), z.unknown())
+      .openapi({ additionalProperties: true, example: { ...exampleConfirmTransaction.metadata } }),
+    createdAt: z.string().openapi({ example: ex.confirmedAt }),
+    reservation: reservationSchema.nullable().optional().openapi({
+      description: "With include=reservation: the reservation this entry settled, or null",
+    }),
+    usage: z
+      .array(usageRecordSchema)
+      .optional()
+      .openapi({ description: "With include=usage: the usage records of this entry" }),
   })
-  .openapi("Transaction");
+  .openapi("Transaction", {
+    example: {
+      ...exampleConfirmTransaction,
+      reservation: exampleReservation,
+      usage: [exampleUsageRecord],
+    },
+  });
 
 export const listTransactionsQuery = z.object({
-  accountId: idString.optional().openapi({ description: "Internal id or externalId" }),
-  externalId: idString.optional(),
+  accountId: idString
+    .optional()
+    .openapi({ description: "Internal id or externalId", example: ex.externalId }),
+  externalId: idString.optional().openapi({ example: ex.externalId }),
   ...pageQuery(50, 500),
-  startDate: isoDateOrDateTime.optional().openapi({ description: "Inclusive" }),
+  startDate: isoDateOrDateTime
+    .optional()
+    .openapi({ description: "Inclusive", example: "2026-11-01" }),
   endDate: isoDateOrDateTime
     .optional()
-    .openapi({ description: "Inclusive; a date covers the whole UTC day" }),
+    .openapi({ description: "Inclusive; a date covers the whole UTC day", example: "2026-11-30" }),
   include: z
     .string()
     .max(100)
     .refine((s) => s.split(",").every((p) => ["reservation", "usage", ""].includes(p.trim())), {
       message: "comma list of reservation, usage",
     })
-    .optional(),
+    .optional()
+    .openapi({
+      description: "Comma list of `reservation`, `usage`: audit data on each entry",
+      example: "reservation,usage",
+    }),
 });
 
-export const listTransactionsResponse = z.object({
-  items: z.array(transactionSchema),
-  pagination: paginationSchema,
-});
+export const listTransactionsResponse = z
+  .object({
+    items: z.array(transactionSchema),
+    pagination: paginationSchema,
+  })
+  .openapi({
+    example: {
+      items: [
+        { ...exampleManualTransaction, reservation: null, usage: [] },
+        {
+          id: ex.deductTxnId,
+          accountId: ex.accountId,
+          type: "debit",
+          amount: 1.25,
+          description: "Image upscale",
+          balanceAfter: 17.29,
+          metadata: { feature: "upscale" },
+          createdAt: "2026-11-21T08:22:45.903Z",
+          reservation: null,
+          usage: [],
+        },
+        {
+          ...exampleConfirmTransaction,
+          reservation: exampleReservation,
+          usage: [exampleUsageRecord],
+        },
+        { ...exampleAddTransaction, reservation: null, usage: [] },
+      ],
+      pagination: { limit: 50, offset: 0, totalCount: 4, hasMore: false },
+    },
+  });
 
 export const createTransactionBody = z
   .object({
-    accountId: idString.openapi({ description: "Internal id or externalId" }),
-    amount: creditAmount(),
+    accountId: accountRef,
+    amount: creditAmount().openapi({ example: 5.5 }),
     type: z.enum(["credit", "debit"]),
-    description: descriptionString.optional(),
-    metadata: metadataSchema.optional(),
+    description: descriptionString
+      .optional()
+      .openapi({ example: "Refund for a failed generation" }),
+    metadata: metadataSchema.optional().openapi({ example: { ticket: "SUP-1234" } }),
   })
-  .openapi("CreateTransactionRequest");
+  .openapi("CreateTransactionRequest", {
+    example: {
+      accountId: ex.externalId,
+      amount: 5.5,
+      type: "credit",
+      description: "Refund for a failed generation",
+      metadata: { ticket: "SUP-1234" },
+    },
+  });
 
-export const createTransactionResponse = z.object({
-  success: z.literal(true),
-  transaction: z.object({
-    id: z.string(),
-    accountId: z.string(),
-    type: z.enum(["credit", "debit"]),
-    amount: z.number(),
-    balanceAfter: z.number(),
-    createdAt: z.string(),
-    description: z.string(),
-    metadata: z.record(z.string(), z.unknown()),
-  }),
-});
+export const createTransactionResponse = z
+  .object({
+    success: z.literal(true),
+    transaction: z.object({
+      id: z.string(),
+      accountId: z.string(),
+      type: z.enum(["credit", "debit"]),
+      amount: z.number(),
+      balanceAfter: z.number(),
+      createdAt: z.string(),
+      description: z.string(),
+      metadata: z.record(z.string(), z.unknown()).openapi({ additionalProperties: true }),
+    }),
+  })
+  .openapi({ example: { success: true, transaction: exampleManualTransaction } });

@@ -1,6 +1,7 @@
 /** Routes of spec §4.7: list or get models, and calculate a cost without recording it. */
 import { createRoute, z } from "@hono/zod-openapi";
 import type { App, AppDeps } from "../http/context.ts";
+import { ex, exampleHaikuModel, exampleModel } from "../http/examples.ts";
 import { runWrite } from "../http/idempotency.ts";
 import { errorResponses, idString, jsonBody, okJson, tokenCount } from "../http/schemas.ts";
 import { costPicoUsd, fromMicros, picoUsdToNumber } from "../money.ts";
@@ -10,40 +11,44 @@ const tags = ["Models"];
 
 const modelSchema = z
   .object({
-    modelId: z.string().openapi({ example: "gpt-4o" }),
-    provider: z.string(),
-    displayName: z.string(),
-    modelType: z.string(),
-    tier: z.string(),
+    modelId: z.string().openapi({ example: ex.modelId }),
+    provider: z.string().openapi({ example: "anthropic" }),
+    displayName: z.string().openapi({ example: "Claude Sonnet 4.5" }),
+    modelType: z.string().openapi({ example: "multimodal" }),
+    tier: z.string().openapi({ example: "balanced" }),
     pricing: z.object({
       text: z.object({
-        inputPerMillion: z.number(),
-        outputPerMillion: z.number(),
-        cachedInputPerMillion: z.number().optional(),
+        inputPerMillion: z.number().openapi({ description: "USD", example: 3 }),
+        outputPerMillion: z.number().openapi({ description: "USD", example: 15 }),
+        cachedInputPerMillion: z.number().optional().openapi({ description: "USD", example: 0.3 }),
       }),
-      contextWindow: z.number(),
+      contextWindow: z.number().openapi({ example: 200000 }),
     }),
-    source: z.string(),
-    pricesAsOf: z.string(),
+    source: z.string().openapi({ example: "litellm:claude-sonnet-4-5" }),
+    pricesAsOf: z.string().openapi({ example: "2026-07-24" }),
   })
-  .openapi("Model");
+  .openapi("Model", { example: exampleModel });
 
 const modelsQuery = z.object({
-  modelId: idString.optional(),
-  provider: idString.optional(),
-  tier: idString.optional(),
+  modelId: idString.optional().openapi({ description: "One model", example: ex.modelId }),
+  provider: idString.optional().openapi({ example: "anthropic" }),
+  tier: idString.optional().openapi({ example: "balanced" }),
 });
 
-const modelsResponse = z.union([
-  z.object({ success: z.literal(true), models: z.array(modelSchema) }),
-  z.object({ success: z.literal(true), model: modelSchema }),
-]);
+const modelsResponse = z
+  .union([
+    z.object({ success: z.literal(true), models: z.array(modelSchema) }),
+    z.object({ success: z.literal(true), model: modelSchema }),
+  ])
+  .openapi({ example: { success: true, models: [exampleHaikuModel, exampleModel] } });
 
 /** Token counts of a call; `cachedTokens` (default 0) is part of `inputTokens` (contract §9). */
 export const tokenCountsShape = {
-  inputTokens: tokenCount,
-  outputTokens: tokenCount,
-  cachedTokens: tokenCount.optional().openapi({ description: "Part of inputTokens; default 0" }),
+  inputTokens: tokenCount.openapi({ example: 9500 }),
+  outputTokens: tokenCount.openapi({ example: 3100 }),
+  cachedTokens: tokenCount
+    .optional()
+    .openapi({ description: "Part of inputTokens; default 0", example: 2000 }),
 };
 
 /** Refinement: cachedTokens ≤ inputTokens. */
@@ -52,24 +57,36 @@ export function cachedWithinInput(v: { inputTokens: number; cachedTokens?: numbe
 }
 
 const calculateBody = z
-  .object({ modelId: idString.openapi({ example: "gpt-4o" }), ...tokenCountsShape })
+  .object({ modelId: idString.openapi({ example: ex.modelId }), ...tokenCountsShape })
   .refine(cachedWithinInput, {
     message: "cachedTokens must not exceed inputTokens",
     path: ["cachedTokens"],
   })
-  .openapi("CalculateCostRequest");
+  .openapi("CalculateCostRequest", {
+    example: { modelId: ex.modelId, inputTokens: 9500, outputTokens: 3100, cachedTokens: 2000 },
+  });
 
-const calculateResponse = z.object({
-  success: z.literal(true),
-  modelId: z.string(),
-  modelName: z.string(),
-  estimatedCostUsd: z.number(),
-  pricing: z.object({
-    inputPerMillion: z.number(),
-    outputPerMillion: z.number(),
-    cachedInputPerMillion: z.number(),
-  }),
-});
+const calculateResponse = z
+  .object({
+    success: z.literal(true),
+    modelId: z.string(),
+    modelName: z.string(),
+    estimatedCostUsd: z.number(),
+    pricing: z.object({
+      inputPerMillion: z.number(),
+      outputPerMillion: z.number(),
+      cachedInputPerMillion: z.number(),
+    }),
+  })
+  .openapi({
+    example: {
+      success: true,
+      modelId: ex.modelId,
+      modelName: "Claude Sonnet 4.5",
+      estimatedCostUsd: 0.0696,
+      pricing: { inputPerMillion: 3, outputPerMillion: 15, cachedInputPerMillion: 0.3 },
+    },
+  });
 
 const listRoute = createRoute({
   method: "get",

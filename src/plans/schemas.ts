@@ -1,31 +1,62 @@
 /** zod schemas of plans and account plans (spec §4.3; contract §8). */
 import { z } from "@hono/zod-openapi";
+import {
+  ex,
+  exampleAccountPlan,
+  exampleCancelledAccountPlan,
+  examplePlan,
+} from "../http/examples.ts";
 import { creditAmount, descriptionString, idString } from "../http/schemas.ts";
 
-const interval = z.enum(["1d", "week", "month"]);
+const interval = z.enum(["1d", "week", "month"]).openapi({ example: "month" });
 
 export const planSchema = z
   .object({
-    id: z.string(),
-    name: z.string(),
-    description: z.string(),
-    credits: z.number(),
-    price: z.number(),
-    billingPeriod: z.string(),
+    id: z.string().openapi({ example: ex.planId }),
+    name: z.string().openapi({ example: examplePlan.name }),
+    description: z.string().openapi({ example: examplePlan.description }),
+    credits: z.number().openapi({ description: "Credits per grant", example: 500 }),
+    price: z.number().openapi({ example: 49.99 }),
+    billingPeriod: z.string().openapi({ example: "month" }),
     interval,
-    occurrences: z.number().nullable(),
+    occurrences: z.number().nullable().openapi({ example: null }),
     accumulate: z.boolean(),
     isActive: z.boolean(),
-    createdAt: z.string(),
+    createdAt: z.string().openapi({ example: ex.planCreatedAt }),
   })
-  .openapi("Plan");
+  .openapi("Plan", { example: examplePlan });
 
-export const listPlansResponse = z.object({ success: z.literal(true), plans: z.array(planSchema) });
+export const listPlansResponse = z
+  .object({ success: z.literal(true), plans: z.array(planSchema) })
+  .openapi({
+    example: {
+      success: true,
+      plans: [
+        examplePlan,
+        {
+          id: "plan_01M6GDQ3J8K2XPB6T4W9ZRM5N1",
+          name: "Starter weekly",
+          description: "50 credits a week for 12 weeks; leftovers do not roll over",
+          credits: 50,
+          price: 4.5,
+          billingPeriod: "week",
+          interval: "week",
+          occurrences: 12,
+          accumulate: false,
+          isActive: false,
+          createdAt: "2026-11-03T10:03:31.412Z",
+        },
+      ],
+    },
+  });
 
 export const createPlanBody = z
   .object({
     name: idString.openapi({ example: "Pro monthly" }),
-    amount: creditAmount().openapi({ description: "Credits granted per interval (> 0)" }),
+    amount: creditAmount().openapi({
+      description: "Credits granted per interval (> 0)",
+      example: 500,
+    }),
     interval,
     occurrences: z
       .number()
@@ -37,68 +68,96 @@ export const createPlanBody = z
       .openapi({ description: "Total number of grants; null = unlimited (default)" }),
     accumulate: z.boolean().optional().openapi({ description: "Default true" }),
     markAsActive: z.boolean().optional().openapi({ description: "Default true" }),
-    description: descriptionString.optional(),
+    description: descriptionString.optional().openapi({ example: examplePlan.description }),
     price: z
       .number()
       .min(0)
       .max(1_000_000_000)
       .refine((p) => /^\d+(\.\d{1,6})?$/.test(String(p)), "at most 6 decimal places")
-      .optional(),
-    billingPeriod: idString.optional(),
+      .optional()
+      .openapi({ description: "What the customer pays, informative; default 0", example: 49.99 }),
+    billingPeriod: idString
+      .optional()
+      .openapi({ description: "Informative; default the interval", example: "month" }),
   })
-  .openapi("CreatePlanRequest");
+  .openapi("CreatePlanRequest", {
+    example: {
+      name: examplePlan.name,
+      amount: 500,
+      interval: "month",
+      price: 49.99,
+      description: examplePlan.description,
+    },
+  });
 
-export const createPlanResponse = z.object({ success: z.literal(true), plan: planSchema });
+export const createPlanResponse = z
+  .object({ success: z.literal(true), plan: planSchema })
+  .openapi({ example: { success: true, plan: examplePlan } });
 
-export const planIdBody = z.object({ planId: idString }).openapi("PlanIdRequest");
+export const planIdBody = z
+  .object({ planId: idString.openapi({ example: ex.planId }) })
+  .openapi("PlanIdRequest", { example: { planId: ex.planId } });
 
 export const accountPlanSchema = z
   .object({
-    id: z.string(),
-    accountId: z.string(),
-    planId: z.string(),
+    id: z.string().openapi({ example: ex.accountPlanId }),
+    accountId: z.string().openapi({ example: ex.accountId }),
+    planId: z.string().openapi({ example: ex.planId }),
     active: z.boolean(),
     startMode: z.enum(["immediate", "next_interval"]),
-    startedAt: z.string(),
-    expiresAt: z.string().nullable(),
-    cancelledAt: z.string().nullable(),
-    nextGrantAt: z.string().nullable(),
-    grantsMade: z.number(),
+    startedAt: z.string().openapi({ example: ex.assignedAt }),
+    expiresAt: z.string().nullable().openapi({ example: null }),
+    cancelledAt: z.string().nullable().openapi({ example: null }),
+    nextGrantAt: z.string().nullable().openapi({ example: ex.nextGrantAt }),
+    grantsMade: z.number().openapi({ example: 1 }),
     plan: z.object({ id: z.string(), name: z.string(), credits: z.number() }),
   })
-  .openapi("AccountPlan");
+  .openapi("AccountPlan", { example: exampleAccountPlan });
 
 export const listAccountPlansQuery = z.object({
-  accountId: idString.optional().openapi({ description: "Internal id or externalId" }),
-  externalId: idString.optional(),
+  accountId: idString
+    .optional()
+    .openapi({ description: "Internal id or externalId", example: ex.externalId }),
+  externalId: idString.optional().openapi({ example: ex.externalId }),
 });
 
-export const listAccountPlansResponse = z.object({
-  success: z.literal(true),
-  plans: z.array(accountPlanSchema),
-});
+export const listAccountPlansResponse = z
+  .object({
+    success: z.literal(true),
+    plans: z.array(accountPlanSchema),
+  })
+  .openapi({ example: { success: true, plans: [exampleAccountPlan] } });
 
 export const assignPlanBody = z
   .object({
-    accountId: idString.openapi({ description: "Internal id or externalId" }),
-    planId: idString,
+    accountId: idString.openapi({
+      description: "Internal id or externalId",
+      example: ex.externalId,
+    }),
+    planId: idString.openapi({ example: ex.planId }),
     startMode: z
       .enum(["immediate", "next_interval"])
       .optional()
-      .openapi({ description: "Default immediate" }),
+      .openapi({ description: "Default immediate", example: "immediate" }),
   })
-  .openapi("AssignPlanRequest");
+  .openapi("AssignPlanRequest", {
+    example: { accountId: ex.externalId, planId: ex.planId, startMode: "immediate" },
+  });
 
-export const assignPlanResponse = z.object({
-  success: z.literal(true),
-  accountPlan: accountPlanSchema,
-});
+export const assignPlanResponse = z
+  .object({
+    success: z.literal(true),
+    accountPlan: accountPlanSchema,
+  })
+  .openapi({ example: { success: true, accountPlan: exampleAccountPlan } });
 
 export const cancelAccountPlanBody = z
-  .object({ accountPlanId: idString })
-  .openapi("CancelAccountPlanRequest");
+  .object({ accountPlanId: idString.openapi({ example: ex.accountPlanId }) })
+  .openapi("CancelAccountPlanRequest", { example: { accountPlanId: ex.accountPlanId } });
 
-export const cancelAccountPlanResponse = z.object({
-  success: z.literal(true),
-  accountPlan: accountPlanSchema,
-});
+export const cancelAccountPlanResponse = z
+  .object({
+    success: z.literal(true),
+    accountPlan: accountPlanSchema,
+  })
+  .openapi({ example: { success: true, accountPlan: exampleCancelledAccountPlan } });

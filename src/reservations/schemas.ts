@@ -1,5 +1,6 @@
 /** zod schemas of reservations (spec §4.4; contract §7). */
 import { z } from "@hono/zod-openapi";
+import { ex, examplePendingReservation, exampleReservation } from "../http/examples.ts";
 import {
   creditAmount,
   idString,
@@ -11,75 +12,129 @@ import {
 
 export const reservationSchema = z
   .object({
-    id: z.string(),
-    accountId: z.string(),
-    amount: z.number(),
-    status: z.enum(["pending", "confirmed", "cancelled", "expired"]),
-    createdAt: z.string(),
-    expiresAt: z.string(),
-    metadata: z.record(z.string(), z.unknown()),
+    id: z.string().openapi({ example: ex.reservationId }),
+    accountId: z.string().openapi({ example: ex.accountId }),
+    amount: z.number().openapi({ example: 9.6 }),
+    status: z
+      .enum(["pending", "confirmed", "cancelled", "expired"])
+      .openapi({ description: "`expired` as soon as expiresAt passes", example: "pending" }),
+    createdAt: z.string().openapi({ example: ex.reservationCreatedAt }),
+    expiresAt: z.string().openapi({ example: ex.reservationExpiresAt }),
+    metadata: z
+      .record(z.string(), z.unknown())
+      .openapi({ additionalProperties: true, example: { ...ex.reservationMetadata } }),
   })
-  .openapi("Reservation");
+  .openapi("Reservation", { example: { ...exampleReservation, status: "pending" } });
 
 export const createReservationBody = z
   .object({
-    accountId: idString.openapi({ description: "Internal id or externalId" }),
-    amount: creditAmount(),
+    accountId: idString.openapi({
+      description: "Internal id or externalId",
+      example: ex.externalId,
+    }),
+    amount: creditAmount().openapi({ example: 9.6 }),
     operation: idString.optional().openapi({ example: "chat.completion" }),
-    model: idString.optional().openapi({ example: "gpt-4o" }),
+    model: idString.optional().openapi({ example: ex.modelId }),
     ttlSeconds: z
       .number()
       .int()
       .min(1)
       .max(86400)
       .optional()
-      .openapi({ description: "Lifetime in seconds, default 900" }),
-    metadata: metadataSchema.optional(),
+      .openapi({ description: "Lifetime in seconds, default 900", example: 900 }),
+    metadata: metadataSchema.optional().openapi({ example: { conversationId: "conv_8812" } }),
   })
-  .openapi("CreateReservationRequest");
+  .openapi("CreateReservationRequest", {
+    example: {
+      accountId: ex.externalId,
+      amount: 9.6,
+      operation: "chat.completion",
+      model: ex.modelId,
+      ttlSeconds: 900,
+    },
+  });
 
-export const createReservationResponse = z.object({
-  success: z.literal(true),
-  reservation: reservationSchema,
-});
+export const createReservationResponse = z
+  .object({
+    success: z.literal(true),
+    reservation: reservationSchema,
+  })
+  .openapi({
+    example: { success: true, reservation: { ...exampleReservation, status: "pending" } },
+  });
 
 export const listReservationsQuery = z.object({
-  accountId: idString.optional().openapi({ description: "Internal id or externalId" }),
-  externalId: idString.optional(),
-  activeOnly: queryBoolean.optional(),
+  accountId: idString
+    .optional()
+    .openapi({ description: "Internal id or externalId", example: ex.externalId }),
+  externalId: idString.optional().openapi({ example: ex.externalId }),
+  activeOnly: queryBoolean
+    .optional()
+    .openapi({ description: "Only pending, unexpired holds", example: "false" }),
   ...pageQuery(100, 1000),
 });
 
-export const listReservationsResponse = z.object({
-  success: z.literal(true),
-  reservations: z.array(reservationSchema),
-  pagination: paginationSchema,
-});
+export const listReservationsResponse = z
+  .object({
+    success: z.literal(true),
+    reservations: z.array(reservationSchema),
+    pagination: paginationSchema,
+  })
+  .openapi({
+    example: {
+      success: true,
+      reservations: [examplePendingReservation, exampleReservation],
+      pagination: { limit: 100, offset: 0, totalCount: 2, hasMore: false },
+    },
+  });
 
 export const confirmReservationBody = z
   .object({
-    reservationId: idString,
-    actualAmount: creditAmount({ allowZero: true }),
+    reservationId: idString.openapi({ example: ex.reservationId }),
+    actualAmount: creditAmount({ allowZero: true }).openapi({ example: 6.96 }),
   })
-  .openapi("ConfirmReservationRequest");
+  .openapi("ConfirmReservationRequest", {
+    example: { reservationId: ex.reservationId, actualAmount: 6.96 },
+  });
 
-export const confirmReservationResponse = z.object({
-  success: z.literal(true),
-  reservationId: z.string(),
-  transactionId: z.string(),
-  reservedAmount: z.number(),
-  actualAmount: z.number(),
-  balance: z.number(),
-  amountReleased: z.number(),
-});
+export const confirmReservationResponse = z
+  .object({
+    success: z.literal(true),
+    reservationId: z.string(),
+    transactionId: z.string(),
+    reservedAmount: z.number(),
+    actualAmount: z.number(),
+    balance: z.number(),
+    amountReleased: z.number(),
+  })
+  .openapi({
+    example: {
+      success: true,
+      reservationId: ex.reservationId,
+      transactionId: ex.confirmTxnId,
+      reservedAmount: 9.6,
+      actualAmount: 6.96,
+      balance: 18.54,
+      amountReleased: 2.64,
+    },
+  });
 
 export const cancelReservationBody = z
-  .object({ reservationId: idString })
-  .openapi("CancelReservationRequest");
+  .object({ reservationId: idString.openapi({ example: ex.pendingReservationId }) })
+  .openapi("CancelReservationRequest", { example: { reservationId: ex.pendingReservationId } });
 
-export const cancelReservationResponse = z.object({
-  success: z.literal(true),
-  reservationId: z.string(),
-  amountReleased: z.number(),
-  accountId: z.string(),
-});
+export const cancelReservationResponse = z
+  .object({
+    success: z.literal(true),
+    reservationId: z.string(),
+    amountReleased: z.number(),
+    accountId: z.string(),
+  })
+  .openapi({
+    example: {
+      success: true,
+      reservationId: ex.pendingReservationId,
+      amountReleased: 4.8,
+      accountId: ex.accountId,
+    },
+  });

@@ -2,6 +2,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { resolveAccount } from "../accounts/service.ts";
 import type { App, AppDeps } from "../http/context.ts";
+import { ex, exampleUsageRecord } from "../http/examples.ts";
 import { runWrite } from "../http/idempotency.ts";
 import {
   errorResponses,
@@ -16,52 +17,61 @@ import {
 } from "../http/schemas.ts";
 import { dateRangeMs } from "../ledger/service.ts";
 import { cachedWithinInput, tokenCountsShape } from "../models/routes.ts";
+import { usageContext as context, usageRecordSchema } from "./schemas.ts";
 import { listUsage, recordUsage, summarizeUsage, usageRecordJson } from "./service.ts";
 
 const tags = ["Usage"];
-const context = z.enum(["customer", "system"]);
-
-const usageRecordSchema = z
-  .object({
-    id: z.string(),
-    context,
-    accountId: z.string().nullable(),
-    modelId: z.string(),
-    usageType: z.string(),
-    inputTokens: z.number(),
-    outputTokens: z.number(),
-    cachedTokens: z.number(),
-    transactionId: z.string().nullable(),
-    estimatedCostUsd: z.number(),
-    createdAt: z.string(),
-  })
-  .openapi("UsageRecord");
-
 const recordBody = z
   .object({
-    accountId: idString.optional().openapi({ description: "Required for customer usage" }),
-    context: context.optional().openapi({ description: "Default customer" }),
-    transactionId: idString.optional(),
-    modelId: idString.openapi({ example: "gpt-4o" }),
-    usageType: z.enum(["text"]).optional().openapi({ description: "Default text" }),
+    accountId: idString
+      .optional()
+      .openapi({ description: "Required for customer usage", example: ex.externalId }),
+    context: context.optional().openapi({ description: "Default customer", example: "customer" }),
+    transactionId: idString
+      .optional()
+      .openapi({ description: "The transaction that paid for it", example: ex.confirmTxnId }),
+    modelId: idString.openapi({ example: ex.modelId }),
+    usageType: z
+      .enum(["text"])
+      .optional()
+      .openapi({ description: "Default text", example: "text" }),
     ...tokenCountsShape,
-    metadata: metadataSchema.optional(),
+    metadata: metadataSchema.optional().openapi({ example: { conversationId: "conv_8812" } }),
   })
   .refine(cachedWithinInput, {
     message: "cachedTokens must not exceed inputTokens",
     path: ["cachedTokens"],
   })
-  .openapi("RecordUsageRequest");
+  .openapi("RecordUsageRequest", {
+    example: {
+      accountId: ex.externalId,
+      transactionId: ex.confirmTxnId,
+      modelId: ex.modelId,
+      inputTokens: 9500,
+      outputTokens: 3100,
+      cachedTokens: 2000,
+    },
+  });
 
-const recordResponse = z.object({ success: z.literal(true), usageRecord: usageRecordSchema });
+const recordResponse = z
+  .object({ success: z.literal(true), usageRecord: usageRecordSchema })
+  .openapi({ example: { success: true, usageRecord: exampleUsageRecord } });
 
 const usageQuery = z.object({
-  accountId: idString.optional().openapi({ description: "Internal id or externalId" }),
-  modelId: idString.optional(),
+  accountId: idString
+    .optional()
+    .openapi({ description: "Internal id or externalId", example: ex.externalId }),
+  modelId: idString.optional().openapi({ example: ex.modelId }),
   context: context.optional(),
-  startDate: isoDateOrDateTime.optional(),
-  endDate: isoDateOrDateTime.optional(),
-  summary: queryBoolean.optional(),
+  startDate: isoDateOrDateTime
+    .optional()
+    .openapi({ description: "Inclusive", example: "2026-11-01" }),
+  endDate: isoDateOrDateTime
+    .optional()
+    .openapi({ description: "Inclusive; a date covers the whole UTC day", example: "2026-11-30" }),
+  summary: queryBoolean
+    .optional()
+    .openapi({ description: "Totals instead of records", example: "false" }),
   ...pageQuery(100, 1000),
 });
 
@@ -73,16 +83,32 @@ const summarySchema = z
     byContext: z.object({ customer: z.number(), system: z.number() }),
     byModel: z.record(z.string(), z.object({ costUsd: z.number(), count: z.number() })),
   })
-  .openapi("UsageSummary");
+  .openapi("UsageSummary", {
+    example: {
+      totalCostUsd: 0.0696,
+      totalInputTokens: 9500,
+      totalOutputTokens: 3100,
+      byContext: { customer: 0.0696, system: 0 },
+      byModel: { [ex.modelId]: { costUsd: 0.0696, count: 1 } },
+    },
+  });
 
-const usageResponse = z.union([
-  z.object({
-    success: z.literal(true),
-    usageRecords: z.array(usageRecordSchema),
-    pagination: paginationSchema,
-  }),
-  z.object({ success: z.literal(true), summary: summarySchema }),
-]);
+const usageResponse = z
+  .union([
+    z.object({
+      success: z.literal(true),
+      usageRecords: z.array(usageRecordSchema),
+      pagination: paginationSchema,
+    }),
+    z.object({ success: z.literal(true), summary: summarySchema }),
+  ])
+  .openapi({
+    example: {
+      success: true,
+      usageRecords: [exampleUsageRecord],
+      pagination: { limit: 100, offset: 0, totalCount: 1, hasMore: false },
+    },
+  });
 
 const recordRoute = createRoute({
   method: "post",

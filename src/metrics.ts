@@ -1,0 +1,191 @@
+/**
+ * Prometheus metrics (`GET /metrics`, prom-client). Each ledger has its own registry (tests run
+ * several ledgers in one process), created by `openLedger` and handed to the app and the
+ * scheduler through `AppDeps.metrics`.
+ *
+ * Labels are bounded: a route is the pattern it matched (`/v1/accounts/create`, `unmatched`
+ * for a 404 of no route), never a raw URL; methods outside the HTTP set are `OTHER`.
+ */
+import { type Kysely, sql } from "kysely";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { DB, ReservationStatus } from "./db/schema.ts";
+import type { BatchStats } from "./db/write-queue.ts";
+
+const RESERVATION_STATUSES: readonly ReservationStatus[] = [
+  "pending",
+  "confirmed",
+  "cancelled",
+  "expired",
+];
+
+const HTTP_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
+
+/** Where the scrape-time gauges read from. */
+export interface MetricsSources {
+  /** Units waiting in the write queue. */
+  queueDepth: () => number;
+  /** Reservations per effective status (a pending hold past expiresAt counts as expired). */
+  reservationsByStatus: () => Promise<Partial<Record<ReservationStatus, number>>>;
+}
+
+export interface Metrics {
+  registry: Registry;
+  /** Records one HTTP request (`route`: the matched pattern). */
+  observeRequest(method: string, route: string, status: number, seconds: number): void;
+  /** Records one write-queue transaction (the queue's `onBatch`). */
+  observeBatch(stats: BatchStats): void;
+  /** Makes a job's series exist (at 0) before its first run. */
+  declareJob(job: string): void;
+  /** Records one scheduler job run. */
+  observeJob(job: string, ok: boolean, seconds: number, endedAtMs: number): void;
+  /** The exposition text of every metric. */
+  render(): Promise<string>;
+  contentType: string;
+}
+
+export interface MetricsOptions extends Partial<MetricsSources> {
+  /** Also export the process metrics of prom-client (CPU, memory, event loop); default true. */
+  processMetrics?: boolean;
+}
+
+/** A registry with every instrument of the service. */
+export function createMetrics(options: MetricsOptions = {}): Metrics {
+  const registry = new Registry();
+  if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+
+  const httpRequests = new Counter({
+    name: "ledger_http_requests_total",
+    help: "HTTP requests answered, by method, route pattern and status",
+    labelNames: ["method", "route", "status"] as const,
+    registers,
+  });
+  const httpDuration = new Histogram({
+    name: "ledger_http_request_duration_seconds",
+    help: "Time to answer an HTTP request, by method, route pattern and status",
+    labelNames: ["method", "route", "status"] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers,
+  });
+
+  const { queueDepth, reservationsByStatus } = options;
+  new Gauge({
+    name: "ledger_write_queue_depth",
+    help: "Write units waiting for a transaction (not counting the batch being committed)",
+    registers,
+    collect() {
+      this.set(queueDepth ? queueDepth() : 0);
+    },
+  });
+  const batchDuration = new Histogram({
+    name: "ledger_write_batch_duration_seconds",
+    help: "Duration of a write-queue transaction (BEGIN IMMEDIATE to COMMIT), by outcome",
+    labelNames: ["outcome"] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers,
+  });
+  const batchUnits = new Histogram({
+    name: "ledger_write_batch_units",
+    help: "Write units committed together in one transaction",
+    buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
+    registers,
+  });
+  const failedUnits = new Counter({
+    name: "ledger_write_units_failed_total",
+    help: "Write units that threw and rolled back alone (402, 404, 409, …)",
+    registers,
+  });
+
+  new Gauge({
+    name: "ledger_reservations",
+    help: "Reservations by effective status (a pending hold past expiresAt counts as expired)",
+    labelNames: ["status"] as const,
+    registers,
+    async collect() {
+      let counts: Partial<Record<ReservationStatus, number>>;
+      try {
+        counts = reservationsByStatus ? await reservationsByStatus() : {};
+      } catch {
+        // The database is unavailable (/ready says so): leave these out, keep the rest.
+        this.reset();
+        return;
+      }
+      for (const status of RESERVATION_STATUSES) this.set({ status }, counts[status] ?? 0);
+    },
+  });
+
+  const jobRuns = new Counter({
+    name: "ledger_job_runs_total",
+    help: "Scheduler job runs, failed ones included",
+    labelNames: ["job"] as const,
+    registers,
+  });
+  const jobFailures = new Counter({
+    name: "ledger_job_failures_total",
+    help: "Scheduler job runs that failed",
+    labelNames: ["job"] as const,
+    registers,
+  });
+  const jobDuration = new Histogram({
+    name: "ledger_job_duration_seconds",
+    help: "Duration of a scheduler job run",
+    labelNames: ["job"] as const,
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30],
+    registers,
+  });
+  const jobLastSuccess = new Gauge({
+    name: "ledger_job_last_success_timestamp_seconds",
+    help: "Unix time of the job's last successful run",
+    labelNames: ["job"] as const,
+    registers,
+  });
+
+  return {
+    registry,
+    contentType: registry.contentType,
+    observeRequest(method, route, status, seconds) {
+      const labels = {
+        method: HTTP_METHODS.has(method) ? method : "OTHER",
+        route,
+        status: String(status),
+      };
+      httpRequests.inc(labels);
+      httpDuration.observe(labels, seconds);
+    },
+    observeBatch(stats) {
+      batchDuration.observe(
+        { outcome: stats.committed ? "committed" : "failed" },
+        stats.durationMs / 1000,
+      );
+      batchUnits.observe(stats.units);
+      if (stats.failedUnits > 0) failedUnits.inc(stats.failedUnits);
+    },
+    declareJob(job) {
+      jobRuns.inc({ job }, 0);
+      jobFailures.inc({ job }, 0);
+    },
+    observeJob(job, ok, seconds, endedAtMs) {
+      jobRuns.inc({ job });
+      jobDuration.observe({ job }, seconds);
+      if (ok) jobLastSuccess.set({ job }, endedAtMs / 1000);
+      else jobFailures.inc({ job });
+    },
+    render: () => registry.metrics(),
+  };
+}
+
+/** Counts reservations per effective status at `nowMs`, over every project. */
+export async function countReservationsByStatus(
+  db: Kysely<DB>,
+  nowMs: number,
+): Promise<Partial<Record<ReservationStatus, number>>> {
+  const effective = sql<ReservationStatus>`CASE WHEN status = 'pending' AND expires_at_ms <= ${nowMs} THEN 'expired' ELSE status END`;
+  const rows = await db
+    .selectFrom("reservations")
+    .select([effective.as("status"), (eb) => eb.fn.countAll<number>().as("n")])
+    .groupBy(effective)
+    .execute();
+  const out: Partial<Record<ReservationStatus, number>> = {};
+  for (const row of rows) out[row.status] = Number(row.n);
+  return out;
+}

@@ -1,0 +1,207 @@
+/**
+ * Request logs: pino JSON, one line per request with the request id, route pattern, status,
+ * duration and project id; the level from LOG_LEVEL; never an API key, an email or metadata;
+ * `X-Request-Id` accepted when safe, generated otherwise, and echoed.
+ */
+import type { KyselyPlugin } from "kysely";
+import type { DestinationStream } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApp } from "../src/app.ts";
+import { loadConfig } from "../src/config.ts";
+import type { App } from "../src/http/context.ts";
+import { createLogger } from "../src/logger.ts";
+import { makeLedger, type TestLedger } from "./harness.ts";
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** A pino destination that keeps each line in memory. */
+function memoryStream(): DestinationStream & { lines: string[] } {
+  const lines: string[] = [];
+  return {
+    lines,
+    write(chunk: string) {
+      for (const line of chunk.split("\n")) if (line) lines.push(line);
+    },
+  };
+}
+
+describe("request logs", () => {
+  let t: TestLedger;
+  let out: ReturnType<typeof memoryStream>;
+  let app: App;
+
+  const call = (
+    method: string,
+    path: string,
+    opts: { body?: unknown; key?: string | null; headers?: Record<string, string> } = {},
+  ) => {
+    const headers: Record<string, string> = { ...opts.headers };
+    const key = opts.key === undefined ? t.key : opts.key;
+    if (key !== null) headers["X-API-Key"] = key;
+    if (opts.body !== undefined) headers["Content-Type"] = "application/json";
+    const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+    return app.request(path, { method, headers, body });
+  };
+  // biome-ignore lint/suspicious/noExplicitAny: log lines are inspected field by field.
+  const parsed = (): any[] => out.lines.map((line) => JSON.parse(line));
+
+  beforeAll(async () => {
+    t = await makeLedger();
+    out = memoryStream();
+    app = createApp({ ...t.ledger.deps, logger: createLogger("info", out) });
+  });
+  afterAll(async () => t.close());
+
+  it("writes one JSON line per request with id, route, status, duration and project", async () => {
+    out.lines.length = 0;
+    const given = "req-2026.11.21:checkout_42";
+    const res = await call("POST", "/v1/accounts/create", {
+      body: { externalId: "customer-7" },
+      headers: { "X-Request-Id": given },
+    });
+    expect(res.status).toBe(200);
+    await call("GET", "/v1/accounts/balance?accountId=customer-7");
+    await call("GET", "/v1/accounts/get?accountId=nobody");
+    await call("GET", "/health", { key: null });
+    const lines = parsed();
+    expect(lines).toHaveLength(4);
+    expect(lines[0]).toEqual({
+      level: 30,
+      time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      msg: "request",
+      requestId: given,
+      method: "POST",
+      route: "/v1/accounts/create",
+      status: 200,
+      durationMs: expect.any(Number),
+      projectId: t.projectId,
+    });
+    expect(lines[1]).toMatchObject({ route: "/v1/accounts/balance", status: 200 });
+    expect(lines[2]).toMatchObject({ route: "/v1/accounts/get", status: 404 });
+    expect(lines[3]).toMatchObject({ route: "/health", status: 200 });
+    expect(lines[3]).not.toHaveProperty("projectId");
+    for (const line of lines) {
+      expect(line.requestId).toEqual(expect.any(String));
+      expect(line.durationMs).toBeGreaterThanOrEqual(0);
+    }
+  });
+
+  it("never logs an API key, an email, metadata or a raw URL", async () => {
+    out.lines.length = 0;
+    const email = "ada.secret@example.com";
+    const secret = "metadata-value-5f3a9";
+    const wrongKey = "ldg_wrong0key0that0must0not0appear0in0logs000";
+    await call("POST", "/v1/accounts/create", {
+      body: { externalId: "customer-8", name: "Ada", email, metadata: { note: secret } },
+    });
+    await call("POST", "/v1/accounts/credits/add", {
+      body: { accountId: "customer-8", amount: 12.5, metadata: { note: secret } },
+    });
+    await call("POST", "/v1/reservations/create", {
+      body: { accountId: "customer-8", amount: 2.5, metadata: { note: secret } },
+    });
+    await call("GET", `/v1/accounts/get?externalId=${encodeURIComponent(email)}`);
+    await call("GET", `/v1/accounts/${encodeURIComponent(email)}`);
+    await call("GET", "/v1/accounts", { key: wrongKey });
+    await call("POST", "/v1/accounts/create", { body: { externalId: "x", email: "nope" } });
+    const text = out.lines.join("\n");
+    expect(out.lines).toHaveLength(7);
+    for (const leak of [t.key, wrongKey, "ldg_", email, "ada.secret", secret, "customer-8"]) {
+      expect(text).not.toContain(leak);
+    }
+    expect(parsed().map((l) => [l.route, l.status])).toEqual([
+      ["/v1/accounts/create", 200],
+      ["/v1/accounts/credits/add", 200],
+      ["/v1/reservations/create", 200],
+      ["/v1/accounts/get", 404],
+      ["unmatched", 404],
+      ["/v1/accounts", 401],
+      ["/v1/accounts/create", 400],
+    ]);
+  });
+
+  it("masks keys and emails in the message of an unexpected error", async () => {
+    const failing: KyselyPlugin = {
+      transformQuery(args) {
+        if (JSON.stringify(args.node).includes('"name":"accounts"')) {
+          throw new Error(`SQLITE_IOERR in SELECT … WHERE key = '${t.key}' AND email = 'a@b.io'`);
+        }
+        return args.node;
+      },
+      transformResult: async (args) => args.result,
+    };
+    const deps = t.ledger.deps;
+    const broken = createApp({
+      ...deps,
+      logger: createLogger("info", out),
+      db: { ...deps.db, read: deps.db.read.withPlugin(failing) },
+    });
+    out.lines.length = 0;
+    const res = await broken.request("/v1/accounts", { headers: { "X-API-Key": t.key } });
+    expect(res.status).toBe(500);
+    const lines = parsed();
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatchObject({
+      level: 50,
+      msg: "unhandled error",
+      route: "/v1/accounts",
+      requestId: res.headers.get("X-Request-Id"),
+      err: { name: "Error", message: expect.stringContaining("ldg_[redacted]") },
+    });
+    expect(lines[1]).toMatchObject({ msg: "request", route: "/v1/accounts", status: 500 });
+    const text = out.lines.join("\n");
+    expect(text).not.toContain(t.key);
+    expect(text).not.toContain("a@b.io");
+  });
+
+  it("echoes a safe X-Request-Id and generates one otherwise", async () => {
+    out.lines.length = 0;
+    const given = await call("GET", "/health", { headers: { "X-Request-Id": "abc-123" } });
+    expect(given.headers.get("X-Request-Id")).toBe("abc-123");
+    const generated = await call("GET", "/health");
+    expect(generated.headers.get("X-Request-Id")).toMatch(UUID);
+    for (const unsafe of ["has spaces", "<script>", "x".repeat(129), ""]) {
+      const res = await call("GET", "/v1/accounts", { headers: { "X-Request-Id": unsafe } });
+      expect(res.headers.get("X-Request-Id")).toMatch(UUID);
+    }
+    // Also on errors, replays and responses of every kind.
+    const error = await call("GET", "/v1/accounts", {
+      key: null,
+      headers: { "X-Request-Id": "e1" },
+    });
+    expect(error.status).toBe(401);
+    expect(error.headers.get("X-Request-Id")).toBe("e1");
+    const body = { externalId: "customer-9" };
+    const headers = { "Idempotency-Key": "idem-1", "X-Request-Id": "r1" };
+    await call("POST", "/v1/accounts/create", { body, headers });
+    const replay = await call("POST", "/v1/accounts/create", {
+      body,
+      headers: { ...headers, "X-Request-Id": "r2" },
+    });
+    expect(replay.headers.get("Idempotent-Replayed")).toBe("true");
+    expect(replay.headers.get("X-Request-Id")).toBe("r2");
+    // The logged ids are the echoed ones.
+    expect(parsed().map((l) => l.requestId)).toEqual([
+      "abc-123",
+      generated.headers.get("X-Request-Id"),
+      expect.stringMatching(UUID),
+      expect.stringMatching(UUID),
+      expect.stringMatching(UUID),
+      expect.stringMatching(UUID),
+      "e1",
+      "r1",
+      "r2",
+    ]);
+  });
+
+  it("logs at LOG_LEVEL: warn keeps request lines out, silent everything", async () => {
+    for (const level of ["warn", "silent"] as const) {
+      const quiet = memoryStream();
+      const quietApp = createApp({ ...t.ledger.deps, logger: createLogger(level, quiet) });
+      await quietApp.request("/health");
+      expect(quiet.lines).toEqual([]);
+    }
+    expect(loadConfig({ LOG_LEVEL: "debug" }).LOG_LEVEL).toBe("debug");
+    expect(loadConfig({}).LOG_LEVEL).toBe("info");
+  });
+});
