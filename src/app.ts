@@ -6,12 +6,12 @@
 import { randomUUID } from "node:crypto";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { matchedRoutes } from "hono/route";
 import { sql } from "kysely";
 import { registerAccountRoutes } from "./accounts/routes.ts";
 import { ApiError, errorResponse, validationHook } from "./errors.ts";
 import { requireApiKey } from "./http/auth.ts";
+import { jsonBodyChecks } from "./http/body.ts";
 import type { App, AppDeps, AppEnv } from "./http/context.ts";
 import { registerDocs } from "./http/docs.ts";
 import { registerLedgerRoutes } from "./ledger/routes.ts";
@@ -62,37 +62,6 @@ function observe(deps: AppDeps): MiddlewareHandler<AppEnv> {
       "request",
     );
   };
-}
-
-/**
- * For POSTs under /v1: a body of at most `limitBytes` (else 413), of type application/json
- * (else 415), that parses as JSON (else 400). Hono caches the parsed body for the validators.
- */
-function jsonBodyChecks(limitBytes: number): MiddlewareHandler<AppEnv>[] {
-  const limit = bodyLimit({
-    maxSize: limitBytes,
-    onError: () => {
-      throw new ApiError("PAYLOAD_TOO_LARGE", `Request body is larger than ${limitBytes} bytes`);
-    },
-  });
-  const parse: MiddlewareHandler<AppEnv> = async (c, next) => {
-    const type = c.req.header("Content-Type") ?? "";
-    if (!/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
-      throw new ApiError("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json");
-    }
-    try {
-      await c.req.json();
-    } catch {
-      throw new ApiError("VALIDATION_ERROR", "Malformed JSON in request body", [
-        { path: "body", message: "malformed JSON" },
-      ]);
-    }
-    await next();
-  };
-  return [
-    async (c, next) => (c.req.method === "POST" ? limit(c, next) : next()),
-    async (c, next) => (c.req.method === "POST" ? parse(c, next) : next()),
-  ];
 }
 
 /** Builds the app over `deps`. */
