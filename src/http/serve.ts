@@ -11,7 +11,8 @@ import type { Server } from "node:http";
 /** The runtimes the service runs on. */
 export type RuntimeName = "node" | "bun" | "deno";
 
-export type FetchHandler = (request: Request) => Response | Promise<Response>;
+/** Hono's `app.fetch`: the request, and the runtime's bindings as Hono's `env`. */
+export type FetchHandler = (request: Request, env?: unknown) => Response | Promise<Response>;
 
 export interface ServeOptions {
   fetch: FetchHandler;
@@ -89,7 +90,9 @@ export async function serveHttp(options: ServeOptions): Promise<HttpServer> {
     );
     return { runtime: "deno", port: server.addr.port, close: () => server.shutdown() };
   }
-  return serveNode({ ...options, fetch });
+  // On Node the adapter's bindings ({ incoming, outgoing }) do reach Hono: the body reader uses
+  // the IncomingMessage directly (src/http/body.ts).
+  return serveNode(options);
 }
 
 async function serveNode(options: ServeOptions): Promise<HttpServer> {
