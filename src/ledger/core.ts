@@ -137,32 +137,17 @@ export interface EntryInput {
  *   Error (a bug: callers check `available` first) when a debit would go below zero
  */
 export async function postEntry(trx: Transaction<DB>, input: EntryInput): Promise<TransactionRow> {
-  const { rows } = await trx.executeQuery(balanceForEntry({ accountId: input.accountId }));
-  const account = rows[0];
-  if (!account) throw new Error(`ledger invariant: account ${input.accountId} vanished`);
-  const delta = input.type === "credit" ? input.amountMicros : -input.amountMicros;
-  const balanceAfter = account.balance_micros + delta;
-  if (balanceAfter > MAX_BALANCE_MICROS) {
-    throw new ApiError("BALANCE_LIMIT_EXCEEDED", "The balance would exceed 9e9 credits", {
-      balance: fromMicros(account.balance_micros),
-      requested: fromMicros(input.amountMicros),
-    });
+  if (!Number.isSafeInteger(input.amountMicros) || input.amountMicros < 0) {
+    throw new Error(`ledger invariant: entry amount ${input.amountMicros}`);
   }
-  if (balanceAfter < 0 || !Number.isSafeInteger(balanceAfter) || input.amountMicros < 0) {
-    throw new Error(`ledger invariant: entry would leave balance ${balanceAfter}`);
-  }
-  const bucket =
-    input.type === "debit"
-      ? Math.max(0, account.plan_bucket_micros - input.amountMicros)
-      : account.plan_bucket_micros;
-  await trx.executeQuery(
-    moveBalance({
-      accountId: input.accountId,
-      balance: balanceAfter,
-      bucket,
-      nowMs: input.nowMs,
-    }),
+  // One statement moves the balance and returns the new one; its WHERE refuses a balance past
+  // the limit (credit) or below zero (debit), so no row comes back in those cases.
+  const move = input.type === "credit" ? creditBalance : debitBalance;
+  const { rows } = await trx.executeQuery(
+    move({ accountId: input.accountId, amount: input.amountMicros, nowMs: input.nowMs }),
   );
+  const balanceAfter = rows[0]?.balance_micros;
+  if (balanceAfter === undefined) throw await refusedEntry(trx, input);
   const row = {
     id: newId("txn"),
     project_id: input.projectId,
@@ -181,28 +166,53 @@ export async function postEntry(trx: Transaction<DB>, input: EntryInput): Promis
   return { ...row, seq: Number(inserted.insertId) };
 }
 
-const balanceForEntry = prepared<
-  { accountId: string },
-  { balance_micros: number; plan_bucket_micros: number }
->((db, arg) =>
-  db
+/** Why an entry's balance move matched no row: the limit (409), or a bug. */
+async function refusedEntry(trx: Transaction<DB>, input: EntryInput): Promise<Error> {
+  const account = await trx
     .selectFrom("accounts")
-    .select(["balance_micros", "plan_bucket_micros"])
-    .where("id", "=", arg("accountId")),
-);
+    .select("balance_micros")
+    .where("id", "=", input.accountId)
+    .executeTakeFirst();
+  if (account && input.type === "credit") {
+    return new ApiError("BALANCE_LIMIT_EXCEEDED", "The balance would exceed 9e9 credits", {
+      balance: fromMicros(account.balance_micros),
+      requested: fromMicros(input.amountMicros),
+    });
+  }
+  return new Error(
+    `ledger invariant: ${input.type} of ${input.amountMicros} refused for account ${input.accountId} (balance ${account?.balance_micros})`,
+  );
+}
 
-const moveBalance = prepared<
-  { accountId: string; balance: number; bucket: number; nowMs: number },
-  unknown
->((db, arg) =>
+type MoveArgs = { accountId: string; amount: number; nowMs: number };
+
+const creditBalance = prepared<MoveArgs, { balance_micros: number }>((db, arg) =>
   db
     .updateTable("accounts")
-    .set({
-      balance_micros: arg("balance"),
-      plan_bucket_micros: arg("bucket"),
+    .set((eb) => ({
+      balance_micros: eb("balance_micros", "+", arg("amount")),
       updated_at_ms: arg("nowMs"),
-    })
-    .where("id", "=", arg("accountId")),
+    }))
+    .where("id", "=", arg("accountId"))
+    .where((eb) => eb(eb("balance_micros", "+", arg("amount")), "<=", MAX_BALANCE_MICROS))
+    .returning("balance_micros"),
+);
+
+/** A debit also spends the unspent credits of a non-accumulating plan grant first (§8). */
+const debitBalance = prepared<MoveArgs, { balance_micros: number }>((db, arg) =>
+  db
+    .updateTable("accounts")
+    .set((eb) => ({
+      balance_micros: eb("balance_micros", "-", arg("amount")),
+      plan_bucket_micros: eb.fn("max", [
+        eb.lit(0),
+        eb("plan_bucket_micros", "-", arg("amount")),
+      ]),
+      updated_at_ms: arg("nowMs"),
+    }))
+    .where("id", "=", arg("accountId"))
+    .where("balance_micros", ">=", arg("amount"))
+    .returning("balance_micros"),
 );
 
 const insertTransaction = prepared<Omit<TransactionRow, "seq">, unknown>((db, arg) =>
