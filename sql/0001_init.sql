@@ -51,8 +51,9 @@ CREATE INDEX reservations_account ON reservations (account_id, status, expires_a
 CREATE INDEX reservations_list ON reservations (account_id, created_at_ms, id);
 CREATE INDEX reservations_pending ON reservations (status, expires_at_ms);
 
+-- seq is the rowid: ascending in insertion order, since ledger rows are never deleted.
 CREATE TABLE transactions (
-  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  seq INTEGER PRIMARY KEY,
   id TEXT NOT NULL UNIQUE,
   project_id TEXT NOT NULL REFERENCES projects (id),
   account_id TEXT NOT NULL REFERENCES accounts (id),
@@ -149,7 +150,7 @@ CREATE TABLE models (
 CREATE INDEX models_provider ON models (provider, model_id);
 
 CREATE TABLE usage_records (
-  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  seq INTEGER PRIMARY KEY,
   id TEXT NOT NULL UNIQUE,
   project_id TEXT NOT NULL REFERENCES projects (id),
   account_id TEXT REFERENCES accounts (id),

@@ -93,6 +93,78 @@ const heldByAccount = prepared<{ accountId: string; nowMs: number }, { held: num
     .where("expires_at_ms", ">", arg("nowMs")),
 );
 
+type AccountWithHeld = AccountRow & { held_micros: number };
+
+const accountWithHeldById = prepared<
+  { projectId: string; id: string; nowMs: number },
+  AccountWithHeld
+>((db, arg) =>
+  db
+    .selectFrom("accounts")
+    .selectAll()
+    .select((eb) =>
+      eb
+        .selectFrom("reservations")
+        .select((r) => r.fn.coalesce(r.fn.sum<number>("amount_micros"), r.lit(0)).as("held"))
+        .whereRef("reservations.account_id", "=", "accounts.id")
+        .where("reservations.status", "=", "pending")
+        .where("reservations.expires_at_ms", ">", arg("nowMs"))
+        .as("held_micros"),
+    )
+    .where("id", "=", arg("id"))
+    .where("project_id", "=", arg("projectId")),
+);
+
+const accountWithHeldByExternalId = prepared<
+  { projectId: string; externalId: string; nowMs: number },
+  AccountWithHeld
+>((db, arg) =>
+  db
+    .selectFrom("accounts")
+    .selectAll()
+    .select((eb) =>
+      eb
+        .selectFrom("reservations")
+        .select((r) => r.fn.coalesce(r.fn.sum<number>("amount_micros"), r.lit(0)).as("held"))
+        .whereRef("reservations.account_id", "=", "accounts.id")
+        .where("reservations.status", "=", "pending")
+        .where("reservations.expires_at_ms", ">", arg("nowMs"))
+        .as("held_micros"),
+    )
+    .where("project_id", "=", arg("projectId"))
+    .where("external_id", "=", arg("externalId")),
+);
+
+/**
+ * The account named by `ref` (internal id, else externalId) with its balances at `nowMs`, read
+ * in one query (the hot path of deductions and reservations).
+ * @returns the account and its balance, reserved and available credits in micro-credits
+ * @throws ApiError ACCOUNT_NOT_FOUND
+ */
+export async function findAccountWithBalance(
+  db: Reader,
+  projectId: string,
+  ref: string,
+  nowMs: number,
+) {
+  const byId = INTERNAL_ACCOUNT_ID.test(ref)
+    ? (await db.executeQuery(accountWithHeldById({ projectId, id: ref, nowMs }))).rows[0]
+    : undefined;
+  const row =
+    byId ??
+    (await db.executeQuery(accountWithHeldByExternalId({ projectId, externalId: ref, nowMs })))
+      .rows[0];
+  if (!row) throw new ApiError("ACCOUNT_NOT_FOUND", `Account ${ref} not found`);
+  const { held_micros, ...account } = row;
+  const reserved = Number(held_micros);
+  return {
+    account,
+    balance: account.balance_micros,
+    reserved,
+    available: account.balance_micros - reserved,
+  };
+}
+
 /** The account's balance and available credits, in micro-credits, at `nowMs`. */
 export async function balanceOf(db: Reader, account: AccountRow, nowMs: number) {
   const reserved = await reservedMicros(db, account.id, nowMs);
@@ -204,10 +276,7 @@ const debitBalance = prepared<MoveArgs, { balance_micros: number }>((db, arg) =>
     .updateTable("accounts")
     .set((eb) => ({
       balance_micros: eb("balance_micros", "-", arg("amount")),
-      plan_bucket_micros: eb.fn("max", [
-        eb.lit(0),
-        eb("plan_bucket_micros", "-", arg("amount")),
-      ]),
+      plan_bucket_micros: eb.fn("max", [eb.lit(0), eb("plan_bucket_micros", "-", arg("amount"))]),
       updated_at_ms: arg("nowMs"),
     }))
     .where("id", "=", arg("accountId"))

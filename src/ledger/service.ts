@@ -3,11 +3,23 @@
  * Writes run inside a write unit (`trx`); reads use the read connection.
  */
 import type { Kysely, Transaction } from "kysely";
-import type { DB, TransactionRow, TransactionSource, TransactionType } from "../db/schema.ts";
+import type {
+  AccountRow,
+  DB,
+  TransactionRow,
+  TransactionSource,
+  TransactionType,
+} from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { reservationJson } from "../reservations/service.ts";
 import { usageRecordJson } from "../usage/service.ts";
-import { balanceOf, findAccount, postEntry, requireAvailable, transactionJson } from "./core.ts";
+import {
+  findAccount,
+  findAccountWithBalance,
+  postEntry,
+  requireAvailable,
+  transactionJson,
+} from "./core.ts";
 
 export interface MoveInput {
   accountRef: string;
@@ -29,10 +41,13 @@ export async function moveCredits(
   input: MoveInput,
   nowMs: number,
 ) {
-  const account = await findAccount(trx, projectId, input.accountRef);
+  let account: AccountRow;
   if (input.type === "debit") {
-    const { available } = await balanceOf(trx, account, nowMs);
-    requireAvailable(available, input.amountMicros);
+    const found = await findAccountWithBalance(trx, projectId, input.accountRef, nowMs);
+    requireAvailable(found.available, input.amountMicros);
+    account = found.account;
+  } else {
+    account = await findAccount(trx, projectId, input.accountRef);
   }
   const row = await postEntry(trx, {
     projectId,

@@ -8,7 +8,14 @@ import { prepared } from "../db/prepared.ts";
 import type { DB, ReservationRow, ReservationStatus } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
-import { balanceOf, findAccount, iso, postEntry, requireAvailable } from "../ledger/core.ts";
+import {
+  balanceOf,
+  findAccount,
+  findAccountWithBalance,
+  iso,
+  postEntry,
+  requireAvailable,
+} from "../ledger/core.ts";
 import { fromMicros } from "../money.ts";
 
 const insertReservation = prepared<ReservationRow, unknown>((db, arg) =>
@@ -96,8 +103,12 @@ export async function createReservation(
   input: CreateReservationInput,
   nowMs: number,
 ): Promise<ReservationRow> {
-  const account = await findAccount(trx, projectId, input.accountRef);
-  const { available } = await balanceOf(trx, account, nowMs);
+  const { account, available } = await findAccountWithBalance(
+    trx,
+    projectId,
+    input.accountRef,
+    nowMs,
+  );
   requireAvailable(available, input.amountMicros);
   const metadata: Record<string, unknown> = { ...input.metadata };
   if (input.operation !== undefined) metadata.operation = input.operation;
