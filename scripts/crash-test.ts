@@ -15,11 +15,11 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import LibsqlDatabase from "libsql";
+import { freePort, waitForHealth } from "./lib/net.ts";
 
 const ROUNDS = Number(process.env.CRASH_ROUNDS ?? 5);
 const ACCOUNTS = 20;
@@ -36,16 +36,6 @@ interface Sent {
   body: Record<string, unknown>;
   // biome-ignore lint/suspicious/noExplicitAny: the acknowledged JSON response.
   ack?: any;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer();
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 class Round {
@@ -74,13 +64,7 @@ class Round {
     const server = spawn(process.execPath, [cli, "serve"], { env: this.env, stdio: "ignore" });
     this.server = server;
     this.exited = new Promise((resolve) => server.once("exit", resolve));
-    for (let i = 0; i < 200; i++) {
-      try {
-        if ((await fetch(`http://127.0.0.1:${this.port}/health`)).ok) return;
-      } catch {}
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error("server did not start");
+    await waitForHealth(`http://127.0.0.1:${this.port}`);
   }
 
   // biome-ignore lint/suspicious/noExplicitAny: JSON responses are read field by field.

@@ -6,36 +6,16 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { freePort, waitForHealth } from "./lib/net.ts";
 
 const cli = fileURLToPath(new URL("../src/cli/index.js", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "ledger-demo-"));
 const apiKey = `ldg_demo_${randomBytes(16).toString("hex")}`;
 /** The demo's exchange rate: what a product might charge, 100 credits per USD of model cost. */
 const CREDITS_PER_USD = 100;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer();
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitForHealth(base: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    try {
-      if ((await fetch(`${base}/health`)).ok) return;
-    } catch {}
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error("the server did not start");
-}
 
 async function call(base: string, method: string, path: string, body?: unknown) {
   const headers: Record<string, string> = { "X-API-Key": apiKey };

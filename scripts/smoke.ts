@@ -19,10 +19,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { freePort } from "./lib/net.ts";
 
 interface Options {
   command: string[];
@@ -65,19 +65,6 @@ function parseOptions(argv: string[]): Options {
     startTimeoutMs: seconds("start-timeout", values["start-timeout"]),
     stopTimeoutMs: seconds("stop-timeout", values["stop-timeout"]),
   };
-}
-
-/** A port that was free a moment ago (the OS picks it). */
-function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      probe.close(() => resolvePort(port));
-    });
-  });
 }
 
 interface Server {

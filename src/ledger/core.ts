@@ -26,22 +26,59 @@ import { fromMicros, MAX_BALANCE_MICROS } from "../money.ts";
 
 type Reader = Kysely<DB> | Transaction<DB>;
 
-const accountById = prepared<{ projectId: string; id: string }, AccountRow>((db, arg) =>
-  db
-    .selectFrom("accounts")
-    .selectAll()
-    .where("id", "=", arg("id"))
-    .where("project_id", "=", arg("projectId")),
-);
+/** Internal account ids are `acc_` and a ULID; anything else can only be an externalId. */
+const INTERNAL_ACCOUNT_ID = /^acc_[0-9A-HJKMNP-TV-Z]{26}$/;
 
-const accountByExternalId = prepared<{ projectId: string; externalId: string }, AccountRow>(
-  (db, arg) =>
-    db
+type AccountKey = { projectId: string; ref: string; nowMs: number };
+type AccountWithHeld = AccountRow & { held_micros: number };
+
+/**
+ * A prepared account lookup by `column` within the project; `withHeld` adds `held_micros`, the
+ * credits held by pending, unexpired reservations at `nowMs` (one query instead of two).
+ */
+function accountLookup(column: "id" | "external_id", withHeld: boolean) {
+  return prepared<AccountKey, AccountWithHeld>((db, arg) => {
+    const query = db
       .selectFrom("accounts")
       .selectAll()
       .where("project_id", "=", arg("projectId"))
-      .where("external_id", "=", arg("externalId")),
-);
+      .where(column, "=", arg("ref"));
+    if (!withHeld) return query as never;
+    return query.select((eb) =>
+      eb
+        .selectFrom("reservations")
+        .select((r) => r.fn.coalesce(r.fn.sum<number>("amount_micros"), r.lit(0)).as("held"))
+        .whereRef("reservations.account_id", "=", "accounts.id")
+        .where("reservations.status", "=", "pending")
+        .where("reservations.expires_at_ms", ">", arg("nowMs"))
+        .as("held_micros"),
+    );
+  });
+}
+
+const lookups = {
+  plain: { id: accountLookup("id", false), external: accountLookup("external_id", false) },
+  held: { id: accountLookup("id", true), external: accountLookup("external_id", true) },
+};
+
+/** The account named by `ref`: its internal id first, else its externalId. */
+async function lookupAccount(db: Reader, key: AccountKey, withHeld: boolean) {
+  const by = withHeld ? lookups.held : lookups.plain;
+  const byId = INTERNAL_ACCOUNT_ID.test(key.ref)
+    ? (await db.executeQuery(by.id(key))).rows[0]
+    : undefined;
+  const row = byId ?? (await db.executeQuery(by.external(key))).rows[0];
+  if (!row) throw new ApiError("ACCOUNT_NOT_FOUND", `Account ${key.ref} not found`);
+  return row;
+}
+
+/**
+ * The account named by `ref` (its internal id, else its externalId) in the project.
+ * @throws ApiError ACCOUNT_NOT_FOUND (also for another project's account)
+ */
+export function findAccount(db: Reader, projectId: string, ref: string): Promise<AccountRow> {
+  return lookupAccount(db, { projectId, ref, nowMs: 0 }, false);
+}
 
 /**
  * The account with this externalId in the project.
@@ -52,27 +89,32 @@ export async function findAccountByExternalId(
   projectId: string,
   externalId: string,
 ): Promise<AccountRow> {
-  const { rows } = await db.executeQuery(accountByExternalId({ projectId, externalId }));
-  const row = rows[0];
+  const key = { projectId, ref: externalId, nowMs: 0 };
+  const row = (await db.executeQuery(lookups.plain.external(key))).rows[0];
   if (!row) throw new ApiError("ACCOUNT_NOT_FOUND", `Account ${externalId} not found`);
   return row;
 }
 
-/** Internal account ids are `acc_` and a ULID; anything else can only be an externalId. */
-const INTERNAL_ACCOUNT_ID = /^acc_[0-9A-HJKMNP-TV-Z]{26}$/;
-
 /**
- * The account named by `ref` (its internal id, else its externalId) in the project.
- * @throws ApiError ACCOUNT_NOT_FOUND (also for another project's account)
+ * The account named by `ref` (internal id, else externalId) with its balances at `nowMs`, read
+ * in one query (the hot path of deductions and reservations).
+ * @returns the account and its balance, reserved and available credits in micro-credits
+ * @throws ApiError ACCOUNT_NOT_FOUND
  */
-export async function findAccount(db: Reader, projectId: string, ref: string): Promise<AccountRow> {
-  const byId = INTERNAL_ACCOUNT_ID.test(ref)
-    ? (await db.executeQuery(accountById({ projectId, id: ref }))).rows[0]
-    : undefined;
-  const row =
-    byId ?? (await db.executeQuery(accountByExternalId({ projectId, externalId: ref }))).rows[0];
-  if (!row) throw new ApiError("ACCOUNT_NOT_FOUND", `Account ${ref} not found`);
-  return row;
+export async function findAccountWithBalance(
+  db: Reader,
+  projectId: string,
+  ref: string,
+  nowMs: number,
+) {
+  const { held_micros, ...account } = await lookupAccount(db, { projectId, ref, nowMs }, true);
+  const reserved = Number(held_micros);
+  return {
+    account,
+    balance: account.balance_micros,
+    reserved,
+    available: account.balance_micros - reserved,
+  };
 }
 
 /**
@@ -92,78 +134,6 @@ const heldByAccount = prepared<{ accountId: string; nowMs: number }, { held: num
     .where("status", "=", "pending")
     .where("expires_at_ms", ">", arg("nowMs")),
 );
-
-type AccountWithHeld = AccountRow & { held_micros: number };
-
-const accountWithHeldById = prepared<
-  { projectId: string; id: string; nowMs: number },
-  AccountWithHeld
->((db, arg) =>
-  db
-    .selectFrom("accounts")
-    .selectAll()
-    .select((eb) =>
-      eb
-        .selectFrom("reservations")
-        .select((r) => r.fn.coalesce(r.fn.sum<number>("amount_micros"), r.lit(0)).as("held"))
-        .whereRef("reservations.account_id", "=", "accounts.id")
-        .where("reservations.status", "=", "pending")
-        .where("reservations.expires_at_ms", ">", arg("nowMs"))
-        .as("held_micros"),
-    )
-    .where("id", "=", arg("id"))
-    .where("project_id", "=", arg("projectId")),
-);
-
-const accountWithHeldByExternalId = prepared<
-  { projectId: string; externalId: string; nowMs: number },
-  AccountWithHeld
->((db, arg) =>
-  db
-    .selectFrom("accounts")
-    .selectAll()
-    .select((eb) =>
-      eb
-        .selectFrom("reservations")
-        .select((r) => r.fn.coalesce(r.fn.sum<number>("amount_micros"), r.lit(0)).as("held"))
-        .whereRef("reservations.account_id", "=", "accounts.id")
-        .where("reservations.status", "=", "pending")
-        .where("reservations.expires_at_ms", ">", arg("nowMs"))
-        .as("held_micros"),
-    )
-    .where("project_id", "=", arg("projectId"))
-    .where("external_id", "=", arg("externalId")),
-);
-
-/**
- * The account named by `ref` (internal id, else externalId) with its balances at `nowMs`, read
- * in one query (the hot path of deductions and reservations).
- * @returns the account and its balance, reserved and available credits in micro-credits
- * @throws ApiError ACCOUNT_NOT_FOUND
- */
-export async function findAccountWithBalance(
-  db: Reader,
-  projectId: string,
-  ref: string,
-  nowMs: number,
-) {
-  const byId = INTERNAL_ACCOUNT_ID.test(ref)
-    ? (await db.executeQuery(accountWithHeldById({ projectId, id: ref, nowMs }))).rows[0]
-    : undefined;
-  const row =
-    byId ??
-    (await db.executeQuery(accountWithHeldByExternalId({ projectId, externalId: ref, nowMs })))
-      .rows[0];
-  if (!row) throw new ApiError("ACCOUNT_NOT_FOUND", `Account ${ref} not found`);
-  const { held_micros, ...account } = row;
-  const reserved = Number(held_micros);
-  return {
-    account,
-    balance: account.balance_micros,
-    reserved,
-    available: account.balance_micros - reserved,
-  };
-}
 
 /** The account's balance and available credits, in micro-credits, at `nowMs`. */
 export async function balanceOf(db: Reader, account: AccountRow, nowMs: number) {

@@ -1,7 +1,8 @@
 /** Routes of spec §4.2 (add, deduct) and §4.5 (transaction list, manual transaction). */
 import { createRoute } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import { resolveAccount } from "../accounts/service.ts";
-import type { App, AppDeps } from "../http/context.ts";
+import type { App, AppDeps, AppEnv } from "../http/context.ts";
 import { runWrite } from "../http/idempotency.ts";
 import { errorResponses, jsonBody, okJson } from "../http/schemas.ts";
 import { fromMicros, validatedMicros as micros } from "../money.ts";
@@ -71,9 +72,26 @@ const createTxRoute = createRoute({
   },
 });
 
-export function registerLedgerRoutes(app: App, deps: AppDeps): void {
-  app.openapi(addRoute, async (c) => {
-    const body = c.req.valid("json");
+/**
+ * Add or deduct (spec §4.2): one ledger entry, answered with the new balance and the amount
+ * under `added` or `deducted`.
+ */
+function adjustBalance(
+  deps: AppDeps,
+  kind:
+    | { type: "credit"; source: "add"; field: "added" }
+    | { type: "debit"; source: "deduct"; field: "deducted" },
+) {
+  return async (
+    c: Context<AppEnv>,
+    body: {
+      accountId: string;
+      amount: number;
+      description?: string | undefined;
+      metadata?: Record<string, unknown> | undefined;
+      paymentMethod?: string | undefined;
+    },
+  ) => {
     const projectId = c.get("projectId");
     return runWrite(c, deps.queue, async (trx, nowMs) => {
       const metadata = { ...body.metadata };
@@ -83,11 +101,11 @@ export function registerLedgerRoutes(app: App, deps: AppDeps): void {
         projectId,
         {
           accountRef: body.accountId,
-          type: "credit",
+          type: kind.type,
           amountMicros: micros(body.amount),
           description: body.description,
           metadata,
-          source: "add",
+          source: kind.source,
         },
         nowMs,
       );
@@ -96,41 +114,19 @@ export function registerLedgerRoutes(app: App, deps: AppDeps): void {
         accountId: account.id,
         externalId: account.external_id,
         balance: fromMicros(row.balance_after_micros),
-        added: fromMicros(row.amount_micros),
+        [kind.field]: fromMicros(row.amount_micros),
         transactionId: row.id,
       };
       return { status: 200, body: result };
-    }) as never;
-  });
+    });
+  };
+}
 
-  app.openapi(deductRoute, async (c) => {
-    const body = c.req.valid("json");
-    const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, async (trx, nowMs) => {
-      const { account, row } = await moveCredits(
-        trx,
-        projectId,
-        {
-          accountRef: body.accountId,
-          type: "debit",
-          amountMicros: micros(body.amount),
-          description: body.description,
-          metadata: body.metadata,
-          source: "deduct",
-        },
-        nowMs,
-      );
-      const result = {
-        success: true,
-        accountId: account.id,
-        externalId: account.external_id,
-        balance: fromMicros(row.balance_after_micros),
-        deducted: fromMicros(row.amount_micros),
-        transactionId: row.id,
-      };
-      return { status: 200, body: result };
-    }) as never;
-  });
+export function registerLedgerRoutes(app: App, deps: AppDeps): void {
+  const add = adjustBalance(deps, { type: "credit", source: "add", field: "added" });
+  const deduct = adjustBalance(deps, { type: "debit", source: "deduct", field: "deducted" });
+  app.openapi(addRoute, (c) => add(c, c.req.valid("json")) as never);
+  app.openapi(deductRoute, (c) => deduct(c, c.req.valid("json")) as never);
 
   app.openapi(listRoute, async (c) => {
     const q = c.req.valid("query");
