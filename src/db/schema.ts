@@ -4,7 +4,7 @@
  * micro-USD per million tokens, `cost_micro_usd` + `cost_pico_rem` pico-USD, `_ms` Unix epoch milliseconds.
  * Booleans are 0/1 integers; JSON objects are TEXT.
  */
-import type { Generated, Insertable, Selectable } from "kysely";
+import type { Generated, Selectable } from "kysely";
 
 export interface ProjectsTable {
   id: string;
@@ -186,7 +186,6 @@ export interface DB {
 export type AccountRow = Selectable<AccountsTable>;
 export type ReservationRow = Selectable<ReservationsTable>;
 export type TransactionRow = Selectable<TransactionsTable>;
-export type NewTransaction = Insertable<TransactionsTable>;
 export type PlanRow = Selectable<PlansTable>;
 export type AccountPlanRow = Selectable<AccountPlansTable>;
 export type ModelRow = Selectable<ModelsTable>;

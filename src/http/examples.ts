@@ -67,8 +67,6 @@ export const exampleNewAccount = {
   updatedAt: ex.accountCreatedAt,
 };
 
-export const examplePagination = { limit: 50, offset: 0, totalCount: 1, hasMore: false };
-
 export const exampleReservation = {
   id: ex.reservationId,
   accountId: ex.accountId,

@@ -4,7 +4,7 @@
  * last period is over. Runs in bounded batches through the serial write path; each assignment
  * in its own savepoint, so one that fails (a balance at its limit) does not stop the others.
  */
-import { type Kysely, sql, type Transaction } from "kysely";
+import { sql, type Transaction } from "kysely";
 import type { DB } from "../db/schema.ts";
 import type { WriteQueue } from "../db/write-queue.ts";
 import { settleDue } from "../plans/grants.ts";
@@ -70,15 +70,4 @@ export async function runGrantPlans(opts: {
     total.failed += r.failed;
     if (r.seen < batch) return total;
   }
-}
-
-/** Number of active assignments with a grant due at `nowMs` (for tests and metrics). */
-export async function countDueGrants(db: Kysely<DB>, nowMs: number): Promise<number> {
-  const { n } = await db
-    .selectFrom("account_plans")
-    .select((eb) => eb.fn.countAll<number>().as("n"))
-    .where("active", "=", 1)
-    .where("next_grant_at_ms", "<=", nowMs)
-    .executeTakeFirstOrThrow();
-  return Number(n);
 }
