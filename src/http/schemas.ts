@@ -153,6 +153,16 @@ export const isoDateOrDateTime = z
     message: "must be an ISO 8601 date or date-time",
   });
 
+/** `startDate` and `endDate` query parameters (contract §6), both inclusive. */
+export const dateRangeQuery = {
+  startDate: isoDateOrDateTime
+    .optional()
+    .openapi({ description: "Inclusive", example: "2026-11-01" }),
+  endDate: isoDateOrDateTime
+    .optional()
+    .openapi({ description: "Inclusive; a date covers the whole UTC day", example: "2026-11-30" }),
+};
+
 /**
  * `limit` and `offset` query parameters (both optional; the route applies `defaultLimit` and
  * offset 0 when absent). Outside 1–maxLimit, or a negative offset, is a 400 (contract §6).

@@ -10,9 +10,9 @@ import {
 } from "../http/examples.ts";
 import {
   creditAmount,
+  dateRangeQuery,
   descriptionString,
   idString,
-  isoDateOrDateTime,
   metadataSchema,
   pageQuery,
   paginationSchema,
@@ -134,12 +134,7 @@ export const listTransactionsQuery = z.object({
     .openapi({ description: "Internal id or externalId", example: ex.externalId }),
   externalId: idString.optional().openapi({ example: ex.externalId }),
   ...pageQuery(50, 500),
-  startDate: isoDateOrDateTime
-    .optional()
-    .openapi({ description: "Inclusive", example: "2026-11-01" }),
-  endDate: isoDateOrDateTime
-    .optional()
-    .openapi({ description: "Inclusive; a date covers the whole UTC day", example: "2026-11-30" }),
+  ...dateRangeQuery,
   include: z
     .string()
     .max(100)

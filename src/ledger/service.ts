@@ -3,6 +3,7 @@
  * Writes run inside a write unit (`trx`); reads use the read connection.
  */
 import type { Kysely, Transaction } from "kysely";
+import { newestFirstPage } from "../db/paging.ts";
 import type {
   AccountRow,
   DB,
@@ -80,17 +81,7 @@ export async function listTransactions(db: Kysely<DB>, projectId: string, f: Tra
       : db.selectFrom("transactions").where("account_id", "=", f.accountId);
   if (f.startMs !== undefined) base = base.where("created_at_ms", ">=", f.startMs);
   if (f.endMs !== undefined) base = base.where("created_at_ms", "<=", f.endMs);
-  const rows = await base
-    .selectAll()
-    .orderBy("created_at_ms", "desc")
-    .orderBy("seq", "desc")
-    .limit(f.limit)
-    .offset(f.offset)
-    .execute();
-  const { count } = await base
-    .select((eb) => eb.fn.countAll<number>().as("count"))
-    .executeTakeFirstOrThrow();
-  return { rows, totalCount: Number(count) };
+  return newestFirstPage(base, f);
 }
 
 /**

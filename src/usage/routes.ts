@@ -5,9 +5,9 @@ import type { App, AppDeps } from "../http/context.ts";
 import { ex, exampleUsageRecord } from "../http/examples.ts";
 import { runWrite } from "../http/idempotency.ts";
 import {
+  dateRangeQuery,
   errorResponses,
   idString,
-  isoDateOrDateTime,
   jsonBody,
   metadataSchema,
   okJson,
@@ -63,12 +63,7 @@ const usageQuery = z.object({
     .openapi({ description: "Internal id or externalId", example: ex.externalId }),
   modelId: idString.optional().openapi({ example: ex.modelId }),
   context: context.optional(),
-  startDate: isoDateOrDateTime
-    .optional()
-    .openapi({ description: "Inclusive", example: "2026-11-01" }),
-  endDate: isoDateOrDateTime
-    .optional()
-    .openapi({ description: "Inclusive; a date covers the whole UTC day", example: "2026-11-30" }),
+  ...dateRangeQuery,
   summary: queryBoolean
     .optional()
     .openapi({ description: "Totals instead of records", example: "false" }),

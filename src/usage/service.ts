@@ -4,6 +4,7 @@
  * rewrites history; totals are exact sums (micro-USD and pico-USD remainders summed apart).
  */
 import type { Kysely, Transaction } from "kysely";
+import { newestFirstPage } from "../db/paging.ts";
 import type { DB, UsageContext, UsageRecordRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
@@ -132,18 +133,7 @@ export async function listUsage(
   projectId: string,
   f: UsageFilter & { limit: number; offset: number },
 ) {
-  const base = filtered(db, projectId, f);
-  const rows = await base
-    .selectAll()
-    .orderBy("created_at_ms", "desc")
-    .orderBy("seq", "desc")
-    .limit(f.limit)
-    .offset(f.offset)
-    .execute();
-  const { count } = await base
-    .select((eb) => eb.fn.countAll<number>().as("count"))
-    .executeTakeFirstOrThrow();
-  return { rows, totalCount: Number(count) };
+  return newestFirstPage(filtered(db, projectId, f), f);
 }
 
 /**
