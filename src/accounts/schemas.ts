@@ -7,6 +7,7 @@ import {
   metadataSchema,
   pageQuery,
   paginationSchema,
+  requiringAccount,
 } from "../http/schemas.ts";
 
 export const accountSchema = z
@@ -64,17 +65,7 @@ export const listAccountsResponse = z
   });
 
 /** `accountId` (internal id or externalId) or `externalId`: one is required. */
-export const accountRefQuery = z
-  .object({
-    accountId: idString
-      .optional()
-      .openapi({ description: "Internal id or externalId", example: ex.externalId }),
-    externalId: idString.optional().openapi({ example: ex.externalId }),
-  })
-  .refine((q) => q.accountId !== undefined || q.externalId !== undefined, {
-    message: "accountId or externalId is required",
-    path: ["accountId"],
-  });
+export const accountRefQuery = requiringAccount({});
 
 export const balanceSchema = z
   .object({

@@ -153,6 +153,28 @@ export const isoDateOrDateTime = z
     message: "must be an ISO 8601 date or date-time",
   });
 
+/** `accountId` (internal id or externalId) and `externalId` query parameters (contract §5). */
+export const accountRefFields = {
+  accountId: idString
+    .optional()
+    .openapi({ description: "Internal id or externalId", example: "customer-42" }),
+  externalId: idString.optional().openapi({ example: "customer-42" }),
+};
+
+/** A query naming one account: `accountId` or `externalId` must be given (else 400). */
+export function requiringAccount<T extends z.ZodRawShape>(shape: T) {
+  return z.object({ ...accountRefFields, ...shape }).refine(
+    (q) => {
+      const ref = q as { accountId?: string; externalId?: string };
+      return ref.accountId !== undefined || ref.externalId !== undefined;
+    },
+    {
+      message: "accountId or externalId is required",
+      path: ["accountId"],
+    },
+  );
+}
+
 /** `startDate` and `endDate` query parameters (contract §6), both inclusive. */
 export const dateRangeQuery = {
   startDate: isoDateOrDateTime

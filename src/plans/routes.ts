@@ -1,7 +1,6 @@
 /** Routes of spec §4.3 and contract §8: plans, archive/activate, and account plans. */
 import { createRoute } from "@hono/zod-openapi";
 import { resolveAccount } from "../accounts/service.ts";
-import { ApiError } from "../errors.ts";
 import type { App, AppDeps } from "../http/context.ts";
 import { runWrite } from "../http/idempotency.ts";
 import { errorResponses, jsonBody, okJson } from "../http/schemas.ts";
@@ -160,11 +159,6 @@ export function registerPlanRoutes(app: App, deps: AppDeps): void {
 
   app.openapi(listAssignedRoute, async (c) => {
     const q = c.req.valid("query");
-    if (q.accountId === undefined && q.externalId === undefined) {
-      throw new ApiError("VALIDATION_ERROR", "accountId is required", [
-        { path: "query.accountId", message: "accountId or externalId is required" },
-      ]);
-    }
     const account = await resolveAccount(deps.db.read, c.get("projectId"), q);
     const rows = await listAccountPlans(deps.db.read, account.id);
     const nowMs = deps.clock();

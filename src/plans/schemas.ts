@@ -6,7 +6,7 @@ import {
   exampleCancelledAccountPlan,
   examplePlan,
 } from "../http/examples.ts";
-import { creditAmount, descriptionString, idString } from "../http/schemas.ts";
+import { creditAmount, descriptionString, idString, requiringAccount } from "../http/schemas.ts";
 
 const interval = z.enum(["1d", "week", "month"]).openapi({ example: "month" });
 
@@ -114,12 +114,7 @@ export const accountPlanSchema = z
   })
   .openapi("AccountPlan", { example: exampleAccountPlan });
 
-export const listAccountPlansQuery = z.object({
-  accountId: idString
-    .optional()
-    .openapi({ description: "Internal id or externalId", example: ex.externalId }),
-  externalId: idString.optional().openapi({ example: ex.externalId }),
-});
+export const listAccountPlansQuery = requiringAccount({});
 
 export const listAccountPlansResponse = z
   .object({

@@ -1,7 +1,6 @@
 /** Routes of spec §4.4: create, list, confirm and cancel reservations. */
 import { createRoute } from "@hono/zod-openapi";
 import { resolveAccount } from "../accounts/service.ts";
-import { ApiError } from "../errors.ts";
 import type { App, AppDeps } from "../http/context.ts";
 import { runWrite } from "../http/idempotency.ts";
 import { errorResponses, jsonBody, okJson } from "../http/schemas.ts";
@@ -103,11 +102,6 @@ export function registerReservationRoutes(app: App, deps: AppDeps): void {
 
   app.openapi(listRoute, async (c) => {
     const q = c.req.valid("query");
-    if (q.accountId === undefined && q.externalId === undefined) {
-      throw new ApiError("VALIDATION_ERROR", "accountId is required", [
-        { path: "query.accountId", message: "accountId or externalId is required" },
-      ]);
-    }
     const account = await resolveAccount(deps.db.read, c.get("projectId"), q);
     const nowMs = deps.clock();
     const limit = q.limit ?? 100;

@@ -8,6 +8,7 @@ import {
   pageQuery,
   paginationSchema,
   queryBoolean,
+  requiringAccount,
 } from "../http/schemas.ts";
 
 export const reservationSchema = z
@@ -63,11 +64,7 @@ export const createReservationResponse = z
     example: { success: true, reservation: { ...exampleReservation, status: "pending" } },
   });
 
-export const listReservationsQuery = z.object({
-  accountId: idString
-    .optional()
-    .openapi({ description: "Internal id or externalId", example: ex.externalId }),
-  externalId: idString.optional().openapi({ example: ex.externalId }),
+export const listReservationsQuery = requiringAccount({
   activeOnly: queryBoolean
     .optional()
     .openapi({ description: "Only pending, unexpired holds", example: "false" }),
