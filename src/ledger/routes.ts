@@ -144,10 +144,8 @@ export function registerLedgerRoutes(app: App, deps: AppDeps): void {
       offset,
     });
     const parts = new Set((q.include ?? "").split(",").map((p) => p.trim()));
-    const items = await withAuditData(deps.db.read, rows, {
-      reservation: parts.has("reservation"),
-      usage: parts.has("usage"),
-    });
+    const include = { reservation: parts.has("reservation"), usage: parts.has("usage") };
+    const items = await withAuditData(deps.db.read, rows, include, deps.clock());
     const pagination = { limit, offset, totalCount, hasMore: offset + rows.length < totalCount };
     return c.json({ items, pagination } as never, 200);
   });

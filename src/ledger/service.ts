@@ -92,6 +92,7 @@ export async function withAuditData(
   db: Kysely<DB>,
   rows: TransactionRow[],
   include: { reservation: boolean; usage: boolean },
+  nowMs: number,
 ) {
   const items: Record<string, unknown>[] = rows.map(transactionJson);
   if (rows.length === 0) return items;
@@ -100,7 +101,7 @@ export async function withAuditData(
     const found = ids.length
       ? await db.selectFrom("reservations").selectAll().where("id", "in", ids).execute()
       : [];
-    const byId = new Map(found.map((r) => [r.id, reservationJson(r)]));
+    const byId = new Map(found.map((r) => [r.id, reservationJson(r, nowMs)]));
     rows.forEach((row, i) => {
       const item = items[i] as Record<string, unknown>;
       item.reservation = row.reservation_id ? (byId.get(row.reservation_id) ?? null) : null;

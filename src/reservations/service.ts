@@ -71,8 +71,8 @@ export function effectiveStatus(row: ReservationRow, nowMs: number): Reservation
   return row.status === "pending" && row.expires_at_ms <= nowMs ? "expired" : row.status;
 }
 
-/** The API's Reservation object (at `nowMs`, for the effective status). */
-export function reservationJson(row: ReservationRow, nowMs = Date.now()) {
+/** The API's Reservation object; `nowMs` decides the effective status (expired or not). */
+export function reservationJson(row: ReservationRow, nowMs: number) {
   return {
     id: row.id,
     accountId: row.account_id,
