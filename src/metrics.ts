@@ -140,17 +140,29 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     registers,
   });
 
+  const requestSeries = new Map<
+    string,
+    { count: Counter.Internal; duration: Histogram.Internal<string> }
+  >();
   return {
     registry,
     contentType: registry.contentType,
     observeRequest(method, route, status, seconds) {
-      const labels = {
-        method: HTTP_METHODS.has(method) ? method : "OTHER",
-        route,
-        status: String(status),
-      };
-      httpRequests.inc(labels);
-      httpDuration.observe(labels, seconds);
+      // The label sets are few (route patterns × statuses): keep each one's children, so a
+      // request does not hash its labels twice.
+      const key = `${method} ${route} ${status}`;
+      let series = requestSeries.get(key);
+      if (!series) {
+        const labels = {
+          method: HTTP_METHODS.has(method) ? method : "OTHER",
+          route,
+          status: String(status),
+        };
+        series = { count: httpRequests.labels(labels), duration: httpDuration.labels(labels) };
+        requestSeries.set(key, series);
+      }
+      series.count.inc();
+      series.duration.observe(seconds);
     },
     observeBatch(stats) {
       batchDuration.observe(
