@@ -8,7 +8,7 @@
  */
 import type { Transaction } from "kysely";
 import type { AccountPlanRow, DB, PlanRow } from "../db/schema.ts";
-import { balanceOf, findAccount, iso, postEntry } from "../ledger/core.ts";
+import { findAccountWithBalance, iso, postEntry } from "../ledger/core.ts";
 import { nextGrantAt } from "./schedule.ts";
 
 /**
@@ -85,9 +85,13 @@ async function expireUnspentGrant(
   period: number,
   nowMs: number,
 ): Promise<void> {
-  const account = await findAccount(trx, ap.project_id, ap.account_id);
+  const { account, available } = await findAccountWithBalance(
+    trx,
+    ap.project_id,
+    ap.account_id,
+    nowMs,
+  );
   if (account.plan_bucket_account_plan_id !== ap.id || account.plan_bucket_micros === 0) return;
-  const { available } = await balanceOf(trx, account, nowMs);
   const amount = Math.min(account.plan_bucket_micros, Math.max(0, available));
   if (amount > 0) {
     await postEntry(trx, {

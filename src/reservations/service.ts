@@ -8,14 +8,7 @@ import { prepared } from "../db/prepared.ts";
 import type { DB, ReservationRow, ReservationStatus } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
-import {
-  balanceOf,
-  findAccount,
-  findAccountWithBalance,
-  iso,
-  postEntry,
-  requireAvailable,
-} from "../ledger/core.ts";
+import { findAccountWithBalance, iso, postEntry, requireAvailable } from "../ledger/core.ts";
 import { fromMicros } from "../money.ts";
 
 const insertReservation = prepared<ReservationRow, unknown>((db, arg) =>
@@ -165,8 +158,7 @@ export async function confirmReservation(
   const hold = await pendingReservation(trx, projectId, reservationId, nowMs);
   const excess = actualMicros - hold.amount_micros;
   if (excess > 0) {
-    const account = await findAccount(trx, projectId, hold.account_id);
-    const { available } = await balanceOf(trx, account, nowMs);
+    const { available } = await findAccountWithBalance(trx, projectId, hold.account_id, nowMs);
     requireAvailable(available, excess);
   }
   const holdMeta = JSON.parse(hold.metadata) as Record<string, unknown>;
