@@ -1,5 +1,6 @@
 /**
- * `npm run bench`: the service's throughput and latency on this machine (issue 5).
+ * `npm run bench`: the service's throughput and latency on this machine
+ * (docs/operations.md#performance).
  *
  * Starts the built service on a fresh database file with 1,000 funded accounts and a bare Hono
  * ceiling app, each in its own process, then drives each scenario with autocannon (in this

@@ -1,8 +1,10 @@
 /**
  * Builds the shipped model price catalog `data/models.json` from LiteLLM's cost map.
  *
- * Usage: tsx scripts/build-catalog.ts [path/to/litellm_model_prices_and_context_window.json]
- * (default: ../shared/data/pricing/… relative to the repository root).
+ * Usage: tsx scripts/build-catalog.ts LITELLM_PRICES_JSON
+ * where LITELLM_PRICES_JSON is LiteLLM's `model_prices_and_context_window.json` (BerriAI/litellm);
+ * the shipped catalog was built from its main branch around 2026-07-24. Without the argument the
+ * script prints its usage and exits 2 (docs/operations.md#model-prices).
  * Prices in the input are USD per token; the catalog stores USD per million tokens.
  */
 import { readFileSync, writeFileSync } from "node:fs";
@@ -99,12 +101,26 @@ function buildCatalog(map: Record<string, unknown>): CatalogFile {
   });
 }
 
+const USAGE = `Usage: tsx scripts/build-catalog.ts LITELLM_PRICES_JSON
+
+Rebuilds data/models.json from LiteLLM's model_prices_and_context_window.json
+(BerriAI/litellm), given as LITELLM_PRICES_JSON. The shipped catalog was built from
+LiteLLM's main branch around ${LITELLM_PRICES_AS_OF}.
+`;
+
 /** Reads the LiteLLM file, writes `data/models.json`, prints the model count per provider. */
 function main(): void {
   const root = fileURLToPath(new URL("..", import.meta.url));
-  const input = process.argv[2]
-    ? resolve(process.argv[2])
-    : resolve(root, "../shared/data/pricing/litellm_model_prices_and_context_window.json");
+  const arg = process.argv[2];
+  if (arg === "--help" || arg === "-h") {
+    process.stdout.write(USAGE);
+    return;
+  }
+  if (!arg) {
+    process.stderr.write(USAGE);
+    process.exit(2);
+  }
+  const input = resolve(arg);
   const catalog = buildCatalog(JSON.parse(readFileSync(input, "utf8")));
   const output = resolve(root, "data/models.json");
   writeFileSync(output, `${JSON.stringify(catalog, null, 2)}\n`);

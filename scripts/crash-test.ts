@@ -1,6 +1,6 @@
 /**
- * `npm run crash-test` (issue 5): acknowledged writes survive `kill -9`, and nothing is applied
- * twice or half.
+ * `npm run crash-test` (docs/design.md#crash-safety): acknowledged writes survive `kill -9`, and
+ * nothing is applied twice or half.
  *
  * Each of ROUNDS rounds: start the service on a fresh database file; fund ACCOUNTS accounts; run
  * WORKERS concurrent clients sending deductions and reservation create/confirm pairs, each

@@ -1,6 +1,7 @@
 /**
- * Every connection runs with the same PRAGMAs (issue 5): WAL, synchronous FULL by default,
- * busy_timeout and foreign keys, on both drivers and on both the write and the read side.
+ * Every connection runs with the same PRAGMAs (docs/design.md#connection-settings): WAL,
+ * synchronous FULL by default, busy_timeout and foreign keys, on both drivers and on both the
+ * write and the read side.
  */
 import { type Kysely, sql, type Transaction } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";

@@ -1,7 +1,8 @@
 /**
- * Plan grants over simulated time (contract §8; issue 3): the grant job, schedules in UTC with
- * month-end clamping from the anchor, occurrences, accumulate false, catch-up after downtime,
- * racing job runs (one process and two), and startMode next_interval.
+ * Plan grants over simulated time (docs/api.md#plans-and-grants, docs/design.md#plan-grants-job):
+ * the grant job, schedules in UTC with month-end clamping from the anchor, occurrences,
+ * accumulate false, catch-up after downtime, racing job runs (one process and two), and
+ * startMode next_interval.
  */
 import { join } from "node:path";
 import { sql } from "kysely";
@@ -417,8 +418,9 @@ describe("startMode next_interval", () => {
     expect(await t.verify()).toEqual([]);
   });
 
-  // Contract §8: periods missed while down are granted when it comes back; B's first grant is
-  // when A's next grant was due — A's next *ungranted* grant, not periods before B existed.
+  // Periods missed while down are granted when it comes back (docs/api.md#grants-exactly-once);
+  // B's first grant is when A's next grant was due — A's next *ungranted* grant, not periods
+  // before B existed (docs/api.md#assigning-a-plan).
   it("replacing a plan with overdue grants: A's due periods are kept, B is not backdated", async () => {
     const t = await ledger();
     const day0 = t.now();

@@ -288,7 +288,7 @@ describe("idempotency", () => {
     const body = { accountId: "u1", amount: 1 };
     expect((await post("/v1/accounts/credits/add", body, "k-extra")).status).toBe(200);
     const extra = await post("/v1/accounts/credits/add", { ...body, note: "hello" }, "k-extra");
-    // Contract §4: only the same JSON value replays; another body is 409.
+    // Only the same JSON value replays; another body is 409 (docs/api.md#idempotency).
     expect(extra.headers.get("Idempotent-Replayed")).toBeNull();
     expect(extra.status).toBe(409);
     expect(extra.body.error.code).toBe("IDEMPOTENCY_KEY_REUSED");

@@ -13,13 +13,15 @@ import {
   stripProviderPrefix,
 } from "../src/models/litellm.ts";
 
-const LITELLM_FILE = new URL(
-  "../../shared/data/pricing/litellm_model_prices_and_context_window.json",
-  import.meta.url,
-);
+/**
+ * LiteLLM's full price map (`model_prices_and_context_window.json`), named by the environment
+ * variable LITELLM_PRICES_FILE; the tests that need it are skipped when it is not set.
+ */
+const LITELLM_FILE = process.env.LITELLM_PRICES_FILE ?? "";
 const CATALOG_FILE = new URL("../data/models.json", import.meta.url);
 
-const readJson = (url: URL): Record<string, unknown> => JSON.parse(readFileSync(url, "utf8"));
+const readJson = (file: string | URL): Record<string, unknown> =>
+  JSON.parse(readFileSync(file, "utf8"));
 
 /** Small LiteLLM-shaped fixture: prices in USD per token. */
 const FIXTURE: Record<string, unknown> = {
@@ -256,7 +258,7 @@ describe("convertLitellm on a fixture", () => {
   });
 });
 
-describe.skipIf(!existsSync(LITELLM_FILE))("convertLitellm on the shared LiteLLM file", () => {
+describe.skipIf(!existsSync(LITELLM_FILE))("convertLitellm on LiteLLM's full price map", () => {
   it("converts gpt-4o and claude-sonnet-4-5 exactly", () => {
     const map = readJson(LITELLM_FILE);
     expect(isLitellmMap(map)).toBe(true);

@@ -50,7 +50,7 @@ describe("costPicoUsd", () => {
     cachedMicrosPerM: 1_250_000,
   };
 
-  it("applies the contract §9 formula exactly", () => {
+  it("applies the cost formula exactly (docs/api.md#cost-formula)", () => {
     const pico = costPicoUsd({ inputTokens: 1000, outputTokens: 500, cachedTokens: 200 }, gpt4o);
     // 800 × 2.5 + 200 × 1.25 + 500 × 10 = 7,250 micro-USD per million = 0.00725 USD
     expect(pico).toBe(7_250_000_000n);

@@ -7,7 +7,7 @@ import { dereference, validate } from "@readme/openapi-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeLedger, type TestLedger } from "./harness.ts";
 
-/** The routes of the specification (service-spec.md §4). */
+/** The routes of the API (docs/api.md#endpoints). */
 const SPEC_ROUTES: [method: "get" | "post", path: string][] = [
   ["post", "/v1/accounts/create"],
   ["get", "/v1/accounts"],

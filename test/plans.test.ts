@@ -1,5 +1,5 @@
 /**
- * Plans and account plans over HTTP (spec §2, §3, §4.3; contract §8): shapes, defaults,
+ * Plans and account plans over HTTP (docs/api.md#plans-and-grants): shapes, defaults,
  * validation, archive/activate, assign/replace/cancel, and grants of archived plans.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
