@@ -14,6 +14,7 @@ import { requireApiKey } from "./http/auth.ts";
 import { jsonBodyChecks } from "./http/body.ts";
 import type { App, AppDeps, AppEnv } from "./http/context.ts";
 import { registerDocs } from "./http/docs.ts";
+import { exactJsonResponses } from "./http/json.ts";
 import { registerLedgerRoutes } from "./ledger/routes.ts";
 import { registerModelRoutes } from "./models/routes.ts";
 import { registerPlanRoutes } from "./plans/routes.ts";
@@ -58,15 +59,30 @@ function observe(deps: AppDeps): MiddlewareHandler<AppEnv> {
         status,
         durationMs: Math.round(seconds * 1_000_000) / 1000,
         projectId: c.get("projectId"),
+        code: status >= 400 ? await errorCode(c) : undefined,
       },
       "request",
     );
   };
 }
 
+/** A failed request's error `code`, from the error thrown or else the error body answered. */
+async function errorCode(c: Context): Promise<string | undefined> {
+  if (c.error instanceof ApiError) return c.error.code;
+  try {
+    const body: unknown = await c.res.clone().json();
+    const error = body && typeof body === "object" && "error" in body ? body.error : undefined;
+    const code = error && typeof error === "object" && "code" in error ? error.code : undefined;
+    return typeof code === "string" ? code : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Builds the app over `deps`. */
 export function createApp(deps: AppDeps): App {
   const app: App = new OpenAPIHono<AppEnv>({ defaultHook: validationHook as never });
+  app.use("*", exactJsonResponses());
   app.use("*", requestId);
   app.use("*", observe(deps));
   app.get("/health", (c) => c.json({ status: "ok" }));
@@ -83,7 +99,7 @@ export function createApp(deps: AppDeps): App {
   );
   registerDocs(app);
   app.use("/v1/*", requireApiKey(deps.db.read));
-  app.use("/v1/*", ...jsonBodyChecks(deps.config.BODY_LIMIT_BYTES));
+  app.use("/v1/*", jsonBodyChecks(deps.config.BODY_LIMIT_BYTES));
   registerAccountRoutes(app, deps);
   registerLedgerRoutes(app, deps);
   registerPlanRoutes(app, deps);

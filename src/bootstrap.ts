@@ -19,13 +19,14 @@ import {
 /**
  * Creates project `name` (if new) and a new API key for it.
  * @param apiKey a chosen key (at least 20 characters), else a random one
- * @returns the project id and the key (shown once; only its hash is stored)
+ * @returns the project id, the key's id (`key_…`, what `ledger keys list` shows) and the key
+ *   itself (shown once; only its hash is stored)
  */
 export async function createProjectKey(
   queue: WriteQueue,
   name: string,
   apiKey = generateApiKey(),
-): Promise<{ projectId: string; apiKey: string; created: boolean }> {
+): Promise<{ projectId: string; keyId: string; apiKey: string; created: boolean }> {
   return queue.run(async (trx, nowMs) => {
     const existing = await trx
       .selectFrom("projects")
@@ -39,8 +40,8 @@ export async function createProjectKey(
         .values({ id: projectId, name, created_at_ms: nowMs })
         .execute();
     }
-    await storeApiKey(trx, projectId, apiKey, nowMs);
-    return { projectId, apiKey, created: !existing };
+    const keyId = await storeApiKey(trx, projectId, apiKey, nowMs);
+    return { projectId, keyId, apiKey, created: !existing };
   });
 }
 

@@ -7,9 +7,14 @@ import { z } from "zod";
 const configSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().min(1).default("0.0.0.0"),
-  /** `file:./data/ledger.db` (embedded, default) or `libsql://…` (remote, with DATABASE_AUTH_TOKEN). */
+  /**
+   * `file:./data/ledger.db` (embedded, default), `libsql://…` (remote, with DATABASE_AUTH_TOKEN)
+   * or `postgres://USER:PASSWORD@HOST:PORT/DB` (`postgresql://` too; PostgreSQL 14 or later).
+   */
   DATABASE_URL: z.string().min(1).default("file:./data/ledger.db"),
   DATABASE_AUTH_TOKEN: z.string().optional(),
+  /** PostgreSQL: most connections each process opens (its pool's size). */
+  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(1000).default(10),
   /** `native` (synchronous libsql addon, file: URLs only) or `client` (@libsql/client). */
   DATABASE_DRIVER: z.enum(["auto", "native", "client"]).default("auto"),
   /** PRAGMA synchronous for file databases: FULL survives power loss, NORMAL only process crashes. */
@@ -39,6 +44,15 @@ const configSchema = z.object({
   LEDGER_BOOTSTRAP_API_KEY: z.string().min(20).max(255).optional(),
   /** Seconds SIGTERM waits for requests in flight before closing anyway. */
   SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().min(0).max(600).default(10),
+  /** Folder of the scheduled backups of a file database; unset (or empty) takes none. */
+  BACKUP_DIR: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === "" ? undefined : v)),
+  /** croner pattern (with seconds) of the scheduled backups; hourly by default. */
+  BACKUP_CRON: z.string().min(1).default("0 0 * * * *"),
+  /** How many finished scheduled backups are kept; older ones are removed. */
+  BACKUP_KEEP: z.coerce.number().int().min(1).max(10000).default(24),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -1,14 +1,19 @@
 /**
  * Structured JSON logs (pino), one line per event. API keys, emails and metadata are never
- * passed to the logger; `redact` is a second guard for the field and header names.
+ * passed to the logger; two guards stand behind that rule: `redact` for the field and header
+ * names that could carry them, and a last pass over each finished line that masks anything
+ * shaped like a generated API key (`ldg_…`), wherever in the line it hides (an error message,
+ * a URL, a value under an unexpected name).
  */
-import { type DestinationStream, pino } from "pino";
+import { type DestinationStream, type Logger as PinoLogger, pino } from "pino";
 import type { Config } from "./config.ts";
-import type { Logger } from "./http/context.ts";
+import { API_KEY_PREFIX } from "./http/auth.ts";
 
 const REDACT = [
   "apiKey",
   "*.apiKey",
+  "key",
+  "*.key",
   "headers['x-api-key']",
   "*.headers['x-api-key']",
   "headers.authorization",
@@ -19,13 +24,30 @@ const REDACT = [
   "*.metadata",
 ];
 
-/** A JSON logger at `level` writing to `destination` (default: standard output). */
-export function createLogger(level: Config["LOG_LEVEL"], destination?: DestinationStream): Logger {
+/** A generated key: the prefix and at least 16 base64url characters (JSON never escapes them). */
+const KEY_SHAPED = new RegExp(`${API_KEY_PREFIX}[A-Za-z0-9_-]{16,}`, "g");
+
+/** Masks every key-shaped token of one serialised log line. */
+export function maskKeys(line: string): string {
+  return line.includes(API_KEY_PREFIX)
+    ? line.replace(KEY_SHAPED, `${API_KEY_PREFIX}[redacted]`)
+    : line;
+}
+
+/**
+ * A JSON logger at `level` writing to `destination` (default: standard output). It has pino's
+ * whole API (`debug` included), which the app's `Logger` is a part of.
+ */
+export function createLogger(
+  level: Config["LOG_LEVEL"],
+  destination?: DestinationStream,
+): PinoLogger {
   const options = {
     level,
     base: undefined,
     timestamp: pino.stdTimeFunctions.isoTime,
     redact: REDACT,
+    hooks: { streamWrite: maskKeys },
   };
   return destination ? pino(options, destination) : pino(options);
 }

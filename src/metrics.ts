@@ -38,6 +38,8 @@ export interface Metrics {
   declareJob(job: string): void;
   /** Records one scheduler job run. */
   observeJob(job: string, ok: boolean, seconds: number, endedAtMs: number): void;
+  /** Records one scheduled backup (`bytes`: the finished file's size, on success). */
+  observeBackup(ok: boolean, seconds: number, endedAtMs: number, bytes?: number): void;
   /** The exposition text of every metric. */
   render(): Promise<string>;
   contentType: string;
@@ -140,6 +142,33 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     registers,
   });
 
+  const backupRuns = new Counter({
+    name: "ledger_backup_runs_total",
+    help: "Scheduled backups attempted, failed ones included",
+    registers,
+  });
+  const backupFailures = new Counter({
+    name: "ledger_backup_failures_total",
+    help: "Scheduled backups that failed (no file was written or removed)",
+    registers,
+  });
+  const backupDuration = new Histogram({
+    name: "ledger_backup_duration_seconds",
+    help: "Duration of a scheduled backup: copy, checks and placement",
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300],
+    registers,
+  });
+  const backupLastSuccess = new Gauge({
+    name: "ledger_backup_last_success_timestamp_seconds",
+    help: "Unix time of the last successful scheduled backup (0: none yet)",
+    registers,
+  });
+  const backupBytes = new Gauge({
+    name: "ledger_backup_size_bytes",
+    help: "Size of the last successful scheduled backup",
+    registers,
+  });
+
   const requestSeries = new Map<
     string,
     { count: Counter.Internal; duration: Histogram.Internal<string> }
@@ -181,6 +210,16 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       jobDuration.observe({ job }, seconds);
       if (ok) jobLastSuccess.set({ job }, endedAtMs / 1000);
       else jobFailures.inc({ job });
+    },
+    observeBackup(ok, seconds, endedAtMs, bytes) {
+      backupRuns.inc();
+      backupDuration.observe(seconds);
+      if (!ok) {
+        backupFailures.inc();
+        return;
+      }
+      backupLastSuccess.set(endedAtMs / 1000);
+      if (bytes !== undefined) backupBytes.set(bytes);
     },
     render: () => registry.metrics(),
   };

@@ -1,9 +1,11 @@
 /**
  * `ledger serve`: config → database (migrated) → bootstrap → app → HTTP server; the scheduler;
- * SIGTERM/SIGINT: stop accepting, finish requests in flight, stop the scheduler, close the
- * database, all within SHUTDOWN_TIMEOUT_SECONDS.
+ * scheduled backups when BACKUP_DIR is set; SIGTERM/SIGINT: stop accepting, finish requests in
+ * flight and a backup in progress, stop the scheduler, close the database, all within
+ * SHUTDOWN_TIMEOUT_SECONDS.
  */
 import { createApp } from "./app.ts";
+import { startConfiguredBackups } from "./backup/scheduled.ts";
 import { bootstrapProject, seedModelsIfEmpty } from "./bootstrap.ts";
 import type { Config } from "./config.ts";
 import { runtimeDescription, serveHttp } from "./http/serve.ts";
@@ -27,8 +29,12 @@ export async function startServer(config: Config): Promise<RunningServer> {
     config.LEDGER_BOOTSTRAP_API_KEY,
   );
   if (boot) {
+    // The one place a key is printed: plain text for the operator, never a JSON log line, and
+    // not at all when the operator chose the key.
     process.stdout.write(
-      `\nCreated project "default" (${boot.projectId}). Its API key, shown only this once:\n\n  ${boot.apiKey}\n\n`,
+      config.LEDGER_BOOTSTRAP_API_KEY
+        ? `\nCreated project "default" (${boot.projectId}) with the key of LEDGER_BOOTSTRAP_API_KEY.\n\n`
+        : `\nCreated project "default" (${boot.projectId}). Its API key, shown only this once:\n\n  ${boot.apiKey}\n\n`,
     );
   }
   const seeded = await seedModelsIfEmpty(ledger.db.read, ledger.queue);
@@ -44,12 +50,14 @@ export async function startServer(config: Config): Promise<RunningServer> {
         metrics: ledger.deps.metrics,
       })
     : undefined;
+  const backups = startConfiguredBackups(config, { logger, metrics: ledger.deps.metrics });
   const server = await serveHttp({
     fetch: app.fetch,
     port: config.PORT,
     hostname: config.HOST,
   }).catch(async (err: unknown) => {
     scheduler?.stop();
+    await backups?.stop();
     await ledger.close();
     throw err;
   });
@@ -69,7 +77,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       const timeout = new Promise<void>((resolve) => {
         timer = setTimeout(resolve, config.SHUTDOWN_TIMEOUT_SECONDS * 1000);
       });
-      await Promise.race([server.close(), timeout]);
+      await Promise.race([Promise.all([server.close(), backups?.stop()]), timeout]);
       clearTimeout(timer);
       await ledger.close();
     })();

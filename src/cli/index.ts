@@ -1,16 +1,19 @@
 #!/usr/bin/env node
 /**
- * The `ledger` command (contract §10): serve, migrate, keys create/revoke, models seed/import,
- * verify. Every command that touches the database applies pending migrations first.
+ * The `ledger` command: serve, migrate, keys create/list/revoke, models seed/import, backup,
+ * restore, verify. Every command that touches the database applies pending migrations first
+ * (restore migrates the restored copy). See the README's "Command line".
  */
 import { Command } from "commander";
+import { embeddedDatabasePath, writeBackup } from "../backup/backup.ts";
+import { restoreBackup } from "../backup/restore.ts";
 import { createProjectKey, seedModels } from "../bootstrap.ts";
 import { loadConfig } from "../config.ts";
-import { hashApiKey } from "../http/auth.ts";
 import { verifyLedger } from "../ledger/verify.ts";
 import { readPricingFile, upsertModels } from "../models/service.ts";
 import { openLedger } from "../runtime.ts";
 import { startServer } from "../server.ts";
+import { formatKeyTable, listKeys, revokeKey } from "./keys.ts";
 
 /** Runs `fn` over an opened ledger and closes it. */
 async function withLedger<T>(fn: (ledger: Awaited<ReturnType<typeof openLedger>>) => Promise<T>) {
@@ -30,15 +33,20 @@ program
   .command("serve")
   .description("start the HTTP service (PORT, DATABASE_URL, ... from the environment)")
   .action(async () => {
-    const server = await startServer(loadConfig());
-    for (const signal of ["SIGTERM", "SIGINT"] as const) {
-      process.once(signal, () => {
-        server.stop().then(
-          () => process.exit(0),
-          () => process.exit(1),
-        );
-      });
-    }
+    const config = loadConfig();
+    const server = await startServer(config);
+    const onSignal = () => {
+      // A repeated signal (Ctrl-C reaches both npm and the server, and npm forwards its own
+      // copy) must not cut the graceful stop short: every signal joins the one stop.
+      server.stop().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+      // A last resort if closing hangs: nothing may keep the port after the drain time.
+      setTimeout(() => process.exit(1), (config.SHUTDOWN_TIMEOUT_SECONDS + 2) * 1000).unref();
+    };
+    process.on("SIGTERM", onSignal);
+    process.on("SIGINT", onSignal);
   });
 
 program
@@ -55,14 +63,32 @@ keys
   .command("create")
   .description("create an API key for a project (the project is created if new)")
   .requiredOption("--project <name>", "project name")
-  .option("--json", 'print {"projectId","apiKey"}')
+  .option("--json", 'print {"projectId","keyId","apiKey"}')
   .action((opts: { project: string; json?: boolean }) =>
     withLedger(async (ledger) => {
-      const { projectId, apiKey } = await createProjectKey(ledger.queue, opts.project);
+      const { projectId, keyId, apiKey } = await createProjectKey(ledger.queue, opts.project);
       process.stdout.write(
         opts.json
-          ? `${JSON.stringify({ projectId, apiKey })}\n`
-          : `project ${opts.project} (${projectId})\napi key (shown once): ${apiKey}\n`,
+          ? `${JSON.stringify({ projectId, keyId, apiKey })}\n`
+          : `project ${opts.project} (${projectId})\nkey id: ${keyId}\napi key (shown once): ${apiKey}\n`,
+      );
+    }),
+  );
+keys
+  .command("list")
+  .description("list API keys by id (never the secrets), oldest first")
+  .option("--project <name>", "only this project's keys")
+  .option("--json", 'print {"keys": [{"keyId","projectId","projectName","createdAt","revokedAt"}]}')
+  .action((opts: { project?: string; json?: boolean }) =>
+    withLedger(async (ledger) => {
+      const list = await listKeys(ledger.db.read, opts.project);
+      if (list === null) {
+        process.stderr.write(`no project named ${opts.project}\n`);
+        process.exitCode = 1;
+        return;
+      }
+      process.stdout.write(
+        opts.json ? `${JSON.stringify({ keys: list })}\n` : `${formatKeyTable(list)}\n`,
       );
     }),
   );
@@ -72,19 +98,11 @@ keys
   .argument("<key>", "the API key or its id")
   .action((key: string) =>
     withLedger(async (ledger) => {
-      const revoked = await ledger.queue.run(async (trx, nowMs) => {
-        const result = await trx
-          .updateTable("api_keys")
-          .set({ revoked_at_ms: nowMs })
-          .where((eb) => eb.or([eb("id", "=", key), eb("key_hash", "=", hashApiKey(key))]))
-          .where("revoked_at_ms", "is", null)
-          .executeTakeFirst();
-        return Number(result.numUpdatedRows);
-      });
-      if (revoked === 0) {
+      const revoked = await revokeKey(ledger.queue, key);
+      if (revoked === null) {
         process.stderr.write("no active key matches\n");
         process.exitCode = 1;
-      } else process.stdout.write("key revoked\n");
+      } else process.stdout.write(`key ${revoked} revoked\n`);
     }),
   );
 
@@ -110,6 +128,35 @@ models
       process.stdout.write(`${n} models imported from ${format} file (${skipped} skipped)\n`);
     }),
   );
+
+program
+  .command("backup")
+  .description("write a checked, consistent copy of the database file, also while it serves")
+  .argument("<file>", "the backup file to create (must not exist)")
+  .action(async (file: string) => {
+    const config = loadConfig();
+    const databasePath = embeddedDatabasePath(config.DATABASE_URL);
+    await withLedger(async () => {});
+    const result = await writeBackup(databasePath, file, Date.now());
+    process.stdout.write(
+      `backup written to ${result.file} (${result.bytes} bytes; checked: ${result.accounts} accounts, ${result.transactions} transactions)\n`,
+    );
+  });
+
+program
+  .command("restore")
+  .description("replace the database file by a checked backup (service stopped)")
+  .argument("<file>", "the backup file")
+  .action(async (file: string) => {
+    const config = loadConfig();
+    const databasePath = embeddedDatabasePath(config.DATABASE_URL);
+    const result = await restoreBackup(databasePath, file, Date.now());
+    process.stdout.write(
+      `restored ${file} into ${result.database} (checked: ${result.accounts} accounts, ${result.transactions} transactions)\n${
+        result.previous ? `the previous database is kept as ${result.previous}\n` : ""
+      }`,
+    );
+  });
 
 program
   .command("verify")

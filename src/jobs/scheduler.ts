@@ -1,8 +1,10 @@
 /**
  * The in-process schedule (croner): the reservation sweeper, the plan grant job, and the purge of
  * stored idempotent responses older than 24 hours. `protect` keeps a run from overlapping the
- * previous one; every job writes through the serial write queue. Each run is logged and, with
- * `metrics`, counted (`ledger_job_runs_total`, `ledger_job_failures_total`, …).
+ * previous one; every job writes through the serial write queue. Each run is logged (at `debug`
+ * when it found nothing to do, so an idle service's log stays quiet; at `info` when it changed
+ * something; at `error` when it failed) and, with `metrics`, counted (`ledger_job_runs_total`,
+ * `ledger_job_failures_total`, …).
  */
 import { Cron } from "croner";
 import type { WriteQueue } from "../db/write-queue.ts";
@@ -12,10 +14,13 @@ import type { Metrics } from "../metrics.ts";
 import { runExpireReservations } from "./expire-reservations.ts";
 import { runGrantPlans } from "./grant-plans.ts";
 
+/** The scheduler's logger: the app's, with pino's `debug` when it has one. */
+export type JobLogger = Logger & { debug?: (obj: object, msg?: string) => void };
+
 export interface SchedulerOptions {
   queue: WriteQueue;
   clock: () => number;
-  logger: Logger;
+  logger: JobLogger;
   expireCron: string;
   grantCron: string;
   /** The ledger's metrics (`ledger.deps.metrics`): runs, failures and durations per job. */
@@ -32,6 +37,17 @@ export interface Scheduler {
   runNow(job: JobName): Promise<void>;
 }
 
+/**
+ * Whether a job's result says it changed nothing: 0, nothing, an empty list, or an object whose
+ * counts are all 0 (`{ grants: 0, completed: 0, failed: 0 }`).
+ */
+export function didNothing(result: unknown): boolean {
+  if (result === undefined || result === null || result === 0) return true;
+  if (Array.isArray(result)) return result.length === 0;
+  if (typeof result === "object") return Object.values(result).every((v) => didNothing(v));
+  return false;
+}
+
 /** Starts the jobs. @returns a handle whose `stop()` ends them */
 export function startScheduler(opts: SchedulerOptions): Scheduler {
   const runs: Record<JobName, (nowMs: number) => Promise<unknown>> = {
@@ -46,7 +62,8 @@ export function startScheduler(opts: SchedulerOptions): Scheduler {
     let ok = true;
     try {
       const result = await runs[name](opts.clock());
-      opts.logger.info({ job: name, result }, "job run");
+      if (didNothing(result)) opts.logger.debug?.({ job: name, result }, "job run");
+      else opts.logger.info({ job: name, result }, "job run");
     } catch (err) {
       ok = false;
       opts.logger.error({ job: name, err: (err as Error)?.message ?? String(err) }, "job failed");

@@ -1,0 +1,62 @@
+#!/usr/bin/env node
+/**
+ * `npm start`'s prestart: compiles with `tsc -p tsconfig.build.json` only when `dist/` is out of
+ * date, so that a start after the first build (`npm ci` runs it as `prepare`) takes no compile
+ * time. `dist/` is out of date when a compiled file is missing or older than its `.ts` source in
+ * `src/` or `scripts/`, or older than a tsconfig file. Exits with tsc's status when it compiled.
+ */
+import { spawnSync } from "node:child_process";
+import { readdirSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+/** Modification time in ms, or -1 when the file does not exist. */
+function mtime(path) {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    return -1;
+  }
+}
+
+/** Every `.ts` file under `dir` (declaration files excepted). */
+function sources(dir) {
+  const found = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) found.push(...sources(path));
+    else if (entry.name.endsWith(".ts") && !entry.name.endsWith(".d.ts")) found.push(path);
+  }
+  return found;
+}
+
+/** The first reason `dist/` is out of date, or null when it is not. */
+function staleness() {
+  const configTime = Math.max(
+    mtime(join(root, "tsconfig.json")),
+    mtime(join(root, "tsconfig.build.json")),
+  );
+  for (const source of [...sources(join(root, "src")), ...sources(join(root, "scripts"))]) {
+    const name = relative(root, source);
+    const output = join(root, "dist", name.replace(/\.ts$/, ".js"));
+    const built = mtime(output);
+    if (built < 0) return `${name} is not compiled`;
+    if (built < mtime(source)) return `${name} changed`;
+    if (built < configTime) return "the TypeScript configuration changed";
+  }
+  return null;
+}
+
+const reason = staleness();
+if (reason !== null) {
+  process.stdout.write(`dist/ is out of date (${reason}): compiling\n`);
+  const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
+  const result = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], {
+    cwd: root,
+    stdio: "inherit",
+  });
+  process.exit(result.status ?? 1);
+}

@@ -1,0 +1,123 @@
+/**
+ * `ledger restore FILE`, with the service stopped: checks the backup, then puts a checked copy of
+ * it in place of the database file, keeping the previous database beside it, complete, as
+ * `<name>.before-restore-<UTC timestamp>`. It refuses, changing nothing, while any process has
+ * the database open or when the backup fails its checks (see docs/operations.md).
+ */
+import { constants, existsSync } from "node:fs";
+import { copyFile, link, mkdir, rename, rm, stat, unlink } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
+import {
+  BackupError,
+  checkDatabaseFile,
+  fsyncPath,
+  lockExclusively,
+  removeDatabaseFiles,
+  utcStamp,
+  vacuumInto,
+} from "./sqlite-file.ts";
+
+export interface RestoreResult {
+  /** The database file now holding the backup's content. */
+  database: string;
+  /** Where the previous database was kept; null when there was none. */
+  previous: string | null;
+  accounts: number;
+  transactions: number;
+}
+
+/**
+ * Restores `backupFile` into the database file `databasePath`.
+ * @param nowMs the time of the checks and of the `.before-restore-` name
+ * @throws BackupError when the database is in use, the backup is missing or fails its checks,
+ *   or the previous database cannot be set aside; nothing was changed then
+ */
+export async function restoreBackup(
+  databasePath: string,
+  backupFile: string,
+  nowMs: number,
+): Promise<RestoreResult> {
+  const target = resolve(databasePath);
+  const source = resolve(backupFile);
+  if (!existsSync(source)) throw new BackupError(`no backup at ${source}`);
+  if (source === target) throw new BackupError("the backup is the database itself");
+  await mkdir(dirname(target), { recursive: true });
+  // Held from before the checks until the new file is in place, so no service can start on the
+  // old database meanwhile.
+  const lock = existsSync(target) ? lockExclusively(target) : null;
+  const temporary = `${target}.restore-${process.pid}.tmp`;
+  try {
+    // The backup itself gets the checks that do not depend on its schema version; the invariants
+    // are checked on the migrated copy below.
+    const original = await checkDatabaseFile(source, nowMs, { invariants: false });
+    if (original.problems.length > 0) throw failedChecks(original.problems);
+    // A private copy, migrated to this version's schema and checked again, is what goes in
+    // place: the backup file itself is never changed.
+    await removeDatabaseFiles(temporary);
+    await vacuumInto(source, temporary);
+    const report = await checkDatabaseFile(temporary, nowMs, { migrate: true });
+    if (report.problems.length > 0) throw failedChecks(report.problems);
+    await fsyncPath(temporary);
+    let previous: string | null = null;
+    if (lock) {
+      previous = `${target}.before-restore-${utcStamp(nowMs)}`;
+      await setAside(lock, target, previous);
+    }
+    try {
+      await rename(temporary, target);
+    } catch (err) {
+      if (previous) await unlink(previous);
+      throw err;
+    }
+    await fsyncPath(dirname(target));
+    return {
+      database: target,
+      previous,
+      accounts: report.accounts,
+      transactions: report.transactions,
+    };
+  } finally {
+    lock?.close();
+    await removeDatabaseFiles(temporary);
+  }
+}
+
+function failedChecks(problems: string[]): BackupError {
+  return new BackupError(
+    `the backup failed its checks, nothing was changed: ${problems.slice(0, 5).join("; ")}`,
+  );
+}
+
+/**
+ * Makes the locked database at `target` complete in its main file (its WAL folded in and
+ * removed), then gives that file the second name `previous`.
+ */
+async function setAside(
+  lock: ReturnType<typeof lockExclusively>,
+  target: string,
+  previous: string,
+): Promise<void> {
+  if (existsSync(previous)) throw new BackupError(`${previous} already exists`);
+  // Leaving WAL mode checkpoints every frame of the WAL into the main file and deletes the WAL;
+  // SQLite allows it only to the connection holding the exclusive lock.
+  lock.exec("PRAGMA journal_mode = DELETE");
+  if (await walHasFrames(target)) {
+    throw new BackupError(`could not fold ${target}-wal into the database; nothing was changed`);
+  }
+  // The old WAL index describes a file that is about to be replaced: the new database must not
+  // find it.
+  await rm(`${target}-shm`, { force: true });
+  try {
+    await link(target, previous);
+  } catch {
+    // A file system without hard links: a copy of the complete, locked file does as well.
+    await copyFile(target, previous, constants.COPYFILE_EXCL);
+  }
+  await fsyncPath(previous);
+}
+
+/** Whether `target`'s WAL holds any frame (a WAL is a 32-byte header, then frames). */
+async function walHasFrames(target: string): Promise<boolean> {
+  const wal = `${target}-wal`;
+  return existsSync(wal) && (await stat(wal)).size > 32;
+}
