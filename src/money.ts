@@ -16,23 +16,63 @@ export const MAX_AMOUNT_MICROS = 1_000_000_000 * MICROS_PER_UNIT;
 /** Largest balance: 9e9 credits, in micro-credits (below 2^53, contract §1). */
 export const MAX_BALANCE_MICROS = 9_000_000_000 * MICROS_PER_UNIT;
 
-const PICO_PER_USD = 10n ** 12n;
+/**
+ * An exact decimal value on its way into a JSON response: an amount of credits or USD written
+ * as the literal `literal` (for example `8600000000.000001`), never through a double.
+ *
+ * The response writer (`src/http/json.ts`) writes `literal` as a JSON number as it is. `toJSON`
+ * exists for the type system (Hono types a response field holding an `ExactDecimal` as a
+ * number) and for any plain `JSON.stringify`, which can only write the nearest double.
+ */
+export class ExactDecimal {
+  /** A JSON number literal: optional minus, digits, optional fraction without trailing zeros. */
+  readonly literal: string;
+
+  constructor(literal: string) {
+    this.literal = literal;
+  }
+
+  /** The nearest double; plain `JSON.stringify` writes this. */
+  toJSON(): number {
+    return Number(this.literal);
+  }
+
+  toString(): string {
+    return this.literal;
+  }
+}
 
 /**
- * Converts a decimal JSON number to integer micro-units, exactly.
- * Works on the number's shortest decimal representation (`String(x)`), so 0.3 → 300000 and
- * 0.30000000000000004 (17 decimals) → null.
- * @returns the micro-units, or null when `x` is not finite, has more than 6 decimals, or the
- *   result is not a safe integer.
+ * The exact decimal literal of `units / 10^scale` for an integer `units`, without trailing
+ * zeros (`1_500_000n, 6` → "1.5", `-300000n, 6` → "-0.3").
  */
-export function toMicros(x: number): number | null {
-  if (!Number.isFinite(x)) return null;
-  const match = /^(-?)(\d+)(?:\.(\d+))?(?:e([+-]?\d+))?$/.exec(String(x));
+export function scaledToLiteral(units: bigint, scale: number): string {
+  const negative = units < 0n;
+  const abs = negative ? -units : units;
+  const divisor = 10n ** BigInt(scale);
+  const whole = abs / divisor;
+  const frac = (abs % divisor).toString().padStart(scale, "0").replace(/0+$/, "");
+  return `${negative ? "-" : ""}${whole}${frac ? `.${frac}` : ""}`;
+}
+
+const JSON_NUMBER = /^(-?)(0|[1-9]\d*)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
+
+/**
+ * Converts the text of a JSON number literal to integer micro-units, exactly, without ever
+ * going through a double: "0.3" → 300000, "1e-6" → 1, "0.30000000000000001" → null.
+ * Trailing zeros do not count as decimals ("1.0000000" → 1000000): they do not change the value.
+ * @returns the micro-units, or null when the text is not a JSON number, has more than 6
+ *   decimals, or the result is not a safe integer.
+ */
+export function literalToMicros(text: string): number | null {
+  const match = JSON_NUMBER.exec(text);
   if (!match) return null;
   const [, sign, intPart = "0", fracPart = "", expPart = "0"] = match;
-  // digits × 10^(exponent) where digits is an integer string.
+  // A huge exponent can only produce a value far past any limit (or far below a micro-unit).
+  if (expPart.length > 6) return null;
   const digits = BigInt(intPart + fracPart);
   const exponent = Number(expPart) - fracPart.length + 6;
+  if (exponent > 40) return digits === 0n ? 0 : null;
   let micros: bigint;
   if (exponent >= 0) {
     micros = digits * 10n ** BigInt(exponent);
@@ -45,20 +85,26 @@ export function toMicros(x: number): number | null {
   if (micros > BigInt(Number.MAX_SAFE_INTEGER) || micros < -BigInt(Number.MAX_SAFE_INTEGER)) {
     return null;
   }
+  // Number(-0n) is 0: "-0" is zero micro-units.
   return Number(micros);
 }
 
-/** True when `x` is a finite number with at most 6 decimals (see `toMicros`). */
-export function hasAtMostSixDecimals(x: number): boolean {
-  return toMicros(x) !== null;
+/**
+ * Converts a number to integer micro-units, exactly, through its shortest decimal
+ * representation (`String(x)`): 0.3 → 300000, 0.30000000000000004 → null. Meant for numbers
+ * that came from a decimal literal with that same shortest form (the catalog file, config);
+ * request amounts are converted from their JSON text with `literalToMicros`.
+ * @returns the micro-units, or null when `x` is not finite, has more than 6 decimals, or the
+ *   result is not a safe integer.
+ */
+export function toMicros(x: number): number | null {
+  if (!Number.isFinite(x)) return null;
+  return literalToMicros(String(x));
 }
 
-/**
- * Integer micro-units → JSON number. Division of two exact integers is correctly rounded, so
- * the result is the double nearest the decimal value (300000 → 0.3, the same as the literal).
- */
-export function fromMicros(micros: number): number {
-  return micros / MICROS_PER_UNIT;
+/** Integer micro-units → the exact decimal value (300000 → 0.3), for a JSON response. */
+export function fromMicros(micros: number): ExactDecimal {
+  return new ExactDecimal(scaledToLiteral(BigInt(micros), 6));
 }
 
 /** Token prices of a model, in micro-USD per million tokens. */
@@ -93,16 +139,12 @@ export function costPicoUsd(tokens: TokenCounts, price: PriceMicros): bigint {
 
 /** pico-USD → exact decimal string in USD, without trailing zeros ("0.0000125"). */
 export function picoUsdToString(pico: bigint): string {
-  const negative = pico < 0n;
-  const abs = negative ? -pico : pico;
-  const whole = abs / PICO_PER_USD;
-  const frac = (abs % PICO_PER_USD).toString().padStart(12, "0").replace(/0+$/, "");
-  return `${negative ? "-" : ""}${whole}${frac ? `.${frac}` : ""}`;
+  return scaledToLiteral(pico, 12);
 }
 
-/** pico-USD → JSON number in USD (the double nearest the exact decimal). */
-export function picoUsdToNumber(pico: bigint): number {
-  return Number(picoUsdToString(pico));
+/** pico-USD → the exact decimal value in USD, for a JSON response (at most 12 decimals). */
+export function picoUsdToDecimal(pico: bigint): ExactDecimal {
+  return new ExactDecimal(picoUsdToString(pico));
 }
 
 /**

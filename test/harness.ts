@@ -3,14 +3,13 @@
  * project with its API key, an optional fake clock, and a real listening server on demand.
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { serve } from "@hono/node-server";
 import { createApp } from "../src/app.ts";
 import { createProjectKey, seedModels } from "../src/bootstrap.ts";
 import { loadConfig } from "../src/config.ts";
 import type { App } from "../src/http/context.ts";
+import { type HttpServer, serveHttp } from "../src/http/serve.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
 import { type Ledger, openLedger } from "../src/runtime.ts";
 
@@ -58,7 +57,7 @@ export async function makeLedger(
   await seedModels(ledger.queue);
   const { projectId, apiKey: key } = await createProjectKey(ledger.queue, "test");
   const app = createApp(ledger.deps);
-  const servers: ReturnType<typeof serve>[] = [];
+  const servers: HttpServer[] = [];
 
   const api: TestLedger["api"] = async (method, path, opts = {}) => {
     const headers: Record<string, string> = { ...opts.headers };
@@ -98,18 +97,14 @@ export async function makeLedger(
       return { projectId: p.projectId, key: p.apiKey };
     },
     listen: async () => {
-      const port = await new Promise<number>((resolve) => {
-        servers.push(
-          serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }, (info: AddressInfo) =>
-            resolve(info.port),
-          ),
-        );
-      });
-      return `http://127.0.0.1:${port}`;
+      // The service's own serving adapter, so tests see what a client of `ledger serve` sees.
+      const server = await serveHttp({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" });
+      servers.push(server);
+      return `http://127.0.0.1:${server.port}`;
     },
     verify: async () => (await verifyLedger(ledger.db.read, clock())).problems,
     close: async () => {
-      await Promise.all(servers.map((s) => new Promise((r) => s.close(() => r(undefined)))));
+      await Promise.all(servers.map((s) => s.close()));
       await ledger.close();
       rmSync(dir, { recursive: true, force: true });
     },

@@ -8,7 +8,9 @@ import {
   pageQuery,
   paginationSchema,
   requiringAccount,
+  shortString,
 } from "../http/schemas.ts";
+import { looksLikeAccountId } from "../ids.ts";
 
 export const accountSchema = z
   .object({
@@ -29,8 +31,12 @@ export const accountSchema = z
 
 export const createAccountBody = z
   .object({
-    externalId: idString.openapi({ example: ex.externalId }),
-    name: z.string().max(MAX_ID_LENGTH).optional().openapi({ example: ex.name }),
+    externalId: idString
+      .refine((value) => !looksLikeAccountId(value), {
+        message: "must not have the form of an internal account id (acc_ and a ULID)",
+      })
+      .openapi({ example: ex.externalId }),
+    name: shortString.optional().openapi({ example: ex.name }),
     email: z.email().max(MAX_ID_LENGTH).optional().openapi({ example: ex.email }),
     metadata: metadataSchema.optional().openapi({ example: { ...ex.accountMetadata } }),
   })

@@ -6,7 +6,8 @@ import type { Kysely, Transaction } from "kysely";
 import type { AccountRow, DB } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
-import { balanceOf, findAccount, findAccountByExternalId, iso, parseJson } from "../ledger/core.ts";
+import { parseJsonColumn, stringifyJson } from "../json.ts";
+import { balanceOf, findAccount, findAccountByExternalId, iso } from "../ledger/core.ts";
 import { fromMicros } from "../money.ts";
 
 /** The API's Account object. */
@@ -18,7 +19,7 @@ export function accountJson(row: AccountRow) {
     name: row.name,
     email: row.email,
     balance: fromMicros(row.balance_micros),
-    metadata: parseJson(row.metadata),
+    metadata: parseJsonColumn(row.metadata),
     createdAt: iso(row.created_at_ms),
     updatedAt: iso(row.updated_at_ms),
   };
@@ -56,7 +57,7 @@ export async function createAccount(
     external_id: input.externalId,
     name: input.name ?? "",
     email: input.email ?? "",
-    metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
+    metadata: input.metadata === undefined ? null : stringifyJson(input.metadata),
     balance_micros: 0,
     plan_bucket_micros: 0,
     plan_bucket_account_plan_id: null,
@@ -91,16 +92,26 @@ export async function listAccounts(
 }
 
 /**
- * The account named by a query: `accountId` (internal id or externalId) or `externalId`.
- * @throws ApiError ACCOUNT_NOT_FOUND
+ * The account named by a query: `accountId` (internal id or externalId) or `externalId`. When
+ * both are given they must name the same account (docs/api.md, "Accounts").
+ * @throws ApiError ACCOUNT_NOT_FOUND; VALIDATION_ERROR when `accountId` and `externalId` name
+ *   two different accounts
  */
 export async function resolveAccount(
   db: Kysely<DB> | Transaction<DB>,
   projectId: string,
   ref: { accountId?: string | undefined; externalId?: string | undefined },
 ): Promise<AccountRow> {
-  if (ref.accountId !== undefined) return findAccount(db, projectId, ref.accountId);
-  return findAccountByExternalId(db, projectId, ref.externalId ?? "");
+  if (ref.accountId === undefined) {
+    return findAccountByExternalId(db, projectId, ref.externalId ?? "");
+  }
+  const account = await findAccount(db, projectId, ref.accountId);
+  if (ref.externalId !== undefined && ref.externalId !== account.external_id) {
+    throw new ApiError("VALIDATION_ERROR", "accountId and externalId name different accounts", [
+      { path: "query.externalId", message: "names another account than accountId" },
+    ]);
+  }
+  return account;
 }
 
 /** The Balance view (spec §2) of an account at `nowMs`. */

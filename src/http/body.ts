@@ -1,7 +1,8 @@
 /**
- * Request bodies of POSTs under /v1 (contract §2): at most `limitBytes` (else 413), of type
- * application/json (else 415), parsing as JSON (else 400). Hono caches the body text, so the
- * zod validators read the same body without reading the stream again.
+ * Request bodies of POSTs under /v1 (docs/api.md, "Errors"): at most `limitBytes` (else 413),
+ * of type application/json in UTF-8 (else 415), parsed exactly by `parseRequestJson` (else
+ * 400). `c.req.json()` then answers that parsed value, so the zod validators and the
+ * idempotency check read that one value without parsing again.
  *
  * On Node the body is read straight from the `IncomingMessage` that @hono/node-server passes as
  * `c.env.incoming`: going through the standard `Request` would first build an undici Request
@@ -9,17 +10,18 @@
  * their own `Request` and Hono's bodyLimit.
  */
 import type { IncomingMessage } from "node:http";
-import type { MiddlewareHandler } from "hono";
+import type { HonoRequest, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { ApiError } from "../errors.ts";
 import type { AppEnv } from "./context.ts";
+import { parseRequestJson } from "./json.ts";
 
 function tooLarge(limitBytes: number): ApiError {
   return new ApiError("PAYLOAD_TOO_LARGE", `Request body is larger than ${limitBytes} bytes`);
 }
 
-/** Reads a Node request body as UTF-8 text. @throws ApiError PAYLOAD_TOO_LARGE past the limit */
-async function readIncoming(incoming: IncomingMessage, limitBytes: number): Promise<string> {
+/** Reads a Node request body's bytes. @throws ApiError PAYLOAD_TOO_LARGE past the limit */
+async function readIncoming(incoming: IncomingMessage, limitBytes: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of incoming as AsyncIterable<Buffer>) {
@@ -27,7 +29,7 @@ async function readIncoming(incoming: IncomingMessage, limitBytes: number): Prom
     if (size > limitBytes) throw tooLarge(limitBytes);
     chunks.push(chunk);
   }
-  return Buffer.concat(chunks, size).toString("utf8");
+  return chunks.length === 1 && chunks[0] ? chunks[0] : Buffer.concat(chunks, size);
 }
 
 /** The Node request under @hono/node-server, or undefined on other runtimes. */
@@ -36,38 +38,54 @@ function nodeIncoming(env: unknown): IncomingMessage | undefined {
   return incoming && typeof incoming.on === "function" ? incoming : undefined;
 }
 
+/**
+ * `application/json` or `application/<x>+json`, with no `charset` parameter or a UTF-8 one.
+ * @throws ApiError UNSUPPORTED_MEDIA_TYPE otherwise
+ */
+function requireJsonType(type: string): void {
+  const [essence = "", ...params] = type.split(";");
+  if (!/^\s*application\/(?:[\w.+-]+\+)?json\s*$/i.test(essence)) {
+    throw new ApiError("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json");
+  }
+  for (const param of params) {
+    const [name = "", value = ""] = param.split("=");
+    if (name.trim().toLowerCase() !== "charset") continue;
+    if (!/^"?utf-?8"?$/i.test(value.trim())) {
+      throw new ApiError("UNSUPPORTED_MEDIA_TYPE", "A JSON body must be UTF-8 (charset=utf-8)");
+    }
+  }
+}
+
+/**
+ * Makes `req.json()` answer `value`, the exact parse, for the rest of the request: the zod
+ * validators and the idempotency check read the body through it, and Hono's own `json()` would
+ * parse the text again with `JSON.parse`, rounding numbers through doubles.
+ */
+function provideJson(req: HonoRequest, value: unknown): void {
+  Object.defineProperty(req, "json", { value: () => Promise.resolve(value) });
+}
+
 /** The body checks, as middleware for `/v1/*` (GETs pass through). */
-export function jsonBodyChecks(limitBytes: number): MiddlewareHandler<AppEnv>[] {
+export function jsonBodyChecks(limitBytes: number): MiddlewareHandler<AppEnv> {
   const standardLimit = bodyLimit({
     maxSize: limitBytes,
     onError: () => {
       throw tooLarge(limitBytes);
     },
   });
-  const limit: MiddlewareHandler<AppEnv> = async (c, next) => {
+  return async (c, next) => {
+    if (c.req.method !== "POST") return next();
     const incoming = nodeIncoming(c.env);
-    if (!incoming) return standardLimit(c, next);
+    if (!incoming) {
+      return standardLimit(c, async () => {
+        requireJsonType(c.req.header("Content-Type") ?? "");
+        provideJson(c.req, parseRequestJson(new Uint8Array(await c.req.arrayBuffer())));
+        await next();
+      });
+    }
     if (Number(c.req.header("Content-Length")) > limitBytes) throw tooLarge(limitBytes);
-    const text = await readIncoming(incoming, limitBytes);
-    (c.req.bodyCache as Record<string, unknown>).text = Promise.resolve(text);
+    requireJsonType(c.req.header("Content-Type") ?? "");
+    provideJson(c.req, parseRequestJson(await readIncoming(incoming, limitBytes)));
     await next();
   };
-  const parse: MiddlewareHandler<AppEnv> = async (c, next) => {
-    const type = c.req.header("Content-Type") ?? "";
-    if (!/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
-      throw new ApiError("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json");
-    }
-    try {
-      await c.req.json();
-    } catch {
-      throw new ApiError("VALIDATION_ERROR", "Malformed JSON in request body", [
-        { path: "body", message: "malformed JSON" },
-      ]);
-    }
-    await next();
-  };
-  return [
-    async (c, next) => (c.req.method === "POST" ? limit(c, next) : next()),
-    async (c, next) => (c.req.method === "POST" ? parse(c, next) : next()),
-  ];
 }

@@ -226,6 +226,7 @@ export const exampleErrors: Record<ErrorCode, { message: string; details?: unkno
   BALANCE_LIMIT_EXCEEDED: { message: "The balance would exceed 9e9 credits" },
   IDEMPOTENCY_KEY_REUSED: { message: "This Idempotency-Key was used with another path or body" },
   PAYLOAD_TOO_LARGE: { message: "Request body is larger than 65536 bytes" },
+  HEADERS_TOO_LARGE: { message: "The request's URL or headers are too large" },
   UNSUPPORTED_MEDIA_TYPE: { message: "Content-Type must be application/json" },
   INTERNAL_ERROR: { message: "An unexpected error occurred" },
 };

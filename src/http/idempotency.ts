@@ -13,6 +13,7 @@ import { prepared } from "../db/prepared.ts";
 import type { DB, IdempotencyKeyRow } from "../db/schema.ts";
 import type { WriteQueue } from "../db/write-queue.ts";
 import { ApiError } from "../errors.ts";
+import { isLosslessNumber, stringifyJson } from "../json.ts";
 import type { AppEnv } from "./context.ts";
 
 /** How long a stored response is replayed, in milliseconds (contract §4: 24 hours). */
@@ -44,9 +45,13 @@ const storeResponse = prepared<IdempotencyKeyRow, unknown>((db, arg) =>
   }),
 );
 
-/** JSON with object keys sorted at every level: one text per JSON value. */
+/**
+ * JSON with object keys sorted at every level: one text per JSON value. The body's nesting is
+ * bounded before this runs (src/http/json.ts), so the recursion is too.
+ */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== "object") return JSON.stringify(value);
+  if (isLosslessNumber(value)) return value.toString();
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
   const entries = Object.entries(value as Record<string, unknown>)
     .filter(([, v]) => v !== undefined)
@@ -109,7 +114,7 @@ export async function runWrite(
         .execute();
     }
     const response = await unit(trx, nowMs);
-    const text = JSON.stringify(response.body);
+    const text = stringifyJson(response.body);
     await trx.executeQuery(
       storeResponse({
         project_id: projectId,

@@ -1,12 +1,16 @@
 /**
- * zod schemas shared by every resource (with OpenAPI metadata), and the limits of contract §2:
- * ids and names ≤ 255 characters, descriptions ≤ 1,000, metadata ≤ 50 keys, ≤ 5 levels deep and
- * ≤ 8 KiB as JSON, amounts with ≤ 6 decimals and ≤ 1e9 credits.
+ * zod schemas shared by every resource (with OpenAPI metadata), and the input limits
+ * (docs/api.md, "Errors"): ids and names ≤ 255 characters, descriptions ≤ 1,000, metadata ≤ 50
+ * keys, ≤ 5 levels deep and ≤ 8 KiB as JSON, amounts with ≤ 6 decimals and ≤ 1e9 credits, every
+ * string well-formed Unicode without U+0000.
  */
 import { z } from "@hono/zod-openapi";
 import { ERROR_STATUS, type ErrorBody, type ErrorCode } from "../errors.ts";
-import { hasAtMostSixDecimals, MAX_AMOUNT_MICROS, MICROS_PER_UNIT } from "../money.ts";
+import { isLosslessNumber, type JsonNumber, stringifyJson } from "../json.ts";
+import { literalToMicros, MAX_AMOUNT_MICROS, MICROS_PER_UNIT } from "../money.ts";
+import { parseDateParam } from "./dates.ts";
 import { exampleErrors } from "./examples.ts";
+import { stringProblem } from "./json.ts";
 
 export const MAX_ID_LENGTH = 255;
 export const MAX_DESCRIPTION_LENGTH = 1000;
@@ -15,43 +19,98 @@ export const MAX_METADATA_DEPTH = 5;
 export const MAX_METADATA_BYTES = 8 * 1024;
 const MAX_AMOUNT_CREDITS = MAX_AMOUNT_MICROS / MICROS_PER_UNIT;
 
+/** A string stored and read back exactly: well-formed Unicode, no U+0000. */
+function storable(schema: z.ZodString) {
+  return schema.superRefine((value, ctx) => {
+    const problem = stringProblem(value);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  });
+}
+
 /** An id or name: 1–255 characters. */
-export const idString = z.string().min(1).max(MAX_ID_LENGTH);
+export const idString = storable(z.string().min(1).max(MAX_ID_LENGTH));
+
+/** A name or other optional text of at most 255 characters (may be empty). */
+export const shortString = storable(z.string().max(MAX_ID_LENGTH));
 
 /** A description: at most 1,000 characters. */
-export const descriptionString = z.string().max(MAX_DESCRIPTION_LENGTH);
+export const descriptionString = storable(z.string().max(MAX_DESCRIPTION_LENGTH));
 
+/** Nesting depth of a JSON value (the body's depth is already bounded, so recursion is safe). */
 function depthOf(value: unknown): number {
-  if (value === null || typeof value !== "object") return 0;
+  if (value === null || typeof value !== "object" || isLosslessNumber(value)) return 0;
   const children = Array.isArray(value) ? value : Object.values(value);
   return 1 + children.reduce<number>((max, child) => Math.max(max, depthOf(child)), 0);
 }
 
-/** Caller-chosen metadata: a JSON object within the contract's limits. */
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return (
+    value !== null && typeof value === "object" && !Array.isArray(value) && !isLosslessNumber(value)
+  );
+}
+
+/**
+ * Caller-chosen metadata: a JSON object within the limits. The object is passed on as parsed,
+ * never copied key by key, so keys such as `__proto__` stay plain data and round-trip.
+ */
 export const metadataSchema = z
-  .record(z.string(), z.unknown())
+  .custom<Record<string, unknown>>(isPlainObject, { message: "must be an object" })
   .superRefine((value, ctx) => {
     if (Object.keys(value).length > MAX_METADATA_KEYS) {
       ctx.addIssue({ code: "custom", message: `at most ${MAX_METADATA_KEYS} keys` });
     }
     if (depthOf(value) > MAX_METADATA_DEPTH) {
       ctx.addIssue({ code: "custom", message: `nested at most ${MAX_METADATA_DEPTH} levels` });
-    }
-    if (Buffer.byteLength(JSON.stringify(value)) > MAX_METADATA_BYTES) {
+    } else if (Buffer.byteLength(stringifyJson(value)) > MAX_METADATA_BYTES) {
       ctx.addIssue({ code: "custom", message: `at most ${MAX_METADATA_BYTES} bytes as JSON` });
     }
   })
-  .openapi({ example: { orderId: "ord_123" } });
+  .openapi({ type: "object", additionalProperties: true, example: { orderId: "ord_123" } });
+
+/** The text of a JSON number as the request wrote it (for a double: its shortest form). */
+function numberText(value: JsonNumber): string {
+  return typeof value === "number" ? String(value) : value.value;
+}
 
 /**
- * An amount of credits in a request: a finite JSON number with at most 6 decimals, at most
- * 1e9 credits; positive unless `allowZero`.
+ * A JSON number of a request body (`number`, or `LosslessNumber` when a double cannot hold it;
+ * see src/http/json.ts). Documented as a number.
+ */
+const jsonNumber = z.custom<JsonNumber>(
+  (value) => typeof value === "number" || isLosslessNumber(value),
+  { message: "must be a number" },
+);
+
+/**
+ * An amount of credits in a request, converted from its JSON text to integer micro-credits
+ * (never through a double): at most 6 decimals, at most 1e9 credits, positive unless
+ * `allowZero`. The parsed value is the amount in micro-credits.
  */
 export function creditAmount(options: { allowZero?: boolean } = {}) {
-  const base = z.number().max(MAX_AMOUNT_CREDITS);
-  return (options.allowZero ? base.min(0) : base.positive())
-    .refine(hasAtMostSixDecimals, { message: "must have at most 6 decimal places" })
-    .openapi({ example: 100, description: "Credits, at most 6 decimals" });
+  return jsonNumber
+    .transform((value, ctx) => {
+      const text = numberText(value);
+      const micros = literalToMicros(text);
+      const fail = (message: string) => {
+        ctx.addIssue({ code: "custom", message });
+        return z.NEVER;
+      };
+      if (micros === null) {
+        return Math.abs(Number(text)) > MAX_AMOUNT_CREDITS
+          ? fail(`must be at most ${MAX_AMOUNT_CREDITS} credits`)
+          : fail("must have at most 6 decimal places");
+      }
+      if (micros > MAX_AMOUNT_MICROS) return fail(`must be at most ${MAX_AMOUNT_CREDITS} credits`);
+      if (micros < 0 || (micros === 0 && !options.allowZero)) {
+        return fail(options.allowZero ? "must not be negative" : "must be positive");
+      }
+      return micros;
+    })
+    .openapi({
+      type: "number",
+      example: 100,
+      description: "Credits, at most 6 decimals (read as micro-credits)",
+    });
 }
 
 /** A token count: a whole number from 0 to 1e9. */
@@ -84,6 +143,7 @@ const STATUS_TEXT: Record<number, string> = {
   404: "Unknown id, or one of another project",
   409: "Conflict with the current state",
   413: "Body over 64 KiB",
+  431: "URL or headers too large",
   415: "Body is not application/json",
   500: "Unexpected failure",
 };
@@ -145,12 +205,16 @@ export function okJson<T extends z.ZodType>(schema: T, description: string) {
   return { 200: { description, content: { "application/json": { schema } } } } as const;
 }
 
-/** ISO 8601 date (`2026-01-31`) or date-time (`2026-01-31T12:00:00Z`). */
+/**
+ * A date `YYYY-MM-DD` or date-time `YYYY-MM-DDTHH:MM[:SS[.fff]]` with `Z`, `±HH:MM` or no offset
+ * (UTC), checked against the calendar (see src/http/dates.ts).
+ */
 export const isoDateOrDateTime = z
   .string()
   .max(64)
-  .refine((s) => /^\d{4}-\d{2}-\d{2}([T ].+)?$/.test(s) && !Number.isNaN(Date.parse(s)), {
-    message: "must be an ISO 8601 date or date-time",
+  .refine((s) => parseDateParam(s) !== null, {
+    message:
+      "must be a date YYYY-MM-DD or a date-time YYYY-MM-DDTHH:MM[:SS[.fff]] with Z, ±HH:MM or no offset, on the calendar",
   });
 
 /** `accountId` (internal id or externalId) and `externalId` query parameters (contract §5). */

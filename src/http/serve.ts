@@ -7,6 +7,8 @@
  * checks against Node's types only.
  */
 import type { Server } from "node:http";
+import type { Duplex } from "node:stream";
+import { ApiError } from "../errors.ts";
 
 /** The runtimes the service runs on. */
 export type RuntimeName = "node" | "bun" | "deno";
@@ -108,6 +110,7 @@ async function serveNode(options: ServeOptions): Promise<HttpServer> {
     ) as Server;
     s.once("error", reject);
   });
+  server.on("clientError", answerClientError);
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : options.port;
   const close = () =>
@@ -124,4 +127,28 @@ async function serveNode(options: ServeOptions): Promise<HttpServer> {
       });
     });
   return { runtime: "node", port, close };
+}
+
+/**
+ * Answers a request that Node's HTTP parser refused before it reached the app, with the same
+ * JSON error body as every other error (docs/api.md, "Errors"): 431 HEADERS_TOO_LARGE for a URL
+ * or headers past Node's limit, 400 VALIDATION_ERROR for a malformed request. A connection that
+ * is gone, or timed out, is closed without an answer.
+ */
+function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  const code = err.code ?? "";
+  if (!socket.writable || !code.startsWith("HPE_")) {
+    socket.destroy();
+    return;
+  }
+  const error =
+    code === "HPE_HEADER_OVERFLOW"
+      ? new ApiError("HEADERS_TOO_LARGE", "The request's URL or headers are too large")
+      : new ApiError("VALIDATION_ERROR", "Malformed HTTP request");
+  const body = JSON.stringify(error.toBody());
+  const reason = error.status === 431 ? "Request Header Fields Too Large" : "Bad Request";
+  socket.end(
+    `HTTP/1.1 ${error.status} ${reason}\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }

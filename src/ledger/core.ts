@@ -21,13 +21,11 @@ import type {
   TransactionType,
 } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
-import { newId } from "../ids.ts";
+import { INTERNAL_ACCOUNT_ID, newId } from "../ids.ts";
+import { parseJsonColumn, stringifyJson } from "../json.ts";
 import { fromMicros, MAX_BALANCE_MICROS } from "../money.ts";
 
 type Reader = Kysely<DB> | Transaction<DB>;
-
-/** Internal account ids are `acc_` and a ULID; anything else can only be an externalId. */
-const INTERNAL_ACCOUNT_ID = /^acc_[0-9A-HJKMNP-TV-Z]{26}$/;
 
 type AccountKey = { projectId: string; ref: string; nowMs: number };
 type AccountWithHeld = AccountRow & { held_micros: number };
@@ -198,7 +196,7 @@ export async function postEntry(trx: Transaction<DB>, input: EntryInput): Promis
     amount_micros: input.amountMicros,
     balance_after_micros: balanceAfter,
     description: input.description,
-    metadata: JSON.stringify(input.metadata),
+    metadata: stringifyJson(input.metadata),
     source: input.source,
     reservation_id: input.reservationId ?? null,
     account_plan_id: input.accountPlanId ?? null,
@@ -276,11 +274,6 @@ export function iso(ms: number): string {
   return new Date(ms).toISOString();
 }
 
-/** Parses a stored JSON object column (null stays null). */
-export function parseJson(text: string | null): Record<string, unknown> | null {
-  return text === null ? null : (JSON.parse(text) as Record<string, unknown>);
-}
-
 /** The API's Transaction object (spec §2). */
 export function transactionJson(row: TransactionRow) {
   return {
@@ -290,7 +283,7 @@ export function transactionJson(row: TransactionRow) {
     amount: fromMicros(row.amount_micros),
     description: row.description,
     balanceAfter: fromMicros(row.balance_after_micros),
-    metadata: parseJson(row.metadata) ?? {},
+    metadata: parseJsonColumn(row.metadata) ?? {},
     createdAt: iso(row.created_at_ms),
   };
 }

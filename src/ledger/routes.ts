@@ -5,7 +5,7 @@ import { resolveAccount } from "../accounts/service.ts";
 import type { App, AppDeps, AppEnv } from "../http/context.ts";
 import { runWrite } from "../http/idempotency.ts";
 import { errorResponses, jsonBody, okJson } from "../http/schemas.ts";
-import { fromMicros, validatedMicros as micros } from "../money.ts";
+import { fromMicros } from "../money.ts";
 import { transactionJson } from "./core.ts";
 import {
   addCreditsBody,
@@ -102,7 +102,7 @@ function adjustBalance(
         {
           accountRef: body.accountId,
           type: kind.type,
-          amountMicros: micros(body.amount),
+          amountMicros: body.amount,
           description: body.description,
           metadata,
           source: kind.source,
@@ -160,7 +160,7 @@ export function registerLedgerRoutes(app: App, deps: AppDeps): void {
         {
           accountRef: body.accountId,
           type: body.type,
-          amountMicros: micros(body.amount),
+          amountMicros: body.amount,
           description: body.description,
           metadata: body.metadata,
           source: "manual",

@@ -12,6 +12,7 @@ import type {
   TransactionType,
 } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
+import { boundMs, parseDateParam } from "../http/dates.ts";
 import { reservationJson } from "../reservations/service.ts";
 import { usageRecordJson } from "../usage/service.ts";
 import {
@@ -127,18 +128,20 @@ export async function withAuditData(
 }
 
 /**
- * `startDate`/`endDate` (ISO 8601 date or date-time, both inclusive) → epoch ms bounds. A
+ * `startDate`/`endDate` (validated by the query schema; both inclusive) → epoch ms bounds. A
  * date-only end covers its whole UTC day; a date-time without offset is read as UTC.
- * @throws ApiError VALIDATION_ERROR when start is after end
+ * @throws ApiError VALIDATION_ERROR when a date is not in the strict form, or start is after end
  */
 export function dateRangeMs(startDate?: string, endDate?: string) {
-  const parse = (s: string, endOfDay: boolean) => {
-    if (/^\d{4}-\d{2}-\d{2}$/.test(s)) {
-      const ms = Date.parse(`${s}T00:00:00.000Z`);
-      return endOfDay ? ms + 86_400_000 - 1 : ms;
+  const parse = (s: string, end: boolean) => {
+    const parsed = parseDateParam(s);
+    if (!parsed) {
+      const field = end ? "endDate" : "startDate";
+      throw new ApiError("VALIDATION_ERROR", `Invalid query.${field}`, [
+        { path: `query.${field}`, message: "not a valid date or date-time" },
+      ]);
     }
-    const hasZone = /(Z|[+-]\d{2}:?\d{2})$/i.test(s);
-    return Date.parse(hasZone ? s : `${s}Z`);
+    return boundMs(parsed, end);
   };
   const startMs = startDate === undefined ? undefined : parse(startDate, false);
   const endMs = endDate === undefined ? undefined : parse(endDate, true);

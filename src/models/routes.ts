@@ -4,7 +4,7 @@ import type { App, AppDeps } from "../http/context.ts";
 import { ex, exampleHaikuModel, exampleModel } from "../http/examples.ts";
 import { runWrite } from "../http/idempotency.ts";
 import { errorResponses, idString, jsonBody, okJson, tokenCount } from "../http/schemas.ts";
-import { costPicoUsd, fromMicros, picoUsdToNumber } from "../money.ts";
+import { costPicoUsd, fromMicros, picoUsdToDecimal } from "../money.ts";
 import { findModel, listModels, modelJson, priceOf } from "./service.ts";
 
 const tags = ["Models"];
@@ -133,7 +133,7 @@ export function registerModelRoutes(app: App, deps: AppDeps): void {
         success: true as const,
         modelId: row.model_id,
         modelName: row.display_name,
-        estimatedCostUsd: picoUsdToNumber(costPicoUsd(tokens, price)),
+        estimatedCostUsd: picoUsdToDecimal(costPicoUsd(tokens, price)),
         pricing: {
           inputPerMillion: fromMicros(price.inputMicrosPerM),
           outputPerMillion: fromMicros(price.outputMicrosPerM),

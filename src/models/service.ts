@@ -6,7 +6,7 @@ import { readFile } from "node:fs/promises";
 import type { Kysely, Transaction } from "kysely";
 import type { DB, ModelRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
-import { fromMicros, type PriceMicros, validatedMicros } from "../money.ts";
+import { type ExactDecimal, fromMicros, type PriceMicros, validatedMicros } from "../money.ts";
 import { type CatalogModel, catalogFileSchema } from "./catalog-format.ts";
 import { convertLitellm, isLitellmMap } from "./litellm.ts";
 
@@ -18,7 +18,11 @@ export const DEFAULT_CATALOG_URL = new URL(
 
 /** The API's Model object (spec §2). */
 export function modelJson(row: ModelRow) {
-  const text: Record<string, number> = {
+  const text: {
+    inputPerMillion: ExactDecimal;
+    outputPerMillion: ExactDecimal;
+    cachedInputPerMillion?: ExactDecimal;
+  } = {
     inputPerMillion: fromMicros(row.input_micros_per_m),
     outputPerMillion: fromMicros(row.output_micros_per_m),
   };

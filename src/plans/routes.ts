@@ -4,7 +4,6 @@ import { resolveAccount } from "../accounts/service.ts";
 import type { App, AppDeps } from "../http/context.ts";
 import { runWrite } from "../http/idempotency.ts";
 import { errorResponses, jsonBody, okJson } from "../http/schemas.ts";
-import { validatedMicros } from "../money.ts";
 import {
   assignPlanBody,
   assignPlanResponse,
@@ -128,13 +127,13 @@ export function registerPlanRoutes(app: App, deps: AppDeps): void {
         projectId,
         {
           name: body.name,
-          creditsMicros: validatedMicros(body.amount),
+          creditsMicros: body.amount,
           interval: body.interval,
           occurrences: body.occurrences ?? null,
           accumulate: body.accumulate ?? true,
           isActive: body.markAsActive ?? true,
           description: body.description ?? "",
-          priceMicros: validatedMicros(body.price ?? 0),
+          priceMicros: body.price ?? 0,
           billingPeriod: body.billingPeriod ?? body.interval,
         },
         nowMs,

@@ -69,11 +69,7 @@ export const createPlanBody = z
     accumulate: z.boolean().optional().openapi({ description: "Default true" }),
     markAsActive: z.boolean().optional().openapi({ description: "Default true" }),
     description: descriptionString.optional().openapi({ example: examplePlan.description }),
-    price: z
-      .number()
-      .min(0)
-      .max(1_000_000_000)
-      .refine((p) => /^\d+(\.\d{1,6})?$/.test(String(p)), "at most 6 decimal places")
+    price: creditAmount({ allowZero: true })
       .optional()
       .openapi({ description: "What the customer pays, informative; default 0", example: 49.99 }),
     billingPeriod: idString

@@ -4,7 +4,7 @@ import { resolveAccount } from "../accounts/service.ts";
 import type { App, AppDeps } from "../http/context.ts";
 import { runWrite } from "../http/idempotency.ts";
 import { errorResponses, jsonBody, okJson } from "../http/schemas.ts";
-import { fromMicros, validatedMicros } from "../money.ts";
+import { fromMicros } from "../money.ts";
 import {
   cancelReservationBody,
   cancelReservationResponse,
@@ -88,7 +88,7 @@ export function registerReservationRoutes(app: App, deps: AppDeps): void {
         projectId,
         {
           accountRef: body.accountId,
-          amountMicros: validatedMicros(body.amount),
+          amountMicros: body.amount,
           operation: body.operation,
           model: body.model,
           ttlSeconds: body.ttlSeconds ?? deps.config.RESERVATION_TTL_SECONDS,
@@ -121,7 +121,7 @@ export function registerReservationRoutes(app: App, deps: AppDeps): void {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
     return runWrite(c, deps.queue, async (trx, nowMs) => {
-      const actual = validatedMicros(body.actualAmount);
+      const actual = body.actualAmount;
       const { hold, transaction } = await confirmReservation(
         trx,
         projectId,

@@ -8,6 +8,7 @@ import { prepared } from "../db/prepared.ts";
 import type { DB, ReservationRow, ReservationStatus } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
+import { parseJsonColumn, stringifyJson } from "../json.ts";
 import { findAccountWithBalance, iso, postEntry, requireAvailable } from "../ledger/core.ts";
 import { fromMicros } from "../money.ts";
 
@@ -73,7 +74,7 @@ export function reservationJson(row: ReservationRow, nowMs: number) {
     status: effectiveStatus(row, nowMs),
     createdAt: iso(row.created_at_ms),
     expiresAt: iso(row.expires_at_ms),
-    metadata: JSON.parse(row.metadata) as Record<string, unknown>,
+    metadata: parseJsonColumn(row.metadata) ?? {},
   };
 }
 
@@ -112,7 +113,7 @@ export async function createReservation(
     account_id: account.id,
     amount_micros: input.amountMicros,
     status: "pending",
-    metadata: JSON.stringify(metadata),
+    metadata: stringifyJson(metadata),
     created_at_ms: nowMs,
     expires_at_ms: nowMs + input.ttlSeconds * 1000,
     settled_at_ms: null,
@@ -161,7 +162,7 @@ export async function confirmReservation(
     const { available } = await findAccountWithBalance(trx, projectId, hold.account_id, nowMs);
     requireAvailable(available, excess);
   }
-  const holdMeta = JSON.parse(hold.metadata) as Record<string, unknown>;
+  const holdMeta = parseJsonColumn(hold.metadata) ?? {};
   const transaction = await postEntry(trx, {
     projectId,
     accountId: hold.account_id,

@@ -5,6 +5,7 @@ import type { App, AppDeps } from "../http/context.ts";
 import { ex, exampleUsageRecord } from "../http/examples.ts";
 import { runWrite } from "../http/idempotency.ts";
 import {
+  accountRefFields,
   dateRangeQuery,
   errorResponses,
   idString,
@@ -58,9 +59,7 @@ const recordResponse = z
   .openapi({ example: { success: true, usageRecord: exampleUsageRecord } });
 
 const usageQuery = z.object({
-  accountId: idString
-    .optional()
-    .openapi({ description: "Internal id or externalId", example: ex.externalId }),
+  ...accountRefFields,
   modelId: idString.optional().openapi({ example: ex.modelId }),
   context: context.optional(),
   ...dateRangeQuery,
@@ -164,9 +163,9 @@ export function registerUsageRoutes(app: App, deps: AppDeps): void {
     const projectId = c.get("projectId");
     const { startMs, endMs } = dateRangeMs(q.startDate, q.endDate);
     const account =
-      q.accountId === undefined
+      q.accountId === undefined && q.externalId === undefined
         ? undefined
-        : await resolveAccount(deps.db.read, projectId, { accountId: q.accountId });
+        : await resolveAccount(deps.db.read, projectId, q);
     const filter = {
       accountId: account?.id,
       modelId: q.modelId,

@@ -8,9 +8,10 @@ import { newestFirstPage } from "../db/paging.ts";
 import type { DB, UsageContext, UsageRecordRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
+import { stringifyJson } from "../json.ts";
 import { findAccount, iso } from "../ledger/core.ts";
 import { findModel, priceOf } from "../models/service.ts";
-import { costPicoUsd, picoUsdToNumber } from "../money.ts";
+import { costPicoUsd, picoUsdToDecimal } from "../money.ts";
 
 const PICO_PER_MICRO = 1_000_000n;
 
@@ -31,7 +32,7 @@ export function usageRecordJson(row: UsageRecordRow) {
     outputTokens: row.output_tokens,
     cachedTokens: row.cached_tokens,
     transactionId: row.transaction_id,
-    estimatedCostUsd: picoUsdToNumber(costOf(row)),
+    estimatedCostUsd: picoUsdToDecimal(costOf(row)),
     createdAt: iso(row.created_at_ms),
   };
 }
@@ -95,7 +96,7 @@ export async function recordUsage(
     cached_micros_per_m: price.cachedMicrosPerM,
     cost_micro_usd: Number(pico / PICO_PER_MICRO),
     cost_pico_rem: Number(pico % PICO_PER_MICRO),
-    metadata: input.metadata === undefined ? null : JSON.stringify(input.metadata),
+    metadata: input.metadata === undefined ? null : stringifyJson(input.metadata),
     created_at_ms: nowMs,
   };
   const { seq } = await trx
@@ -168,15 +169,15 @@ export async function summarizeUsage(db: Kysely<DB>, projectId: string, f: Usage
     byModel.set(g.model_id, { pico: m.pico + pico, count: m.count + Number(g.count) });
   }
   return {
-    totalCostUsd: picoUsdToNumber(total),
+    totalCostUsd: picoUsdToDecimal(total),
     totalInputTokens: inputTokens,
     totalOutputTokens: outputTokens,
     byContext: {
-      customer: picoUsdToNumber(byContext.customer),
-      system: picoUsdToNumber(byContext.system),
+      customer: picoUsdToDecimal(byContext.customer),
+      system: picoUsdToDecimal(byContext.system),
     },
     byModel: Object.fromEntries(
-      [...byModel].map(([id, m]) => [id, { costUsd: picoUsdToNumber(m.pico), count: m.count }]),
+      [...byModel].map(([id, m]) => [id, { costUsd: picoUsdToDecimal(m.pico), count: m.count }]),
     ),
   };
 }

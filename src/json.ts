@@ -1,0 +1,52 @@
+/**
+ * Exact JSON text ↔ values, for request and response bodies and for the JSON columns
+ * (metadata, stored responses). See docs/api.md, "Amounts and money".
+ *
+ * - Parsing keeps every number literal exact: a literal that a double holds with every digit
+ *   becomes a `number`; any other stays a `LosslessNumber` holding its text. Keys such as
+ *   `__proto__` become plain own properties. Duplicate keys are refused.
+ * - Writing turns `ExactDecimal`s (credits, USD) and `LosslessNumber`s into their literals, so
+ *   no amount ever passes through a double on its way out.
+ */
+import { isSafeNumber, LosslessNumber, parse, stringify } from "lossless-json";
+import { ExactDecimal } from "./money.ts";
+
+/** A number read from JSON text: a double when exact, else the literal's text. */
+export type JsonNumber = number | LosslessNumber;
+
+/** True for a `LosslessNumber` (a number literal a double cannot hold exactly). */
+export function isLosslessNumber(value: unknown): value is LosslessNumber {
+  return value instanceof LosslessNumber;
+}
+
+function parseNumber(text: string): JsonNumber {
+  return isSafeNumber(text) ? Number(text) : new LosslessNumber(text);
+}
+
+/**
+ * Parses JSON text, keeping number literals exact.
+ * @throws SyntaxError on text that is not JSON, or an object with a duplicate key
+ */
+export function parseJsonText(text: string): unknown {
+  return parse(text, null, parseNumber);
+}
+
+const exactNumbers = [
+  {
+    test: (value: unknown) => value instanceof ExactDecimal,
+    stringify: (value: unknown) => (value as ExactDecimal).literal,
+  },
+];
+
+/**
+ * JSON text of a value: `ExactDecimal`s and `LosslessNumber`s as their exact literals,
+ * everything else as `JSON.stringify` would write it.
+ */
+export function stringifyJson(value: unknown): string {
+  return stringify(value, undefined, undefined, exactNumbers) ?? "null";
+}
+
+/** Parses a stored JSON object column (null stays null). */
+export function parseJsonColumn(text: string | null): Record<string, unknown> | null {
+  return text === null ? null : (parseJsonText(text) as Record<string, unknown>);
+}

@@ -1,0 +1,421 @@
+/**
+ * Edge inputs, over real HTTP: what a caller sends is what the ledger keeps, or the request is a
+ * 400/415/431 that changes nothing (docs/api.md#amounts-and-money, #errors, #accounts, #dates).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
+
+let t: TestLedger;
+let base: string;
+
+interface HttpResult {
+  status: number;
+  text: string;
+  // biome-ignore lint/suspicious/noExplicitAny: responses are inspected field by field.
+  body: any;
+}
+
+/** One request over real HTTP. A string or byte body is sent as it is. */
+async function http(
+  method: string,
+  path: string,
+  options: { body?: unknown; headers?: Record<string, string> } = {},
+): Promise<HttpResult> {
+  const headers: Record<string, string> = {
+    "X-API-Key": t.key,
+    ...(options.body === undefined ? {} : { "Content-Type": "application/json" }),
+    ...options.headers,
+  };
+  const body =
+    options.body === undefined
+      ? undefined
+      : typeof options.body === "string" || options.body instanceof Uint8Array
+        ? options.body
+        : JSON.stringify(options.body);
+  const res = await fetch(`${base}${path}`, { method, headers, body });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {}
+  return { status: res.status, text, body: parsed };
+}
+
+function expectError(res: HttpResult, status: number, code: string) {
+  expect(res.status, res.text).toBe(status);
+  expect(res.body.success).toBe(false);
+  expect(res.body.error.code).toBe(code);
+}
+
+/** The account's ledger, newest first, as the API lists it. */
+async function ledgerOf(accountId: string) {
+  const res = await http("GET", `/v1/transactions?accountId=${accountId}&limit=500`);
+  expect(res.status).toBe(200);
+  return res.body.items as { amount: number; metadata: unknown }[];
+}
+
+/** `depth` nested objects around `leaf`, as JSON text (built without recursion). */
+function nestedObjects(depth: number, leaf = "1"): string {
+  return `${'{"a":'.repeat(depth)}${leaf}${"}".repeat(depth)}`;
+}
+
+beforeAll(async () => {
+  t = await makeLedger();
+  base = await t.listen();
+});
+afterAll(async () => {
+  await t.close();
+});
+
+describe("1. the usage list and summary honour externalId", () => {
+  it("filters by externalId and answers 404 for an unknown one", async () => {
+    await fundedAccount(t, "usage-a");
+    await fundedAccount(t, "usage-b");
+    for (const accountId of ["usage-a", "usage-b", "usage-b"]) {
+      const res = await http("POST", "/v1/usage/record", {
+        body: { accountId, modelId: "gpt-4o", inputTokens: 1000, outputTokens: 100 },
+      });
+      expect(res.status).toBe(200);
+    }
+    const list = await http("GET", "/v1/usage?externalId=usage-a");
+    expect(list.status).toBe(200);
+    expect(list.body.usageRecords).toHaveLength(1);
+    const summary = await http("GET", "/v1/usage?externalId=usage-b&summary=true");
+    expect(summary.status).toBe(200);
+    expect(summary.body.summary.totalInputTokens).toBe(2000);
+    expect(summary.body.summary.byModel["gpt-4o"].count).toBe(2);
+    expectError(await http("GET", "/v1/usage?externalId=nobody"), 404, "ACCOUNT_NOT_FOUND");
+    expectError(
+      await http("GET", "/v1/usage?externalId=nobody&summary=true"),
+      404,
+      "ACCOUNT_NOT_FOUND",
+    );
+  });
+});
+
+describe("2. dates are parsed strictly, on every route that takes them", () => {
+  const refused = [
+    "2000-01-01 00:00 GMT",
+    "2000-01-01 00:00 UTC",
+    "2000-01-01 00:00 PST",
+    "2026-02-30",
+    "2025-02-29",
+    "2026-13-01",
+    "2026-01-01T24:00",
+    "2026-01-01T10:00:00+25:00",
+    "2026-1-1",
+    "Jan 1 2026",
+  ];
+  const routes = ["/v1/transactions?", "/v1/usage?", "/v1/usage?summary=true&"];
+
+  it("refuses other forms and days not in the calendar with a 400", async () => {
+    for (const route of routes) {
+      for (const date of refused) {
+        for (const field of ["startDate", "endDate"]) {
+          const res = await http("GET", `${route}${field}=${encodeURIComponent(date)}`);
+          expectError(res, 400, "VALIDATION_ERROR");
+          expect(res.body.error.details[0].path).toBe(`query.${field}`);
+        }
+      }
+    }
+  });
+
+  it("accepts dates, date-times with Z, an offset or none, and leap days", async () => {
+    const accepted = [
+      "2024-02-29",
+      "2026-01-01T00:00",
+      "2026-01-01T00:00:00Z",
+      "2026-01-01T00:00:00.123+02:00",
+      "2026-01-01T10:00:00-05:30",
+    ];
+    for (const route of routes) {
+      for (const date of accepted) {
+        const res = await http("GET", `${route}startDate=${encodeURIComponent(date)}`);
+        expect(res.status, `${route}${date}: ${res.text}`).toBe(200);
+      }
+    }
+  });
+
+  it("reads a date-time with an offset as the instant it names", async () => {
+    const id = await fundedAccount(t, "dates-offset", 5);
+    const [entry] = await ledgerOf(id);
+    const created = Date.parse((entry as unknown as { createdAt: string }).createdAt);
+    // The same instant written in +02:00: the entry is inside [start, end] at both ends.
+    const plus2 = new Date(created + 2 * 3_600_000).toISOString().replace("Z", "+02:00");
+    const res = await http(
+      "GET",
+      `/v1/transactions?accountId=${id}&startDate=${encodeURIComponent(plus2)}&endDate=${encodeURIComponent(plus2)}`,
+    );
+    expect(res.status).toBe(200);
+    expect(res.body.items).toHaveLength(1);
+  });
+});
+
+describe("3. amounts are written as exact decimal literals", () => {
+  it("reads 8600000000.000001 back after eight adds of 1e9 and one of 600000000.000001", async () => {
+    const id = await fundedAccount(t, "big-balance");
+    for (let i = 0; i < 8; i++) {
+      const res = await http("POST", "/v1/accounts/credits/add", {
+        body: { accountId: id, amount: 1e9 },
+      });
+      expect(res.status).toBe(200);
+    }
+    const last = await http("POST", "/v1/accounts/credits/add", {
+      body: `{"accountId":"${id}","amount":600000000.000001}`,
+    });
+    expect(last.status).toBe(200);
+    expect(last.text).toContain('"balance":8600000000.000001');
+    expect(last.text).toContain('"added":600000000.000001');
+    const balance = await http("GET", `/v1/accounts/balance?accountId=${id}`);
+    expect(balance.text).toContain('"balance":8600000000.000001');
+    expect(balance.text).toContain('"available":8600000000.000001');
+    const account = await http("GET", `/v1/accounts/get?accountId=${id}`);
+    expect(account.text).toContain('"balance":8600000000.000001');
+    const list = await http("GET", `/v1/transactions?accountId=${id}&limit=1`);
+    expect(list.text).toContain('"balanceAfter":8600000000.000001');
+    // The exact literal survives an idempotent replay too.
+    const key = { "Idempotency-Key": "exact-replay" };
+    const deduct = `{"accountId":"${id}","amount":0.000001}`;
+    const first = await http("POST", "/v1/accounts/credits/deduct", { body: deduct, headers: key });
+    const replay = await http("POST", "/v1/accounts/credits/deduct", {
+      body: deduct,
+      headers: key,
+    });
+    expect(first.text).toContain('"balance":8600000000');
+    expect(replay.text).toBe(first.text);
+  });
+});
+
+describe("4. amounts are read from the JSON text", () => {
+  for (const literal of ["0.30000000000000001", "1.0000000000000000000001", "1e-7", "1e400"]) {
+    it(`refuses ${literal} on add and deduct, changing nothing`, async () => {
+      const id = await fundedAccount(t, `literal-${literal}`, 10);
+      for (const path of ["/v1/accounts/credits/add", "/v1/accounts/credits/deduct"]) {
+        const res = await http("POST", path, {
+          body: `{"accountId":"${id}","amount":${literal}}`,
+        });
+        expectError(res, 400, "VALIDATION_ERROR");
+        expect(res.body.error.details[0].path).toBe("body.amount");
+      }
+      const balance = await http("GET", `/v1/accounts/balance?accountId=${id}`);
+      expect(balance.body.balance).toBe(10);
+      expect(await ledgerOf(id)).toHaveLength(1);
+    });
+  }
+
+  it("accepts literals whose extra digits are zeros, and exponents", async () => {
+    const id = await fundedAccount(t, "literal-zeros");
+    const add = await http("POST", "/v1/accounts/credits/add", {
+      body: `{"accountId":"${id}","amount":1.5000000000000000000}`,
+    });
+    expect(add.status).toBe(200);
+    expect(add.text).toContain('"added":1.5');
+    const deduct = await http("POST", "/v1/accounts/credits/deduct", {
+      body: `{"accountId":"${id}","amount":25e-2}`,
+    });
+    expect(deduct.status).toBe(200);
+    expect(deduct.text).toContain('"balance":1.25');
+  });
+});
+
+describe("5. strings and metadata keys round-trip exactly, or are refused", () => {
+  it("refuses U+0000 in externalId, name and description", async () => {
+    const nul = "\u0000";
+    expectError(
+      await http("POST", "/v1/accounts/create", { body: { externalId: `a${nul}b` } }),
+      400,
+      "VALIDATION_ERROR",
+    );
+    expectError(
+      await http("POST", "/v1/accounts/create", { body: { externalId: "nul-name", name: nul } }),
+      400,
+      "VALIDATION_ERROR",
+    );
+    const id = await fundedAccount(t, "nul-description", 1);
+    expectError(
+      await http("POST", "/v1/accounts/credits/deduct", {
+        body: { accountId: id, amount: 1, description: `x${nul}y` },
+      }),
+      400,
+      "VALIDATION_ERROR",
+    );
+    expectError(await http("GET", "/v1/accounts/get?externalId=a%00b"), 400, "VALIDATION_ERROR");
+    expect(await ledgerOf(id)).toHaveLength(1);
+  });
+
+  it("refuses lone surrogates and bytes that are not UTF-8, so ids never collide", async () => {
+    expectError(
+      await http("POST", "/v1/accounts/create", { body: '{"externalId":"x\\ud800"}' }),
+      400,
+      "VALIDATION_ERROR",
+    );
+    expectError(
+      await http("POST", "/v1/accounts/create", { body: '{"externalId":"x\\udc00"}' }),
+      400,
+      "VALIDATION_ERROR",
+    );
+    // A CESU-8 encoded surrogate, which a lenient decoder turns into U+FFFD.
+    const bytes = new Uint8Array([
+      ...new TextEncoder().encode('{"externalId":"x'),
+      0xed,
+      0xa0,
+      0x80,
+      ...new TextEncoder().encode('"}'),
+    ]);
+    expectError(
+      await http("POST", "/v1/accounts/create", { body: bytes }),
+      400,
+      "VALIDATION_ERROR",
+    );
+    // A well-formed pair and other characters round-trip.
+    const emoji = "x\u{1F600}\uFFFD\u00e9";
+    const ok = await http("POST", "/v1/accounts/create", { body: { externalId: emoji } });
+    expect(ok.status).toBe(200);
+    const read = await http("GET", `/v1/accounts/get?externalId=${encodeURIComponent(emoji)}`);
+    expect(read.body.externalId).toBe(emoji);
+  });
+
+  it("round-trips __proto__ and constructor metadata keys as plain data", async () => {
+    const text =
+      '{"externalId":"proto-keys","metadata":{"__proto__":{"x":1},"constructor":"c","n":0.30000000000000001}}';
+    const created = await http("POST", "/v1/accounts/create", { body: text });
+    expect(created.status, created.text).toBe(200);
+    expect(created.text).toContain('"metadata":{"__proto__":{"x":1},"constructor":"c"');
+    const read = await http("GET", "/v1/accounts/get?externalId=proto-keys");
+    expect(read.text).toContain('"__proto__":{"x":1}');
+    // A metadata number a double cannot hold is kept as it was written.
+    expect(read.text).toContain('"n":0.30000000000000001');
+    const id = created.body.account.id;
+    await http("POST", "/v1/accounts/credits/add", {
+      body: `{"accountId":"${id}","amount":1,"metadata":{"__proto__":"p"}}`,
+    });
+    const list = await http("GET", `/v1/transactions?accountId=${id}`);
+    expect(list.text).toContain('"metadata":{"__proto__":"p"}');
+  });
+});
+
+describe("6. deep nesting is a 400, never a 500", () => {
+  const deep = nestedObjects(10_000);
+
+  it("refuses metadata nested 10,000 deep on every write route that takes metadata", async () => {
+    const id = await fundedAccount(t, "deep-target", 100);
+    const bodies: [string, string][] = [
+      ["/v1/accounts/credits/add", `{"accountId":"${id}","amount":1,"metadata":${deep}}`],
+      ["/v1/accounts/credits/deduct", `{"accountId":"${id}","amount":1,"metadata":${deep}}`],
+      ["/v1/accounts/create", `{"externalId":"deep-new","metadata":${deep}}`],
+      ["/v1/reservations/create", `{"accountId":"${id}","amount":1,"metadata":${deep}}`],
+      [
+        "/v1/transactions/create",
+        `{"accountId":"${id}","amount":1,"type":"credit","metadata":${deep}}`,
+      ],
+      [
+        "/v1/usage/record",
+        `{"accountId":"${id}","modelId":"gpt-4o","inputTokens":1,"outputTokens":1,"metadata":${deep}}`,
+      ],
+    ];
+    for (const [path, body] of bodies) {
+      const res = await http("POST", path, { body });
+      expectError(res, 400, "VALIDATION_ERROR");
+      const keyed = await http("POST", path, { body, headers: { "Idempotency-Key": path } });
+      expectError(keyed, 400, "VALIDATION_ERROR");
+    }
+    expect(await ledgerOf(id)).toHaveLength(1);
+  });
+
+  it("refuses a 4,000-deep array in an ignored field, with an Idempotency-Key", async () => {
+    const id = await fundedAccount(t, "deep-ignored", 5);
+    const body = `{"accountId":"${id}","amount":1,"ignored":${"[".repeat(4000)}${"]".repeat(4000)}}`;
+    const res = await http("POST", "/v1/accounts/credits/deduct", {
+      body,
+      headers: { "Idempotency-Key": "deep-array" },
+    });
+    expectError(res, 400, "VALIDATION_ERROR");
+    expect(await ledgerOf(id)).toHaveLength(1);
+  });
+
+  it("accepts a body nested 32 levels, and refuses 33", async () => {
+    const id = await fundedAccount(t, "depth-32", 5);
+    // The body object is level 1, so the ignored field may hold 31 levels.
+    const at32 = `{"accountId":"${id}","amount":1,"ignored":${nestedObjects(31)}}`;
+    const at33 = `{"accountId":"${id}","amount":1,"ignored":${nestedObjects(32)}}`;
+    expect((await http("POST", "/v1/accounts/credits/deduct", { body: at32 })).status).toBe(200);
+    expectError(
+      await http("POST", "/v1/accounts/credits/deduct", { body: at33 }),
+      400,
+      "VALIDATION_ERROR",
+    );
+  });
+});
+
+describe("7. one string never names two accounts", () => {
+  it("refuses an externalId with the form of an internal account id", async () => {
+    const id = await fundedAccount(t, "real-owner", 3);
+    for (const externalId of [id, id.toLowerCase(), "acc_01ARZ3NDEKTSV4RRFFQ69G5FAV"]) {
+      const res = await http("POST", "/v1/accounts/create", { body: { externalId } });
+      expectError(res, 400, "VALIDATION_ERROR");
+      expect(res.body.error.details[0].path).toBe("body.externalId");
+    }
+    const byExternal = await http("GET", `/v1/accounts/get?externalId=${id}`);
+    expectError(byExternal, 404, "ACCOUNT_NOT_FOUND");
+  });
+});
+
+describe("8. URLs or headers too large get the JSON error", () => {
+  it("answers a 20,000-character query string with 431 HEADERS_TOO_LARGE", async () => {
+    const res = await http("GET", `/v1/accounts?x=${"a".repeat(20_000)}`);
+    expectError(res, 431, "HEADERS_TOO_LARGE");
+    const header = await http("GET", "/v1/accounts", { headers: { "X-Big": "b".repeat(20_000) } });
+    expectError(header, 431, "HEADERS_TOO_LARGE");
+    // The server still answers afterwards.
+    expect((await http("GET", "/v1/accounts")).status).toBe(200);
+  });
+});
+
+describe("9. a body must be UTF-8", () => {
+  it("refuses another charset with a 415, and accepts utf-8", async () => {
+    const id = await fundedAccount(t, "charset", 5);
+    const body = { accountId: id, amount: 1 };
+    for (const charset of ["utf-16", "UTF-16LE", "iso-8859-1", '"latin1"']) {
+      const res = await http("POST", "/v1/accounts/credits/deduct", {
+        body,
+        headers: { "Content-Type": `application/json; charset=${charset}` },
+      });
+      expectError(res, 415, "UNSUPPORTED_MEDIA_TYPE");
+    }
+    for (const charset of ["utf-8", "UTF-8", '"utf-8"', "utf8"]) {
+      const res = await http("POST", "/v1/accounts/credits/deduct", {
+        body,
+        headers: { "Content-Type": `application/json; charset=${charset}` },
+      });
+      expect(res.status, res.text).toBe(200);
+    }
+    expect(await ledgerOf(id)).toHaveLength(5);
+  });
+});
+
+describe("10. accountId and externalId must agree", () => {
+  it("answers 400 on every route that takes both, when they name two accounts", async () => {
+    const a = await fundedAccount(t, "agree-a", 1);
+    await fundedAccount(t, "agree-b", 1);
+    const routes = [
+      "/v1/accounts/get",
+      "/v1/accounts/balance",
+      "/v1/transactions",
+      "/v1/reservations",
+      "/v1/accounts/plans",
+      "/v1/usage",
+    ];
+    for (const route of routes) {
+      const clash = await http("GET", `${route}?accountId=${a}&externalId=agree-b`);
+      expectError(clash, 400, "VALIDATION_ERROR");
+      const same = await http("GET", `${route}?accountId=${a}&externalId=agree-a`);
+      expect(same.status, `${route}: ${same.text}`).toBe(200);
+      const byExternal = await http("GET", `${route}?accountId=agree-a&externalId=agree-a`);
+      expect(byExternal.status).toBe(200);
+    }
+  });
+});
+
+it("ends with every ledger invariant holding", async () => {
+  expect(await t.verify()).toEqual([]);
+});
