@@ -4,6 +4,7 @@
  * date, so that a start after the first build (`npm ci` runs it as `prepare`) takes no compile
  * time. `dist/` is out of date when a compiled file is missing or older than its `.ts` source in
  * `src/` or `scripts/`, or older than a tsconfig file. Exits with tsc's status when it compiled.
+ * With `--check` it only reports: exit 1 and the reason when out of date, else 0.
  */
 import { spawnSync } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
@@ -51,6 +52,10 @@ function staleness() {
 }
 
 const reason = staleness();
+if (process.argv.includes("--check")) {
+  process.stdout.write(reason === null ? "dist/ is up to date\n" : `dist/ is out of date: ${reason}\n`);
+  process.exit(reason === null ? 0 : 1);
+}
 if (reason !== null) {
   process.stdout.write(`dist/ is out of date (${reason}): compiling\n`);
   const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
