@@ -21,7 +21,7 @@ const configSchema = z.object({
   DATABASE_SYNCHRONOUS: z.enum(["FULL", "NORMAL"]).default("FULL"),
   /** Largest number of write units committed together by the write queue (group commit). */
   WRITE_BATCH_MAX: z.coerce.number().int().min(1).max(4096).default(256),
-  /** Default reservation lifetime in seconds (contract §7: 1–86400, default 900). */
+  /** Default reservation lifetime in seconds (1–86400, default 900; see docs/api.md). */
   RESERVATION_TTL_SECONDS: z.coerce.number().int().min(1).max(86400).default(900),
   /** croner pattern of the reservation expiry sweep (with seconds field). */
   EXPIRE_CRON: z.string().min(1).default("*/5 * * * * *"),
@@ -33,14 +33,14 @@ const configSchema = z.object({
     .default("true")
     .transform((v) => v === "true"),
   LOG_LEVEL: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info"),
-  /** Largest request body in bytes (contract §2: 64 KiB). */
+  /** Largest request body in bytes (the API's stated limit is 64 KiB; see docs/api.md). */
   BODY_LIMIT_BYTES: z.coerce
     .number()
     .int()
     .min(1024)
     .max(1024 * 1024)
     .default(64 * 1024),
-  /** Makes the first-start bootstrap key a chosen one (contract §3). */
+  /** Makes the first-start bootstrap key a chosen one (see docs/operations.md). */
   LEDGER_BOOTSTRAP_API_KEY: z.string().min(20).max(255).optional(),
   /** Seconds SIGTERM waits for requests in flight before closing anyway. */
   SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().min(0).max(600).default(10),
