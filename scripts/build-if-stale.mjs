@@ -53,7 +53,9 @@ function staleness() {
 
 const reason = staleness();
 if (process.argv.includes("--check")) {
-  process.stdout.write(reason === null ? "dist/ is up to date\n" : `dist/ is out of date: ${reason}\n`);
+  process.stdout.write(
+    reason === null ? "dist/ is up to date\n" : `dist/ is out of date: ${reason}\n`,
+  );
   process.exit(reason === null ? 0 : 1);
 }
 if (reason !== null) {
