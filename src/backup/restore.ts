@@ -41,6 +41,10 @@ export async function restoreBackup(
   const source = resolve(backupFile);
   if (!existsSync(source)) throw new BackupError(`no backup at ${source}`);
   if (source === target) throw new BackupError("the backup is the database itself");
+  if (!existsSync(target) && existsSync(`${target}-wal`)) {
+    // A WAL without its database would be replayed into the restored file.
+    throw new BackupError(`${target}-wal exists without ${target}: move it away first`);
+  }
   await mkdir(dirname(target), { recursive: true });
   // Held from before the checks until the new file is in place, so no service can start on the
   // old database meanwhile.
