@@ -2,7 +2,8 @@
  * First-start setup (contract §3, §9): a default project with one API key when the database has
  * no project, and the shipped model catalog when the catalog is empty.
  */
-import type { Kysely } from "kysely";
+import type { Kysely, Transaction } from "kysely";
+import { lockKey } from "./db/locks.ts";
 import type { DB } from "./db/schema.ts";
 import type { WriteQueue } from "./db/write-queue.ts";
 import { embeddedAssets } from "./embedded-assets.ts";
@@ -27,22 +28,30 @@ export async function createProjectKey(
   name: string,
   apiKey = generateApiKey(),
 ): Promise<{ projectId: string; keyId: string; apiKey: string; created: boolean }> {
-  return queue.run(async (trx, nowMs) => {
-    const existing = await trx
-      .selectFrom("projects")
-      .select("id")
-      .where("name", "=", name)
-      .executeTakeFirst();
-    const projectId = existing?.id ?? newId("prj");
-    if (!existing) {
-      await trx
-        .insertInto("projects")
-        .values({ id: projectId, name, created_at_ms: nowMs })
-        .execute();
-    }
-    const keyId = await storeApiKey(trx, projectId, apiKey, nowMs);
-    return { projectId, keyId, apiKey, created: !existing };
-  });
+  return queue.run((trx, nowMs) => createProjectKeyIn(trx, name, apiKey, nowMs));
+}
+
+/** `createProjectKey` inside a write unit. */
+async function createProjectKeyIn(
+  trx: Transaction<DB>,
+  name: string,
+  apiKey: string,
+  nowMs: number,
+) {
+  const existing = await trx
+    .selectFrom("projects")
+    .select("id")
+    .where("name", "=", name)
+    .executeTakeFirst();
+  const projectId = existing?.id ?? newId("prj");
+  if (!existing) {
+    await trx
+      .insertInto("projects")
+      .values({ id: projectId, name, created_at_ms: nowMs })
+      .execute();
+  }
+  const keyId = await storeApiKey(trx, projectId, apiKey, nowMs);
+  return { projectId, keyId, apiKey, created: !existing };
 }
 
 /**
@@ -56,7 +65,14 @@ export async function bootstrapProject(
 ): Promise<{ projectId: string; apiKey: string } | null> {
   const any = await db.selectFrom("projects").select("id").limit(1).executeTakeFirst();
   if (any) return null;
-  return createProjectKey(queue, "default", chosenKey);
+  // Several processes may start on one empty database at once: the check is made again inside
+  // the write, under a lock on PostgreSQL, so exactly one of them creates the project and key.
+  return queue.run(async (trx, nowMs) => {
+    await lockKey(trx, "bootstrap", "default");
+    const again = await trx.selectFrom("projects").select("id").limit(1).executeTakeFirst();
+    if (again) return null;
+    return createProjectKeyIn(trx, "default", chosenKey ?? generateApiKey(), nowMs);
+  });
 }
 
 /**

@@ -234,7 +234,8 @@ export async function countReservationsByStatus(
   const rows = await db
     .selectFrom("reservations")
     .select([effective.as("status"), (eb) => eb.fn.countAll<number>().as("n")])
-    .groupBy(effective)
+    // By position: PostgreSQL would not take the same CASE, with its own parameter, as the key.
+    .groupBy(sql`1`)
     .execute();
   const out: Partial<Record<ReservationStatus, number>> = {};
   for (const row of rows) out[row.status] = Number(row.n);

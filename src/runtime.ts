@@ -5,7 +5,12 @@
 import type { Config } from "./config.ts";
 import { type Database, openDatabase } from "./db/client.ts";
 import { migrateToLatest } from "./db/migrator.ts";
-import { type BatchStats, type Clock, WriteQueue } from "./db/write-queue.ts";
+import {
+  type BatchStats,
+  type Clock,
+  createWriteQueue,
+  type WriteQueue,
+} from "./db/write-queue.ts";
 import { type AppDeps, type Logger, silentLogger } from "./http/context.ts";
 import { countReservationsByStatus, createMetrics, type Metrics } from "./metrics.ts";
 
@@ -31,6 +36,7 @@ type LedgerConfig = Pick<
   | "DATABASE_AUTH_TOKEN"
   | "DATABASE_DRIVER"
   | "DATABASE_SYNCHRONOUS"
+  | "DATABASE_POOL_MAX"
   | "WRITE_BATCH_MAX"
   | "RESERVATION_TTL_SECONDS"
   | "BODY_LIMIT_BYTES"
@@ -46,6 +52,9 @@ export async function openLedger(
     authToken: config.DATABASE_AUTH_TOKEN,
     driver: config.DATABASE_DRIVER,
     synchronous: config.DATABASE_SYNCHRONOUS,
+    poolMax: config.DATABASE_POOL_MAX,
+    onIdleError: (err) =>
+      options.logger?.warn({ err: err.message }, "database connection lost while idle"),
   });
   await migrateToLatest(db.write);
   const clock = options.clock ?? Date.now;
@@ -56,7 +65,7 @@ export async function openLedger(
       reservationsByStatus: () => countReservationsByStatus(db.read, clock()),
     });
   const onBatch = options.onBatch;
-  const queue = new WriteQueue(db, clock, {
+  const queue = createWriteQueue(db, clock, {
     maxBatch: config.WRITE_BATCH_MAX,
     onBatch: (stats) => {
       metrics.observeBatch(stats);

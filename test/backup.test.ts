@@ -20,6 +20,7 @@ import type { DB } from "../src/db/schema.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
 import { createMetrics } from "../src/metrics.ts";
 import { fundedAccount, makeLedger } from "./harness.ts";
+import { sqliteOnly } from "./pg-harness.ts";
 import { runCli, runCliAsync, spawnServer } from "./processes.ts";
 
 const KEY = "ldg_backup_test_key_0123456789abcdef";
@@ -139,7 +140,7 @@ describe("ledger backup while the service takes writes", () => {
   });
 });
 
-describe("scheduled backups", () => {
+describe.runIf(sqliteOnly)("scheduled backups (SQLite only: backups of the embedded file)", () => {
   const cleanups: (() => Promise<void>)[] = [];
   afterAll(async () => {
     for (const c of cleanups) await c();

@@ -1,6 +1,7 @@
 /**
- * The `ledger` command, run as a real process on a fresh database file (needs `npm run build`,
- * which `npm test` runs first).
+ * The `ledger` command, run as a real process on a fresh database of the test engine: a file,
+ * or a PostgreSQL database (test/pg-harness.ts). Needs `npm run build`, which `npm test` runs
+ * first.
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -9,6 +10,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config.ts";
 import { openLedger } from "../src/runtime.ts";
+import { freshDatabase, TEST_ENGINE } from "./pg-harness.ts";
 
 const cli = new URL("../dist/src/cli/index.js", import.meta.url).pathname;
 /** LiteLLM's full price map, when LITELLM_PRICES_FILE names it (else its test is skipped). */
@@ -16,20 +18,32 @@ const litellm = process.env.LITELLM_PRICES_FILE ?? "";
 
 describe("ledger CLI", () => {
   let dir: string;
+  let database: { url: string; drop: () => Promise<void> };
   let env: NodeJS.ProcessEnv;
   const run = (...args: string[]) =>
     spawnSync(process.execPath, [cli, ...args], { env, encoding: "utf8" });
 
-  beforeEach(() => {
+  beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "ledger-cli-"));
-    env = { ...process.env, DATABASE_URL: `file:${join(dir, "l.db")}`, LOG_LEVEL: "silent" };
+    database = await freshDatabase(dir);
+    env = { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: "silent" };
   });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  afterEach(async () => {
+    await database.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
-  it("migrates a fresh database file", () => {
+  it("migrates a fresh database", async () => {
     const r = run("migrate");
     expect(r.status).toBe(0);
-    expect(existsSync(join(dir, "l.db"))).toBe(true);
+    expect(r.stdout).toContain("migrations applied");
+    if (TEST_ENGINE === "sqlite") expect(existsSync(join(dir, "ledger.db"))).toBe(true);
+    const ledger = await openLedger(loadConfig({ DATABASE_URL: env.DATABASE_URL }));
+    try {
+      expect(await ledger.db.read.selectFrom("accounts").selectAll().execute()).toEqual([]);
+    } finally {
+      await ledger.close();
+    }
   });
 
   it("creates a key with --json and revokes it exactly once", () => {

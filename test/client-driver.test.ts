@@ -4,8 +4,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
+import { sqliteOnly } from "./pg-harness.ts";
 
-describe("DATABASE_DRIVER=client", () => {
+describe.runIf(sqliteOnly)("DATABASE_DRIVER=client (SQLite only: a libSQL driver)", () => {
   let t: TestLedger;
   beforeAll(async () => {
     t = await makeLedger({ env: { DATABASE_DRIVER: "client" } });

@@ -2,6 +2,7 @@ import type { Transaction } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { DB } from "../src/db/schema.ts";
 import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
+import { sqliteOnly } from "./pg-harness.ts";
 
 interface HttpResult {
   status: number;
@@ -187,7 +188,7 @@ describe("concurrency over a real HTTP server", () => {
   });
 });
 
-describe("write queue group commit", () => {
+describe.runIf(sqliteOnly)("write queue group commit (SQLite only: its serial queue)", () => {
   let t: TestLedger;
   beforeEach(async () => {
     t = await makeLedger();

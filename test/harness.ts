@@ -12,6 +12,7 @@ import type { App } from "../src/http/context.ts";
 import { type HttpServer, serveHttp } from "../src/http/serve.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
 import { type Ledger, openLedger } from "../src/runtime.ts";
+import { freshDatabase } from "./pg-harness.ts";
 
 export interface ApiResponse {
   status: number;
@@ -26,6 +27,8 @@ export interface TestLedger {
   key: string;
   projectId: string;
   dir: string;
+  /** The ledger's DATABASE_URL: a file in `dir`, or a PostgreSQL database (pg-harness.ts). */
+  databaseUrl: string;
   /** The fake clock's time (epoch ms); only meaningful with `fakeClock`. */
   now: () => number;
   setNow: (ms: number) => void;
@@ -52,7 +55,8 @@ export async function makeLedger(
   const dir = mkdtempSync(join(tmpdir(), "ledger-test-"));
   let fake = options.fakeClock ? Date.parse(options.fakeClock) : undefined;
   const clock = fake === undefined ? Date.now : () => fake as number;
-  const config = loadConfig({ DATABASE_URL: `file:${join(dir, "ledger.db")}`, ...options.env });
+  const database = await freshDatabase(dir);
+  const config = loadConfig({ DATABASE_URL: database.url, ...options.env });
   const ledger = await openLedger(config, { clock });
   await seedModels(ledger.queue);
   const { projectId, apiKey: key } = await createProjectKey(ledger.queue, "test");
@@ -83,6 +87,7 @@ export async function makeLedger(
     key,
     projectId,
     dir,
+    databaseUrl: database.url,
     now: () => clock(),
     setNow: (ms) => {
       fake = ms;
@@ -106,6 +111,7 @@ export async function makeLedger(
     close: async () => {
       await Promise.all(servers.map((s) => s.close()));
       await ledger.close();
+      await database.drop();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -9,15 +9,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { maskKeys } from "../src/logger.ts";
+import { freshDatabase } from "./pg-harness.ts";
 import { jsonLines, type RunningProcess, spawnServer } from "./processes.ts";
 
 const EVERY_SECOND = "* * * * * *";
 
 describe("log stream of a running server", () => {
   let dir: string;
+  let database: { url: string; drop: () => Promise<void> };
   let server: RunningProcess | undefined;
-  beforeEach(() => {
+  beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "ledger-logs-"));
+    database = await freshDatabase(dir);
   });
   afterEach(async () => {
     if (server && server.child.exitCode === null) {
@@ -25,13 +28,14 @@ describe("log stream of a running server", () => {
       await server.exited;
     }
     server = undefined;
+    await database.drop();
     rmSync(dir, { recursive: true, force: true });
   });
 
   const start = async (env: Record<string, string>) => {
     server = await spawnServer({
       ...process.env,
-      DATABASE_URL: `file:${join(dir, "ledger.db")}`,
+      DATABASE_URL: database.url,
       EXPIRE_CRON: EVERY_SECOND,
       GRANT_CRON: EVERY_SECOND,
       ...env,

@@ -17,6 +17,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freshDatabase } from "./pg-harness.ts";
 import { portIsFree, processExists, spawnListening } from "./processes.ts";
 
 const repo = new URL("..", import.meta.url).pathname;
@@ -74,13 +75,14 @@ describe("npm start", () => {
     "%s to the npm process stops the server within 10 s and frees the port",
     async (signal) => {
       const data = mkdtempSync(join(tmpdir(), "ledger-start-data-"));
+      const database = await freshDatabase(data);
       try {
         const started = performance.now();
         const npm = await spawnListening("npm", ["start"], {
           cwd: copy,
           env: {
             ...process.env,
-            DATABASE_URL: `file:${join(data, "ledger.db")}`,
+            DATABASE_URL: database.url,
             PORT: "0",
             LOG_LEVEL: "info",
           },
@@ -115,6 +117,7 @@ describe("npm start", () => {
           `npm start: listening after ${startSeconds.toFixed(2)} s; ${signal}: npm exited after ${stopSeconds.toFixed(2)} s\n`,
         );
       } finally {
+        await database.drop();
         rmSync(data, { recursive: true, force: true });
       }
     },

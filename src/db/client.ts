@@ -1,9 +1,11 @@
 /**
- * Opens the database: an embedded libSQL file (default) or a remote libSQL/Turso URL.
+ * Opens the database: an embedded libSQL file (default), a remote libSQL/Turso URL, or
+ * PostgreSQL (`postgres://…`; see src/db/postgres.ts and docs/design.md, "Engines").
  *
- * Two Kysely instances are returned: `write`, used only by the write queue, and `read`, used by
+ * Two Kysely instances are returned: `write`, used only by the write path, and `read`, used by
  * every read. On a file they are two connections, so reads never wait for the write queue
- * (WAL lets readers run beside the one writer). Every connection gets the same PRAGMAs.
+ * (WAL lets readers run beside the one writer). Every connection gets the same PRAGMAs. On
+ * PostgreSQL both are the same instance over one pool of DATABASE_POOL_MAX connections.
  */
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
@@ -12,22 +14,29 @@ import { LibsqlDialect } from "@libsql/kysely-libsql";
 import { Kysely } from "kysely";
 // A static import, so that a bundler (the single binary's) sees and embeds the native addon.
 import LibsqlDatabase from "libsql";
+import type { Engine } from "./engine.ts";
 import { NativeSqliteDialect } from "./native-driver.ts";
+import { isPostgresUrl, openPostgres } from "./postgres.ts";
 import type { DB } from "./schema.ts";
 
 export interface DatabaseOptions {
-  /** `file:PATH` or `libsql://…` / `http(s)://…`. */
+  /** `file:PATH`, `libsql://…` / `http(s)://…`, or `postgres(ql)://…`. */
   url: string;
   authToken?: string | undefined;
-  /** `auto`: native for `file:` URLs, the @libsql/client driver otherwise. */
+  /** `auto`: native for `file:` URLs, pg for PostgreSQL, the @libsql/client driver otherwise. */
   driver: "auto" | "native" | "client";
   synchronous: "FULL" | "NORMAL";
+  /** PostgreSQL: most connections of this process (DATABASE_POOL_MAX); default 10. */
+  poolMax?: number | undefined;
+  /** PostgreSQL: told about errors of idle connections (the pool drops them by itself). */
+  onIdleError?: ((err: Error) => void) | undefined;
 }
 
 export interface Database {
   write: Kysely<DB>;
   read: Kysely<DB>;
-  driver: "native" | "client";
+  engine: Engine;
+  driver: "native" | "client" | "pg";
   /**
    * Runs before each write transaction, outside it (client driver on a file: re-applies the
    * connection PRAGMAs, which SQLite refuses to change inside a transaction).
@@ -61,6 +70,17 @@ export function filePathOf(url: string): string | null {
  * @throws Error when the native driver is asked for on a remote URL.
  */
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
+  if (isPostgresUrl(options.url)) {
+    if (options.driver !== "auto") {
+      throw new Error(`DATABASE_DRIVER=${options.driver} is for SQLite, not ${options.url}`);
+    }
+    const { db } = openPostgres({
+      url: options.url,
+      poolMax: options.poolMax ?? 10,
+      ...(options.onIdleError ? { onIdleError: options.onIdleError } : {}),
+    });
+    return { write: db, read: db, engine: "postgres", driver: "pg", close: () => db.destroy() };
+  }
   const path = filePathOf(options.url);
   const driver = options.driver === "auto" ? (path ? "native" : "client") : options.driver;
   if (driver === "native") {
@@ -84,6 +104,7 @@ function openNative(path: string, synchronous: "FULL" | "NORMAL"): Database {
   return {
     write,
     read,
+    engine: "sqlite",
     driver: "native",
     close: async () => {
       await read.destroy();
@@ -115,6 +136,7 @@ async function openClient(options: DatabaseOptions, path: string | null): Promis
   return {
     write,
     read,
+    engine: "sqlite",
     driver: "client",
     ...(path ? { beforeWrite: () => applyPragmas(writeClient) } : {}),
     close: async () => {

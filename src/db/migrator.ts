@@ -1,12 +1,20 @@
 /**
- * Applies the numbered migrations of `sql/` (0001_init.sql, 0002_…) in order with Kysely's
- * Migrator. Migrations are frozen once merged; each runs in its own transaction. The single
- * binary carries the same files embedded (src/embedded-assets.ts) and applies those instead.
+ * Applies the numbered migrations in order with Kysely's Migrator: SQLite's from `sql/`
+ * (0001_init.sql, 0002_…), PostgreSQL's from `sql/postgres/` (the same numbers, the same schema
+ * in PostgreSQL's SQL). Migrations are frozen once merged; on SQLite each runs in its own
+ * transaction, on PostgreSQL all pending ones run in one. The single binary carries the files
+ * embedded (src/embedded-assets.ts; PostgreSQL's under `postgres/` names) and applies those.
+ *
+ * On PostgreSQL several processes may start at once: the migrator runs under a session-level
+ * advisory lock, so one applies the migrations and the others wait for it, then find nothing to
+ * do. See docs/operations.md, "PostgreSQL and several servers".
  */
 import { readdir, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from "kysely";
 import { embeddedAssets } from "../embedded-assets.ts";
+import { type Engine, engineOf } from "./engine.ts";
+import { UNBOUNDED_STATEMENT } from "./postgres.ts";
 import type { DB } from "./schema.ts";
 
 /** Migration file name (`0001_init.sql`) → its SQL text. */
@@ -20,6 +28,12 @@ export function defaultMigrationsDir(): string {
   return here.includes("/dist/")
     ? fileURLToPath(new URL("../../../sql/", import.meta.url))
     : fileURLToPath(new URL("../../sql/", import.meta.url));
+}
+
+/** The folder of `engine`'s migrations in the repository. */
+export function migrationsDirOf(engine: Engine): string {
+  const root = defaultMigrationsDir();
+  return engine === "postgres" ? `${root}postgres/` : root;
 }
 
 /**
@@ -57,7 +71,10 @@ export async function readMigrationFiles(dir: string): Promise<MigrationFiles> {
 
 /** Each migration file, in name order, as a Kysely migration named after the file. */
 class SqlFilesProvider implements MigrationProvider {
-  constructor(private readonly load: () => Promise<MigrationFiles>) {}
+  constructor(
+    private readonly load: () => Promise<MigrationFiles>,
+    private readonly engine: Engine,
+  ) {}
 
   async getMigrations(): Promise<Record<string, Migration>> {
     const files = await this.load();
@@ -67,7 +84,10 @@ class SqlFilesProvider implements MigrationProvider {
       const text = files[file] ?? "";
       migrations[file.replace(/\.sql$/, "")] = {
         up: async (db) => {
-          for (const statement of splitStatements(text)) await sql.raw(statement).execute(db);
+          // PostgreSQL takes a whole file in one simple-protocol query (dollar-quoted function
+          // bodies included); SQLite's driver runs one statement at a time.
+          if (this.engine === "postgres") await sql.raw(text).execute(db);
+          else for (const statement of splitStatements(text)) await sql.raw(statement).execute(db);
         },
       };
     }
@@ -75,17 +95,56 @@ class SqlFilesProvider implements MigrationProvider {
   }
 }
 
+/** The embedded migrations of `engine`, by file name, or undefined when none are embedded. */
+function embeddedMigrations(engine: Engine): MigrationFiles | undefined {
+  const all = embeddedAssets()?.migrations;
+  if (all === undefined) return undefined;
+  const prefix = engine === "postgres" ? "postgres/" : "";
+  const files: Record<string, string> = {};
+  for (const [name, text] of Object.entries(all)) {
+    if (name.startsWith(prefix) && MIGRATION_FILE.test(name.slice(prefix.length))) {
+      files[name.slice(prefix.length)] = text;
+    }
+  }
+  return files;
+}
+
+/** An arbitrary constant: the advisory lock key of the migrator (PostgreSQL). */
+const MIGRATION_LOCK_KEY = 7_244_311_001;
+
 /**
  * Applies every pending migration, from `source`: a folder, or the files themselves. By default
  * the embedded migrations when the program carries them, else the repository's `sql/`.
  * @returns the names of the migrations applied now.
  * @throws Error when a migration fails (the failed one is rolled back).
  */
-export async function migrateToLatest(db: Kysely<DB>, source?: string | MigrationFiles) {
-  const files = source ?? embeddedAssets()?.migrations ?? defaultMigrationsDir();
+export async function migrateToLatest(
+  db: Kysely<DB>,
+  source?: string | MigrationFiles,
+): Promise<string[]> {
+  const engine = engineOf(db);
+  const files = source ?? embeddedMigrations(engine) ?? migrationsDirOf(engine);
   const load = typeof files === "string" ? () => readMigrationFiles(files) : async () => files;
-  const migrator = new Migrator({ db, provider: new SqlFilesProvider(load) });
-  const { error, results } = await migrator.migrateToLatest();
-  if (error) throw error instanceof Error ? error : new Error(String(error));
-  return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
+  const migrate = async (on: Kysely<DB>) => {
+    const migrator = new Migrator({ db: on, provider: new SqlFilesProvider(load, engine) });
+    const { error, results } = await migrator.migrateToLatest();
+    if (error) throw error instanceof Error ? error : new Error(String(error));
+    return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
+  };
+  if (engine !== "postgres") return migrate(db);
+  // One connection holds the lock and runs the migrator, so that the Migrator's own bookkeeping
+  // tables are created under the lock too. A waiting process must not give up after the
+  // connection's statement timeout while another one applies a long migration.
+  return db.connection().execute(async (conn) => {
+    await sql`${sql.raw(UNBOUNDED_STATEMENT)}SET statement_timeout = 0`.execute(conn);
+    await sql`SET lock_timeout = 0`.execute(conn);
+    await sql`SELECT pg_advisory_lock(${MIGRATION_LOCK_KEY})`.execute(conn);
+    try {
+      return await migrate(conn);
+    } finally {
+      await sql`SELECT pg_advisory_unlock(${MIGRATION_LOCK_KEY})`.execute(conn);
+      await sql`RESET statement_timeout`.execute(conn);
+      await sql`RESET lock_timeout`.execute(conn);
+    }
+  });
 }

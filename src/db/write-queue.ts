@@ -1,15 +1,21 @@
 /**
- * The one serial write path (DEVELOPERS.md "How we build", contract §10).
+ * The one write path, with one interface over both engines (see docs/design.md, "Engines").
  *
- * Write endpoints hand a unit of work `(trx, nowMs) => result` to `WriteQueue.run`. The queue is
- * the only place that begins and commits write transactions, and it never lets two overlap:
- * it takes every unit waiting (at most `maxBatch`) into one `BEGIN IMMEDIATE` transaction, runs
- * each inside its own SAVEPOINT so that a unit that throws (402, 409, a bug) rolls back alone,
- * commits once (group commit), and only then settles each unit's promise. A unit's result is
- * never reported before the commit that makes it durable.
+ * Write endpoints hand a unit of work `(trx, nowMs) => result` to `WriteQueue.run`; the write
+ * path is the only place that begins and commits write transactions, and a unit's result is
+ * never reported before the commit that makes it durable. Services and routes never know which
+ * engine runs them.
+ *
+ * - SQLite (`SqliteWriteQueue`, here): one writer, never two overlapping transactions. It takes
+ *   every unit waiting (at most `maxBatch`) into one `BEGIN IMMEDIATE` transaction, runs each
+ *   inside its own SAVEPOINT so that a unit that throws (402, 409, a bug) rolls back alone,
+ *   commits once (group commit), and only then settles each unit's promise.
+ * - PostgreSQL (`PostgresWritePath`, src/db/pg-write-path.ts): each unit in its own transaction,
+ *   many at once across processes; units lock the rows they change, and conflicts are retried.
  */
 import { CompiledQuery, type Transaction } from "kysely";
 import type { Database } from "./client.ts";
+import { PostgresWritePath } from "./pg-write-path.ts";
 import type { DB } from "./schema.ts";
 
 /** A unit of work: runs inside the queue's transaction; `nowMs` is the clock at its start. */
@@ -18,12 +24,45 @@ export type WriteUnit<T> = (trx: Transaction<DB>, nowMs: number) => Promise<T>;
 /** The time source, in Unix epoch milliseconds; tests pass a fake one. */
 export type Clock = () => number;
 
-/** What the queue reports after each commit (for metrics). */
+/** What the write path reports after each transaction (for metrics). */
 export interface BatchStats {
   units: number;
   failedUnits: number;
   durationMs: number;
   committed: boolean;
+}
+
+/** The write path services and routes use, whatever the engine. */
+export interface WriteQueue {
+  /**
+   * Runs `unit` in a write transaction.
+   * @returns the unit's result, once its transaction has committed
+   * @throws whatever the unit threw (nothing it did is kept), the commit's error, or
+   *   ApiError SERVICE_UNAVAILABLE (PostgreSQL: the database is unreachable, or conflicts
+   *   outlasted the retries; nothing was applied, unless the commit's outcome is unknown)
+   */
+  run<T>(unit: WriteUnit<T>): Promise<T>;
+  /** Resolves when every unit handed in so far has been committed or rejected. */
+  idle(): Promise<void>;
+  /** Units waiting for (SQLite) or inside (PostgreSQL) a transaction. */
+  readonly depth: number;
+}
+
+export interface WriteQueueOptions {
+  /** SQLite: most units committed together (group commit). */
+  maxBatch: number;
+  onBatch?: (stats: BatchStats) => void;
+}
+
+/** The write path of `db`'s engine. */
+export function createWriteQueue(
+  db: Database,
+  clock: Clock,
+  options: WriteQueueOptions,
+): WriteQueue {
+  return db.engine === "postgres"
+    ? new PostgresWritePath(db, clock, options)
+    : new SqliteWriteQueue(db, clock, options);
 }
 
 interface Job {
@@ -41,7 +80,8 @@ const ROLLBACK_TO = CompiledQuery.raw("ROLLBACK TO unit");
 const BUSY_RETRY_MS = 10;
 const BUSY_RETRY_LIMIT = 500;
 
-export class WriteQueue {
+/** SQLite's serial write path with group commit (see the module comment). */
+export class SqliteWriteQueue implements WriteQueue {
   readonly #db: Database;
   readonly #clock: Clock;
   readonly #maxBatch: number;
@@ -49,11 +89,7 @@ export class WriteQueue {
   #waiting: Job[] = [];
   #running: Promise<void> | undefined;
 
-  constructor(
-    db: Database,
-    clock: Clock,
-    options: { maxBatch: number; onBatch?: (stats: BatchStats) => void },
-  ) {
+  constructor(db: Database, clock: Clock, options: WriteQueueOptions) {
     this.#db = db;
     this.#clock = clock;
     this.#maxBatch = options.maxBatch;

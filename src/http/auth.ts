@@ -49,7 +49,7 @@ const activeKey = prepared<{ keyHash: string }, { project_id: string }>((db, arg
 
 /** The project of an active key, or null. */
 export async function projectOfKey(db: Kysely<DB>, apiKey: string): Promise<string | null> {
-  const { rows } = await db.executeQuery(activeKey({ keyHash: hashApiKey(apiKey) }));
+  const { rows } = await db.executeQuery(activeKey(db, { keyHash: hashApiKey(apiKey) }));
   return rows[0]?.project_id ?? null;
 }
 

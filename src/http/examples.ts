@@ -229,4 +229,7 @@ export const exampleErrors: Record<ErrorCode, { message: string; details?: unkno
   HEADERS_TOO_LARGE: { message: "The request's URL or headers are too large" },
   UNSUPPORTED_MEDIA_TYPE: { message: "Content-Type must be application/json" },
   INTERNAL_ERROR: { message: "An unexpected error occurred" },
+  SERVICE_UNAVAILABLE: {
+    message: "The database is unavailable; retry later (with the same Idempotency-Key)",
+  },
 };

@@ -3,12 +3,14 @@
  *
  * The key is looked up and stored inside the same write unit as the effect, so a retry after a
  * crash or timeout never applies a movement twice and two concurrent requests with one key yield
- * one effect (the write queue serialises them). Only successful responses are stored; a stored
- * response is replayed for 24 hours when path and body (as a JSON value) match, else 409.
+ * one effect (SQLite's write queue serialises them; on PostgreSQL an advisory lock on the key
+ * does, across processes). Only successful responses are stored; a stored response is replayed
+ * for 24 hours when path and body (as a JSON value) match, else 409.
  */
 import { createHash } from "node:crypto";
 import type { Context } from "hono";
 import type { Transaction } from "kysely";
+import { lockKey } from "../db/locks.ts";
 import { prepared } from "../db/prepared.ts";
 import type { DB, IdempotencyKeyRow } from "../db/schema.ts";
 import type { WriteQueue } from "../db/write-queue.ts";
@@ -96,7 +98,10 @@ export async function runWrite(
   const path = c.req.path;
   const hash = requestHash(await c.req.json());
   const result = await queue.run(async (trx, nowMs) => {
-    const stored = (await trx.executeQuery(storedResponse({ projectId, key }))).rows[0];
+    // Two processes may receive one key at once: on PostgreSQL the second waits here for the
+    // first to commit, then finds its stored response (a no-op on SQLite's serial queue).
+    await lockKey(trx, projectId, key);
+    const stored = (await trx.executeQuery(storedResponse(trx, { projectId, key }))).rows[0];
     if (stored && stored.created_at_ms > nowMs - IDEMPOTENCY_TTL_MS) {
       if (stored.request_path !== path || stored.request_hash !== hash) {
         throw new ApiError(
@@ -116,7 +121,7 @@ export async function runWrite(
     const response = await unit(trx, nowMs);
     const text = stringifyJson(response.body);
     await trx.executeQuery(
-      storeResponse({
+      storeResponse(trx, {
         project_id: projectId,
         idempotency_key: key,
         request_path: path,

@@ -1,11 +1,16 @@
 /**
  * The plan grant job (contract §8; issue 3): grants every period that is due at `nowMs`, in
  * order (periods missed while the service was down are caught up), and ends assignments whose
- * last period is over. Runs in bounded batches through the serial write path; each assignment
- * in its own savepoint, so one that fails (a balance at its limit) does not stop the others.
+ * last period is over. Runs in bounded batches through the write path; each assignment in its
+ * own savepoint, so one that fails (a balance at its limit) does not stop the others.
+ *
+ * Every process runs it. On PostgreSQL each assignment is granted under its account's row lock,
+ * taken with SKIP LOCKED, and read again under it, so two processes never grant one period
+ * twice (`plan_grants` refuses it anyway) and never wait on each other; see docs/operations.md.
  */
 import { sql, type Transaction } from "kysely";
-import type { DB } from "../db/schema.ts";
+import { tryLockAccount } from "../db/locks.ts";
+import type { AccountPlanRow, DB } from "../db/schema.ts";
 import type { WriteQueue } from "../db/write-queue.ts";
 import { settleDue } from "../plans/grants.ts";
 
@@ -16,6 +21,13 @@ export interface GrantRunResult {
   grants: number;
   completed: number;
   failed: number;
+}
+
+/** Whether the assignment is active with a grant due, or past its end, at `nowMs`. */
+function isDue(ap: AccountPlanRow, nowMs: number): boolean {
+  const grantDue = ap.next_grant_at_ms !== null && ap.next_grant_at_ms <= nowMs;
+  const ended = ap.expires_at_ms !== null && ap.expires_at_ms <= nowMs;
+  return ap.active === 1 && (grantDue || ended);
 }
 
 async function runBatch(trx: Transaction<DB>, nowMs: number, batch: number, skip: Set<string>) {
@@ -34,7 +46,21 @@ async function runBatch(trx: Transaction<DB>, nowMs: number, batch: number, skip
     failed: 0,
     seen: due.length,
   };
-  for (const ap of due) {
+  for (const candidate of due) {
+    // Requests lock an account before its assignments; the job does the same. On PostgreSQL an
+    // account another transaction holds (a request, or this job in another process) is left to
+    // that process or to the next run rather than waited for; SQLite's queue never holds one.
+    if (!(await tryLockAccount(trx, candidate.account_id))) {
+      skip.add(candidate.id);
+      continue;
+    }
+    // Read again under the lock: another process may have granted or ended it meanwhile.
+    const ap = await trx
+      .selectFrom("account_plans")
+      .selectAll()
+      .where("id", "=", candidate.id)
+      .executeTakeFirst();
+    if (!ap || !isDue(ap, nowMs)) continue;
     await sql.raw("SAVEPOINT grant_one").execute(trx);
     try {
       const r = await settleDue(trx, ap, nowMs);

@@ -11,8 +11,9 @@
  * The database repeats these as CHECK constraints, so a bug here fails the unit instead of
  * storing a broken ledger.
  */
-import type { Kysely, Transaction } from "kysely";
-import { prepared } from "../db/prepared.ts";
+import type { CompiledQuery, ExpressionBuilder, Kysely, Transaction } from "kysely";
+import { type Engine, locksRows } from "../db/engine.ts";
+import { type Arg, prepared } from "../db/prepared.ts";
 import type {
   AccountRow,
   DB,
@@ -30,52 +31,69 @@ type Reader = Kysely<DB> | Transaction<DB>;
 type AccountKey = { projectId: string; ref: string; nowMs: number };
 type AccountWithHeld = AccountRow & { held_micros: number };
 
-/**
- * A prepared account lookup by `column` within the project; `withHeld` adds `held_micros`, the
- * credits held by pending, unexpired reservations at `nowMs` (one query instead of two).
- */
-function accountLookup(column: "id" | "external_id", withHeld: boolean) {
-  return prepared<AccountKey, AccountWithHeld>((db, arg) => {
-    const query = db
-      .selectFrom("accounts")
-      .selectAll()
-      .where("project_id", "=", arg("projectId"))
-      .where(column, "=", arg("ref"));
-    if (!withHeld) return query as never;
-    return query.select((eb) =>
-      eb
-        .selectFrom("reservations")
-        .select((r) => r.fn.coalesce(r.fn.sum<number>("amount_micros"), r.lit(0)).as("held"))
-        .whereRef("reservations.account_id", "=", "accounts.id")
-        .where("reservations.status", "=", "pending")
-        .where("reservations.expires_at_ms", ">", arg("nowMs"))
-        .as("held_micros"),
-    );
-  });
+type AccountColumn = "id" | "external_id";
+
+/** The account whose `column` is the `ref` argument, within the project. */
+function accountWhere(db: Kysely<DB>, arg: Arg<AccountKey>, column: AccountColumn) {
+  return db
+    .selectFrom("accounts")
+    .selectAll()
+    .where("project_id", "=", arg("projectId"))
+    .where(column, "=", arg("ref"));
 }
 
-const lookups = {
-  plain: { id: accountLookup("id", false), external: accountLookup("external_id", false) },
-  held: { id: accountLookup("id", true), external: accountLookup("external_id", true) },
-};
+/**
+ * The prepared account lookups by `column`: `plain`; `locked`, which also takes the row's lock
+ * (`FOR UPDATE`, PostgreSQL write units only); `held`, which adds `held_micros`, the credits held
+ * by pending, unexpired reservations at `nowMs` (one query instead of two).
+ */
+function accountLookups(column: AccountColumn) {
+  return {
+    plain: prepared<AccountKey, AccountRow>((db, arg) => accountWhere(db, arg, column)),
+    locked: prepared<AccountKey, AccountRow>((db, arg) =>
+      accountWhere(db, arg, column).forUpdate(),
+    ),
+    held: prepared<AccountKey, AccountWithHeld>((db, arg) =>
+      accountWhere(db, arg, column).select((eb) =>
+        eb
+          .selectFrom("reservations")
+          .select((r) => r.fn.coalesce(r.fn.sum<number>("amount_micros"), r.lit(0)).as("held"))
+          .whereRef("reservations.account_id", "=", "accounts.id")
+          .where("reservations.status", "=", "pending")
+          .where("reservations.expires_at_ms", ">", arg("nowMs"))
+          .as("held_micros"),
+      ),
+    ),
+  };
+}
+
+const byId = accountLookups("id");
+const byExternalId = accountLookups("external_id");
+
+type Lookup<R> = (db: Kysely<DB>, key: AccountKey) => CompiledQuery<R>;
 
 /** The account named by `ref`: its internal id first, else its externalId. */
-async function lookupAccount(db: Reader, key: AccountKey, withHeld: boolean) {
-  const by = withHeld ? lookups.held : lookups.plain;
-  const byId = INTERNAL_ACCOUNT_ID.test(key.ref)
-    ? (await db.executeQuery(by.id(key))).rows[0]
+async function lookupAccount<R>(db: Reader, key: AccountKey, id: Lookup<R>, external: Lookup<R>) {
+  const found = INTERNAL_ACCOUNT_ID.test(key.ref)
+    ? (await db.executeQuery(id(db, key))).rows[0]
     : undefined;
-  const row = byId ?? (await db.executeQuery(by.external(key))).rows[0];
+  const row = found ?? (await db.executeQuery(external(db, key))).rows[0];
   if (!row) throw new ApiError("ACCOUNT_NOT_FOUND", `Account ${key.ref} not found`);
   return row;
 }
 
 /**
- * The account named by `ref` (its internal id, else its externalId) in the project.
+ * The account named by `ref` (its internal id, else its externalId) in the project. Inside a
+ * PostgreSQL write unit it also locks the account's row until the unit commits: every unit that
+ * changes an account, or anything of it (holds, assignments, grants), finds it here first, so
+ * such units take turns across processes (see docs/design.md, "Engines").
  * @throws ApiError ACCOUNT_NOT_FOUND (also for another project's account)
  */
 export function findAccount(db: Reader, projectId: string, ref: string): Promise<AccountRow> {
-  return lookupAccount(db, { projectId, ref, nowMs: 0 }, false);
+  const key = { projectId, ref, nowMs: 0 };
+  return locksRows(db)
+    ? lookupAccount(db, key, byId.locked, byExternalId.locked)
+    : lookupAccount(db, key, byId.plain, byExternalId.plain);
 }
 
 /**
@@ -88,14 +106,18 @@ export async function findAccountByExternalId(
   externalId: string,
 ): Promise<AccountRow> {
   const key = { projectId, ref: externalId, nowMs: 0 };
-  const row = (await db.executeQuery(lookups.plain.external(key))).rows[0];
+  const lookup = locksRows(db) ? byExternalId.locked : byExternalId.plain;
+  const row = (await db.executeQuery(lookup(db, key))).rows[0];
   if (!row) throw new ApiError("ACCOUNT_NOT_FOUND", `Account ${externalId} not found`);
   return row;
 }
 
 /**
  * The account named by `ref` (internal id, else externalId) with its balances at `nowMs`, read
- * in one query (the hot path of deductions and reservations).
+ * in one query (the hot path of deductions and reservations). Inside a PostgreSQL write unit the
+ * account's row is locked first and its holds are summed by a second statement, which sees every
+ * hold committed before the lock was granted (a subquery of the locking statement would read
+ * the snapshot taken before it waited for the lock).
  * @returns the account and its balance, reserved and available credits in micro-credits
  * @throws ApiError ACCOUNT_NOT_FOUND
  */
@@ -105,7 +127,10 @@ export async function findAccountWithBalance(
   ref: string,
   nowMs: number,
 ) {
-  const { held_micros, ...account } = await lookupAccount(db, { projectId, ref, nowMs }, true);
+  const key = { projectId, ref, nowMs };
+  const { held_micros, ...account } = locksRows(db)
+    ? await lockedWithHeld(db, key)
+    : await lookupAccount(db, key, byId.held, byExternalId.held);
   const reserved = Number(held_micros);
   return {
     account,
@@ -115,12 +140,17 @@ export async function findAccountWithBalance(
   };
 }
 
+async function lockedWithHeld(db: Reader, key: AccountKey): Promise<AccountWithHeld> {
+  const account = await lookupAccount(db, key, byId.locked, byExternalId.locked);
+  return { ...account, held_micros: await reservedMicros(db, account.id, key.nowMs) };
+}
+
 /**
  * Micro-credits held by the account's reservations that are pending and unexpired at `nowMs`
  * (an expired hold stops counting at its expiresAt, whether or not the sweeper ran; contract §7).
  */
 export async function reservedMicros(db: Reader, accountId: string, nowMs: number) {
-  const { rows } = await db.executeQuery(heldByAccount({ accountId, nowMs }));
+  const { rows } = await db.executeQuery(heldByAccount(db, { accountId, nowMs }));
   return Number(rows[0]?.held ?? 0);
 }
 
@@ -184,26 +214,28 @@ export async function postEntry(trx: Transaction<DB>, input: EntryInput): Promis
   // the limit (credit) or below zero (debit), so no row comes back in those cases.
   const move = input.type === "credit" ? creditBalance : debitBalance;
   const { rows } = await trx.executeQuery(
-    move({ accountId: input.accountId, amount: input.amountMicros, nowMs: input.nowMs }),
+    move(trx, { accountId: input.accountId, amount: input.amountMicros, nowMs: input.nowMs }),
   );
-  const balanceAfter = rows[0]?.balance_micros;
-  if (balanceAfter === undefined) throw await refusedEntry(trx, input);
+  const moved = rows[0];
+  if (moved === undefined) throw await refusedEntry(trx, input);
   const row = {
     id: newId("txn"),
     project_id: input.projectId,
     account_id: input.accountId,
     type: input.type,
     amount_micros: input.amountMicros,
-    balance_after_micros: balanceAfter,
+    balance_after_micros: moved.balance_micros,
     description: input.description,
     metadata: stringifyJson(input.metadata),
     source: input.source,
     reservation_id: input.reservationId ?? null,
     account_plan_id: input.accountPlanId ?? null,
-    created_at_ms: input.nowMs,
+    created_at_ms: moved.updated_at_ms,
   };
-  const inserted = await trx.executeQuery(insertTransaction(row));
-  return { ...row, seq: Number(inserted.insertId) };
+  const inserted = await trx.executeQuery(insertTransaction(trx, row));
+  const seq = inserted.rows[0]?.seq;
+  if (seq === undefined) throw new Error("ledger invariant: the entry's insert returned no seq");
+  return { ...row, seq: Number(seq) };
 }
 
 /** Why an entry's balance move matched no row: the limit (409), or a bug. */
@@ -225,48 +257,70 @@ async function refusedEntry(trx: Transaction<DB>, input: EntryInput): Promise<Er
 }
 
 type MoveArgs = { accountId: string; amount: number; nowMs: number };
+type Moved = { balance_micros: number; updated_at_ms: number };
 
-const creditBalance = prepared<MoveArgs, { balance_micros: number }>((db, arg) =>
+/**
+ * The account's new `updated_at_ms`, which is also its entry's `created_at_ms`. On PostgreSQL
+ * units of several processes take turns on an account in lock order, not clock order, so the
+ * time never goes back from the account's last move: its entries stay in time order along their
+ * balanceAfter chain (the transaction list's newest first). SQLite's queue runs units in clock
+ * order already.
+ */
+function movedAt(eb: ExpressionBuilder<DB, "accounts">, nowMs: number, engine: Engine) {
+  return engine === "postgres"
+    ? eb.fn<number>("greatest", [eb.ref("updated_at_ms"), eb.val(nowMs)])
+    : eb.val(nowMs);
+}
+
+const creditBalance = prepared<MoveArgs, Moved>((db, arg, engine) =>
   db
     .updateTable("accounts")
     .set((eb) => ({
       balance_micros: eb("balance_micros", "+", arg("amount")),
-      updated_at_ms: arg("nowMs"),
+      updated_at_ms: movedAt(eb, arg("nowMs"), engine),
     }))
     .where("id", "=", arg("accountId"))
     .where((eb) => eb(eb("balance_micros", "+", arg("amount")), "<=", MAX_BALANCE_MICROS))
-    .returning("balance_micros"),
+    .returning(["balance_micros", "updated_at_ms"]),
 );
 
 /** A debit also spends the unspent credits of a non-accumulating plan grant first (§8). */
-const debitBalance = prepared<MoveArgs, { balance_micros: number }>((db, arg) =>
+const debitBalance = prepared<MoveArgs, Moved>((db, arg, engine) =>
   db
     .updateTable("accounts")
     .set((eb) => ({
       balance_micros: eb("balance_micros", "-", arg("amount")),
-      plan_bucket_micros: eb.fn("max", [eb.lit(0), eb("plan_bucket_micros", "-", arg("amount"))]),
-      updated_at_ms: arg("nowMs"),
+      // SQLite's two-argument max() is PostgreSQL's greatest().
+      plan_bucket_micros: eb.fn(engine === "postgres" ? "greatest" : "max", [
+        eb.lit(0),
+        eb("plan_bucket_micros", "-", arg("amount")),
+      ]),
+      updated_at_ms: movedAt(eb, arg("nowMs"), engine),
     }))
     .where("id", "=", arg("accountId"))
     .where("balance_micros", ">=", arg("amount"))
-    .returning("balance_micros"),
+    .returning(["balance_micros", "updated_at_ms"]),
 );
 
-const insertTransaction = prepared<Omit<TransactionRow, "seq">, unknown>((db, arg) =>
-  db.insertInto("transactions").values({
-    id: arg("id"),
-    project_id: arg("project_id"),
-    account_id: arg("account_id"),
-    type: arg("type"),
-    amount_micros: arg("amount_micros"),
-    balance_after_micros: arg("balance_after_micros"),
-    description: arg("description"),
-    metadata: arg("metadata"),
-    source: arg("source"),
-    reservation_id: arg("reservation_id"),
-    account_plan_id: arg("account_plan_id"),
-    created_at_ms: arg("created_at_ms"),
-  }),
+/** Both engines return the new row's `seq` (SQLite's rowid, PostgreSQL's identity). */
+const insertTransaction = prepared<Omit<TransactionRow, "seq">, { seq: number }>((db, arg) =>
+  db
+    .insertInto("transactions")
+    .values({
+      id: arg("id"),
+      project_id: arg("project_id"),
+      account_id: arg("account_id"),
+      type: arg("type"),
+      amount_micros: arg("amount_micros"),
+      balance_after_micros: arg("balance_after_micros"),
+      description: arg("description"),
+      metadata: arg("metadata"),
+      source: arg("source"),
+      reservation_id: arg("reservation_id"),
+      account_plan_id: arg("account_plan_id"),
+      created_at_ms: arg("created_at_ms"),
+    })
+    .returning("seq"),
 );
 
 /** ISO 8601 UTC timestamp of epoch milliseconds. */

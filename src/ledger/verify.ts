@@ -6,8 +6,13 @@
  *   from 0), and the last row's balanceAfter = the balance;
  * - 0 ≤ balance ≤ 9e9 credits; reserved ≤ balance;
  * - every confirmed reservation names an existing debit of its account.
+ *
+ * The ledger is read in `seq` order: on PostgreSQL too, an account's entries ascend in seq along
+ * their balanceAfter chain, since each is inserted under the account's row lock.
  */
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
+import { engineOf } from "../db/engine.ts";
+import { UNBOUNDED_STATEMENT } from "../db/postgres.ts";
 import type { DB } from "../db/schema.ts";
 import { fromMicros, MAX_BALANCE_MICROS } from "../money.ts";
 import { reservedMicros } from "./core.ts";
@@ -59,8 +64,24 @@ async function checkChains(db: Kysely<DB>, balances: Map<string, number>, proble
   return count;
 }
 
-/** Runs every check at `nowMs`. Read-only. */
+/**
+ * Runs every check at `nowMs`. Read-only. On PostgreSQL every check reads one snapshot (a
+ * REPEATABLE READ, READ ONLY transaction without statement timeouts), so it may run while
+ * service processes write.
+ */
 export async function verifyLedger(db: Kysely<DB>, nowMs: number): Promise<VerifyReport> {
+  if (engineOf(db) !== "postgres") return checkLedger(db, nowMs);
+  return db
+    .transaction()
+    .setIsolationLevel("repeatable read")
+    .setAccessMode("read only")
+    .execute(async (trx) => {
+      await sql`${sql.raw(UNBOUNDED_STATEMENT)}SET LOCAL statement_timeout = 0`.execute(trx);
+      return checkLedger(trx, nowMs);
+    });
+}
+
+async function checkLedger(db: Kysely<DB>, nowMs: number): Promise<VerifyReport> {
   const problems: string[] = [];
   const accounts = await db
     .selectFrom("accounts")

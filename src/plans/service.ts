@@ -3,6 +3,7 @@
  * never deleted. An account has at most one active assignment; assigning replaces it.
  */
 import type { Kysely, Transaction } from "kysely";
+import { locksRows } from "../db/engine.ts";
 import type { AccountPlanRow, DB, PlanInterval, PlanRow, StartMode } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
@@ -191,13 +192,21 @@ export async function cancelAssignment(
   accountPlanId: string,
   nowMs: number,
 ) {
-  const ap = await trx
-    .selectFrom("account_plans")
-    .selectAll()
-    .where("id", "=", accountPlanId)
-    .where("project_id", "=", projectId)
-    .executeTakeFirst();
+  const byId = () =>
+    trx
+      .selectFrom("account_plans")
+      .selectAll()
+      .where("id", "=", accountPlanId)
+      .where("project_id", "=", projectId)
+      .executeTakeFirst();
+  let ap = await byId();
   if (!ap) throw new ApiError("ACCOUNT_PLAN_NOT_FOUND", `Account plan ${accountPlanId} not found`);
+  if (locksRows(trx)) {
+    // On PostgreSQL every change to an account's assignments holds the account's row lock,
+    // taken before the assignment is read (again): a concurrent grant or assignment is over.
+    await findAccount(trx, projectId, ap.account_id);
+    ap = (await byId()) ?? ap;
+  }
   // Periods due before the cancellation are granted; an assignment whose last period is over
   // has completed and can no longer be cancelled.
   const settled = ap.active === 1 ? (await settleDue(trx, ap, nowMs)).ap : ap;

@@ -4,6 +4,7 @@
  * in `reserved` at its expiresAt whether or not the sweeper has marked it.
  */
 import type { Kysely, Transaction } from "kysely";
+import { locksRows } from "../db/engine.ts";
 import { prepared } from "../db/prepared.ts";
 import type { DB, ReservationRow, ReservationStatus } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
@@ -28,13 +29,20 @@ const insertReservation = prepared<ReservationRow, unknown>((db, arg) =>
   }),
 );
 
+/**
+ * A reservation by id. On PostgreSQL it is read `FOR UPDATE` (it is only read to be settled):
+ * a second confirm or cancel, or the sweeper, waits for the first to commit and then sees the
+ * hold ended, so a hold ends exactly once across processes.
+ */
 const reservationById = prepared<{ projectId: string; reservationId: string }, ReservationRow>(
-  (db, arg) =>
-    db
+  (db, arg, engine) => {
+    const query = db
       .selectFrom("reservations")
       .selectAll()
       .where("id", "=", arg("reservationId"))
-      .where("project_id", "=", arg("projectId")),
+      .where("project_id", "=", arg("projectId"));
+    return engine === "postgres" ? query.forUpdate() : query;
+  },
 );
 
 /** Ends a pending hold; the `status = 'pending'` guard makes a second ending a no-op. */
@@ -120,7 +128,7 @@ export async function createReservation(
     actual_micros: null,
     transaction_id: null,
   };
-  await trx.executeQuery(insertReservation(row));
+  await trx.executeQuery(insertReservation(trx, row));
   return row;
 }
 
@@ -134,7 +142,7 @@ async function pendingReservation(
   reservationId: string,
   nowMs: number,
 ): Promise<ReservationRow> {
-  const row = (await trx.executeQuery(reservationById({ projectId, reservationId }))).rows[0];
+  const row = (await trx.executeQuery(reservationById(trx, { projectId, reservationId }))).rows[0];
   if (!row) throw new ApiError("RESERVATION_NOT_FOUND", `Reservation ${reservationId} not found`);
   const status = effectiveStatus(row, nowMs);
   if (status !== "pending") {
@@ -179,7 +187,7 @@ export async function confirmReservation(
     nowMs,
   });
   await trx.executeQuery(
-    settleReservation({
+    settleReservation(trx, {
       id: hold.id,
       status: "confirmed",
       nowMs,
@@ -202,7 +210,7 @@ export async function cancelReservation(
 ): Promise<ReservationRow> {
   const hold = await pendingReservation(trx, projectId, reservationId, nowMs);
   await trx.executeQuery(
-    settleReservation({
+    settleReservation(trx, {
       id: hold.id,
       status: "cancelled",
       nowMs,
@@ -242,16 +250,20 @@ export async function listReservations(
  * @returns how many were marked
  */
 export async function expireReservations(trx: Transaction<DB>, nowMs: number, limit: number) {
+  // On PostgreSQL, holds another transaction is settling (or another process's sweeper is
+  // marking) are skipped, not waited for; the status guard holds for the rows it does take.
   const due = trx
     .selectFrom("reservations")
     .select("id")
     .where("status", "=", "pending")
     .where("expires_at_ms", "<=", nowMs)
-    .limit(limit);
+    .limit(limit)
+    .$if(locksRows(trx), (q) => q.forUpdate().skipLocked());
   const result = await trx
     .updateTable("reservations")
     .set((eb) => ({ status: "expired", settled_at_ms: eb.ref("expires_at_ms") }))
     .where("id", "in", due)
+    .where("status", "=", "pending")
     .executeTakeFirst();
   return Number(result.numUpdatedRows);
 }

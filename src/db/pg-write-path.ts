@@ -1,0 +1,112 @@
+/**
+ * PostgreSQL's write path (see docs/design.md, "Engines: SQLite and PostgreSQL").
+ *
+ * Each unit runs in its own READ COMMITTED transaction; several run at once, in this process and
+ * in others. A unit locks what it changes before it reads what it decides on (the account row
+ * `FOR UPDATE` before its holds are summed, a reservation `FOR UPDATE` before it is settled; see
+ * `locksRows`), so two units on one account take turns while units on different accounts run
+ * side by side. Under READ COMMITTED each statement after a lock sees every commit made before
+ * the lock was granted.
+ *
+ * A conflict between transactions (serialization failure 40001, deadlock 40P01, lock timeout
+ * 55P03, or a unique violation a concurrent unit caused, see `isRetryableConflict`) rolls the
+ * whole unit back, and the unit runs again in a new transaction with a new `nowMs`, after a short
+ * random pause, at most MAX_ATTEMPTS times and within RETRY_BUDGET_MS. When those run out the
+ * caller gets 503 SERVICE_UNAVAILABLE and nothing was applied; a conflict is never a 500. A
+ * database that cannot be reached is a 503 at once (not retried: a commit whose answer was lost
+ * may have been applied, and only the caller's Idempotency-Key makes repeating it safe).
+ */
+import { ApiError } from "../errors.ts";
+import type { Database } from "./client.ts";
+import { isRetryableConflict, isUnavailable, unavailableError } from "./postgres.ts";
+import type { Clock, WriteQueue, WriteQueueOptions, WriteUnit } from "./write-queue.ts";
+
+/** Most transactions one unit runs in before the caller gets a 503. */
+export const MAX_ATTEMPTS = 12;
+/** Milliseconds after which a unit that keeps conflicting is not tried again. */
+export const RETRY_BUDGET_MS = 4000;
+/** The first pause before a retry, in ms; each retry doubles it (with jitter), up to 200 ms. */
+const FIRST_PAUSE_MS = 2;
+const MAX_PAUSE_MS = 200;
+
+export class PostgresWritePath implements WriteQueue {
+  readonly #db: Database;
+  readonly #clock: Clock;
+  readonly #onBatch: WriteQueueOptions["onBatch"];
+  readonly #inFlight = new Set<Promise<unknown>>();
+
+  constructor(db: Database, clock: Clock, options: WriteQueueOptions) {
+    this.#db = db;
+    this.#clock = clock;
+    this.#onBatch = options.onBatch;
+  }
+
+  get depth(): number {
+    return this.#inFlight.size;
+  }
+
+  run<T>(unit: WriteUnit<T>): Promise<T> {
+    const running = this.#runWithRetries(unit);
+    const settled = running.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#inFlight.add(settled);
+    void settled.then(() => this.#inFlight.delete(settled));
+    return running;
+  }
+
+  async idle(): Promise<void> {
+    while (this.#inFlight.size > 0) await Promise.all(this.#inFlight);
+  }
+
+  async #runWithRetries<T>(unit: WriteUnit<T>): Promise<T> {
+    const deadline = performance.now() + RETRY_BUDGET_MS;
+    for (let attempt = 1; ; attempt++) {
+      const started = performance.now();
+      let unitThrew = false;
+      try {
+        const value = await this.#db.write.transaction().execute(async (trx) => {
+          try {
+            return await unit(trx, this.#clock());
+          } catch (err) {
+            unitThrew = true;
+            throw err;
+          }
+        });
+        this.#report(started, false, true);
+        return value;
+      } catch (err) {
+        const conflict = isRetryableConflict(err);
+        const unavailable = !conflict && isUnavailable(err);
+        // A unit that refused (402, 409, …) ended its transaction as intended: only a conflict
+        // or a lost database counts as a failed transaction.
+        this.#report(started, unitThrew, unitThrew && !conflict && !unavailable);
+        if (conflict) {
+          if (attempt < MAX_ATTEMPTS && performance.now() < deadline) {
+            await pause(attempt);
+            continue;
+          }
+          throw unavailableError(err);
+        }
+        if (err instanceof ApiError || !unavailable) throw err;
+        throw unavailableError(err);
+      }
+    }
+  }
+
+  #report(started: number, unitThrew: boolean, committed: boolean): void {
+    this.#onBatch?.({
+      units: 1,
+      failedUnits: unitThrew ? 1 : 0,
+      durationMs: performance.now() - started,
+      committed,
+    });
+  }
+}
+
+/** Waits a random time up to FIRST_PAUSE_MS × 2^(attempt−1), capped at MAX_PAUSE_MS. */
+function pause(attempt: number): Promise<void> {
+  const ceiling = Math.min(MAX_PAUSE_MS, FIRST_PAUSE_MS * 2 ** (attempt - 1));
+  return new Promise((resolve) => setTimeout(resolve, Math.random() * ceiling));
+}
