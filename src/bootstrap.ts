@@ -1,5 +1,5 @@
 /**
- * First-start setup (contract §3, §9): a default project with one API key when the database has
+ * First-start setup (see docs/operations.md, "Install and start"): a default project with one API key when the database has
  * no project, and the shipped model catalog when the catalog is empty.
  */
 import type { Kysely, Transaction } from "kysely";
