@@ -1,6 +1,7 @@
 /**
- * First-start setup (see docs/operations.md, "Install and start"): a default project with one API key when the database has
- * no project, and the shipped model catalog when the catalog is empty.
+ * First-start setup (see docs/operations.md, "Install and start"): a default project with one
+ * API key when the database has no project, and the shipped model catalog when the catalog is
+ * empty.
  */
 import type { Kysely, Transaction } from "kysely";
 import { lockKey } from "./db/locks.ts";
