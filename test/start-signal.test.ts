@@ -117,6 +117,8 @@ describe("npm start", () => {
           `npm start: listening after ${startSeconds.toFixed(2)} s; ${signal}: npm exited after ${stopSeconds.toFixed(2)} s\n`,
         );
       } finally {
+        // A failed assertion must not leave this test's processes running: end each by its id.
+        for (const pid of processesIn(copy)) process.kill(pid, "SIGKILL");
         await database.drop();
         rmSync(data, { recursive: true, force: true });
       }
