@@ -81,7 +81,7 @@ async function errorCode(c: Context): Promise<string | undefined> {
 
 /** Builds the app over `deps`. */
 export function createApp(deps: AppDeps): App {
-  const app: App = new OpenAPIHono<AppEnv>({ defaultHook: validationHook as never });
+  const app: App = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   app.use("*", exactJsonResponses());
   app.use("*", requestId);
   app.use("*", observe(deps));

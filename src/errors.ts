@@ -87,7 +87,7 @@ export function validationError(target: string, error: ZodError): ApiError {
 
 /** The zod-openapi default hook: a failed validation becomes a 400 in the contract's format. */
 export function validationHook(
-  result: { success: true } | { success: false; error: ZodError; target: string },
+  result: { target: string } & ({ success: true } | { success: false; error: ZodError }),
   c: Context,
 ): Response | undefined {
   if (result.success) return undefined;

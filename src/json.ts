@@ -50,3 +50,12 @@ export function stringifyJson(value: unknown): string {
 export function parseJsonColumn(text: string | null): Record<string, unknown> | null {
   return text === null ? null : (parseJsonText(text) as Record<string, unknown>);
 }
+
+/**
+ * Parses JSON text that this service wrote and will write again unchanged (a stored response
+ * being replayed): every number stays a `LosslessNumber` holding its literal, so writing the
+ * value back with `stringifyJson` gives the same text, digit for digit.
+ */
+export function parseJsonVerbatim(text: string): unknown {
+  return parse(text);
+}

@@ -140,6 +140,20 @@ describe("accounts", () => {
       expect(res.body.accounts[0]).toMatchObject({ balance: 0, developerId: t.projectId });
     });
 
+    it("bounds the list at 50 by default and then reports pagination", async () => {
+      for (let i = 0; i < 52; i++) await create({ externalId: `bulk-${i}` });
+      const res = await t.api("GET", "/v1/accounts");
+      expect(res.status).toBe(200);
+      expect(res.body.accounts).toHaveLength(50);
+      expect(res.body.pagination).toEqual({ limit: 50, offset: 0, totalCount: 52, hasMore: true });
+      const rest = await t.api("GET", "/v1/accounts?offset=50");
+      expect(rest.body.accounts.map((a: { externalId: string }) => a.externalId)).toEqual([
+        "bulk-50",
+        "bulk-51",
+      ]);
+      expect((await t.api("GET", "/v1/accounts?limit=501")).status).toBe(400);
+    });
+
     it("paginates with limit/offset and reports pagination", async () => {
       for (const id of ["a", "b", "c"]) await create({ externalId: id });
       const first = await t.api("GET", "/v1/accounts?limit=2");

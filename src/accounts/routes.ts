@@ -2,7 +2,8 @@
 import { createRoute } from "@hono/zod-openapi";
 import type { App, AppDeps } from "../http/context.ts";
 import { runWrite } from "../http/idempotency.ts";
-import { errorResponses, jsonBody, okJson } from "../http/schemas.ts";
+import { ok } from "../http/respond.ts";
+import { errorResponses, jsonBody, okJson, pagination } from "../http/schemas.ts";
 import {
   accountRefQuery,
   accountSchema,
@@ -68,34 +69,32 @@ export function registerAccountRoutes(app: App, deps: AppDeps): void {
   app.openapi(createRoute_, async (c) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, async (trx, nowMs) => {
+    return runWrite(c, deps.queue, createRoute_, async (trx, nowMs, reply) => {
       const row = await createAccount(trx, projectId, body, nowMs);
-      return { status: 200, body: { success: true, account: accountJson(row) } };
-    }) as never;
+      return reply({ success: true, account: accountJson(row) });
+    });
   });
 
   app.openapi(listRoute, async (c) => {
     const query = c.req.valid("query");
-    const paged = query.limit !== undefined || query.offset !== undefined;
-    const page = paged ? { limit: query.limit ?? 50, offset: query.offset ?? 0 } : undefined;
+    const page = { limit: query.limit, offset: query.offset };
     const { rows, totalCount } = await listAccounts(deps.db.read, c.get("projectId"), page);
     const accounts = rows.map(accountJson);
-    if (!page) return c.json({ accounts }, 200);
-    const pagination = {
-      ...page,
-      totalCount,
-      hasMore: page.offset + rows.length < totalCount,
-    };
-    return c.json({ accounts, pagination }, 200);
+    const paging = pagination(page, rows.length, totalCount);
+    // The list is bounded like every other; `pagination` comes when the caller paged, or when
+    // the page does not hold every account (docs/api.md#account-list).
+    const asked = c.req.query("limit") !== undefined || c.req.query("offset") !== undefined;
+    if (!asked && !paging.hasMore) return ok(c, listRoute, { accounts });
+    return ok(c, listRoute, { accounts, pagination: paging });
   });
 
   app.openapi(getRoute, async (c) => {
     const account = await resolveAccount(deps.db.read, c.get("projectId"), c.req.valid("query"));
-    return c.json(accountJson(account), 200);
+    return ok(c, getRoute, accountJson(account));
   });
 
   app.openapi(balanceRoute, async (c) => {
     const account = await resolveAccount(deps.db.read, c.get("projectId"), c.req.valid("query"));
-    return c.json(await balanceView(deps.db.read, account, deps.clock()), 200);
+    return ok(c, balanceRoute, await balanceView(deps.db.read, account, deps.clock()));
   });
 }

@@ -5,13 +5,15 @@
 import type { Kysely, Transaction } from "kysely";
 import type { AccountRow, DB } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
+import type { WireOf } from "../http/respond.ts";
 import { newId } from "../ids.ts";
 import { parseJsonColumn, stringifyJson } from "../json.ts";
 import { balanceOf, findAccount, findAccountByExternalId, iso } from "../ledger/core.ts";
 import { fromMicros } from "../money.ts";
+import type { accountSchema, balanceSchema } from "./schemas.ts";
 
 /** The API's Account object. */
-export function accountJson(row: AccountRow) {
+export function accountJson(row: AccountRow): WireOf<typeof accountSchema> {
   return {
     id: row.id,
     developerId: row.project_id,
@@ -72,17 +74,17 @@ export async function createAccount(
 export async function listAccounts(
   db: Kysely<DB>,
   projectId: string,
-  page: { limit: number; offset: number } | undefined,
+  page: { limit: number; offset: number },
 ) {
-  let query = db
+  const rows = await db
     .selectFrom("accounts")
     .selectAll()
     .where("project_id", "=", projectId)
     .orderBy("created_at_ms")
-    .orderBy("id");
-  if (page) query = query.limit(page.limit).offset(page.offset);
-  const rows = await query.execute();
-  if (!page) return { rows, totalCount: rows.length };
+    .orderBy("id")
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
   const { count } = await db
     .selectFrom("accounts")
     .select((eb) => eb.fn.countAll<number>().as("count"))
@@ -115,7 +117,11 @@ export async function resolveAccount(
 }
 
 /** The Balance view (spec §2) of an account at `nowMs`. */
-export async function balanceView(db: Kysely<DB>, account: AccountRow, nowMs: number) {
+export async function balanceView(
+  db: Kysely<DB>,
+  account: AccountRow,
+  nowMs: number,
+): Promise<WireOf<typeof balanceSchema>> {
   const { balance, reserved, available } = await balanceOf(db, account, nowMs);
   return {
     accountId: account.id,

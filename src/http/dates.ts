@@ -62,3 +62,18 @@ export function parseDateParam(text: string): ParsedDate | null {
 export function boundMs(parsed: ParsedDate, end: boolean): number {
   return end && parsed.dateOnly ? parsed.ms + DAY_MS - 1 : parsed.ms;
 }
+
+/**
+ * Epoch-millisecond bounds of `startDate`/`endDate` query parameters that their schema already
+ * validated (`undefined` where not given), both inclusive.
+ * @throws Error when a date was not validated (a bug, not a client error)
+ */
+export function dateRangeMs(startDate?: string, endDate?: string) {
+  const bound = (text: string | undefined, end: boolean) => {
+    if (text === undefined) return undefined;
+    const parsed = parseDateParam(text);
+    if (!parsed) throw new Error(`date ${text} was not validated`);
+    return boundMs(parsed, end);
+  };
+  return { startMs: bound(startDate, false), endMs: bound(endDate, true) };
+}

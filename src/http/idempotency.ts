@@ -8,6 +8,7 @@
  * for 24 hours when path and body (as a JSON value) match, else 409.
  */
 import { createHash } from "node:crypto";
+import type { RouteConfig } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Transaction } from "kysely";
 import { lockKey } from "../db/locks.ts";
@@ -15,17 +16,12 @@ import { prepared } from "../db/prepared.ts";
 import type { DB, IdempotencyKeyRow } from "../db/schema.ts";
 import type { WriteQueue } from "../db/write-queue.ts";
 import { ApiError } from "../errors.ts";
-import { isLosslessNumber, stringifyJson } from "../json.ts";
+import { isLosslessNumber, parseJsonVerbatim, stringifyJson } from "../json.ts";
 import type { AppEnv } from "./context.ts";
+import { ok, type Replied, type Reply, type RouteBody, replyFor } from "./respond.ts";
 
 /** How long a stored response is replayed, in milliseconds (contract §4: 24 hours). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
-
-/** What a write unit answers: an HTTP status and a JSON body. */
-export interface UnitResponse {
-  status: 200 | 201;
-  body: unknown;
-}
 
 const storedResponse = prepared<{ projectId: string; key: string }, IdempotencyKeyRow>((db, arg) =>
   db
@@ -78,21 +74,25 @@ function idempotencyKeyOf(c: Context<AppEnv>): string | undefined {
 }
 
 /**
- * Runs a write unit through the queue, honouring the request's Idempotency-Key.
+ * Runs a write unit through the queue, honouring the request's Idempotency-Key, and answers 200
+ * with the body the unit built for `route` with its `reply`.
  * The reuse check hashes the raw JSON body as sent (not the validated one, which drops unknown
  * fields), so a body with one more field is another body.
- * @returns the HTTP response (a replay carries `Idempotent-Replayed: true`)
+ * @returns the HTTP response (a replay carries `Idempotent-Replayed: true` and the first
+ *   response's text, digit for digit)
  * @throws ApiError IDEMPOTENCY_KEY_REUSED, or whatever the unit throws
  */
-export async function runWrite(
+export async function runWrite<R extends RouteConfig>(
   c: Context<AppEnv>,
   queue: WriteQueue,
-  unit: (trx: Transaction<DB>, nowMs: number) => Promise<UnitResponse>,
-): Promise<Response> {
+  route: R,
+  unit: (trx: Transaction<DB>, nowMs: number, reply: Reply<R>) => Promise<Replied<R>>,
+) {
+  const reply = replyFor(route);
   const key = idempotencyKeyOf(c);
   if (key === undefined) {
-    const result = await queue.run(unit);
-    return c.json(result.body as object, result.status);
+    const { body } = await queue.run((trx, nowMs) => unit(trx, nowMs, reply));
+    return ok(c, route, body);
   }
   const projectId = c.get("projectId");
   const path = c.req.path;
@@ -109,7 +109,7 @@ export async function runWrite(
           "This Idempotency-Key was used with another path or body",
         );
       }
-      return { replayed: true, status: stored.response_status, text: stored.response_body };
+      return { replayed: true as const, text: stored.response_body };
     }
     if (stored) {
       await trx
@@ -118,24 +118,27 @@ export async function runWrite(
         .where("idempotency_key", "=", key)
         .execute();
     }
-    const response = await unit(trx, nowMs);
-    const text = stringifyJson(response.body);
+    const { body } = await unit(trx, nowMs, reply);
+    const text = stringifyJson(body);
     await trx.executeQuery(
       storeResponse(trx, {
         project_id: projectId,
         idempotency_key: key,
         request_path: path,
         request_hash: hash,
-        response_status: response.status,
+        response_status: 200,
         response_body: text,
         created_at_ms: nowMs,
       }),
     );
-    return { replayed: false, status: response.status, text };
+    return { replayed: false as const, body };
   });
-  const headers: Record<string, string> = { "Content-Type": "application/json" };
-  if (result.replayed) headers["Idempotent-Replayed"] = "true";
-  return c.body(result.text, result.status as 200, headers);
+  if (!result.replayed) return ok(c, route, result.body);
+  c.header("Idempotent-Replayed", "true");
+  // The stored text is the response this route gave to the first request with this key (the
+  // path is part of the check above), so it has the route's body type; it is parsed verbatim so
+  // that the replay is the same text.
+  return ok(c, route, parseJsonVerbatim(result.text) as RouteBody<R>);
 }
 
 /** Deletes stored responses older than 24 hours. @returns how many were deleted. */

@@ -8,7 +8,7 @@ import { z } from "@hono/zod-openapi";
 import { ERROR_STATUS, type ErrorBody, type ErrorCode } from "../errors.ts";
 import { isLosslessNumber, type JsonNumber, stringifyJson } from "../json.ts";
 import { literalToMicros, MAX_AMOUNT_MICROS, MICROS_PER_UNIT } from "../money.ts";
-import { parseDateParam } from "./dates.ts";
+import { boundMs, parseDateParam } from "./dates.ts";
 import { exampleErrors } from "./examples.ts";
 import { stringProblem } from "./json.ts";
 
@@ -149,9 +149,9 @@ const STATUS_TEXT: Record<number, string> = {
 };
 
 /** The codes every route may answer. */
-const COMMON_CODES: ErrorCode[] = ["VALIDATION_ERROR", "UNAUTHORIZED", "INTERNAL_ERROR"];
+const COMMON_CODES = ["VALIDATION_ERROR", "UNAUTHORIZED", "INTERNAL_ERROR"] as const;
+type CommonCode = (typeof COMMON_CODES)[number];
 
-type ErrorStatus = (typeof ERROR_STATUS)[ErrorCode];
 interface ErrorResponseConfig {
   description: string;
   content: {
@@ -161,6 +161,11 @@ interface ErrorResponseConfig {
     };
   };
 }
+
+/** The error responses of a route answering codes `C` (and the common ones), by status. */
+export type ErrorResponses<C extends ErrorCode> = {
+  [S in (typeof ERROR_STATUS)[C | CommonCode]]: ErrorResponseConfig;
+};
 
 function errorExample(code: ErrorCode): ErrorBody {
   const { message, details } = exampleErrors[code];
@@ -172,14 +177,13 @@ function errorExample(code: ErrorCode): ErrorBody {
 
 /**
  * OpenAPI error responses for the given codes (plus 400, 401 and 500, which every route has),
- * with an example body of each code.
+ * with an example body of each code, keyed by exactly the statuses those codes have.
  */
-export function errorResponses(
-  ...codes: ErrorCode[]
-): Partial<Record<ErrorStatus, ErrorResponseConfig>> {
+export function errorResponses<C extends ErrorCode = never>(...codes: C[]): ErrorResponses<C>;
+export function errorResponses(...codes: ErrorCode[]): Record<number, ErrorResponseConfig> {
   const all = [...new Set<ErrorCode>([...COMMON_CODES, ...codes])];
   const statuses = [...new Set(all.map((code) => ERROR_STATUS[code]))].sort();
-  const out: Partial<Record<ErrorStatus, ErrorResponseConfig>> = {};
+  const out: Record<number, ErrorResponseConfig> = {};
   for (const status of statuses) {
     const names = all.filter((code) => ERROR_STATUS[code] === status);
     const text = STATUS_TEXT[status] ?? "Error";
@@ -197,12 +201,15 @@ export function errorResponses(
 
 /** A JSON request body for a route (required, application/json). */
 export function jsonBody<T extends z.ZodType>(schema: T) {
-  return { required: true, content: { "application/json": { schema } } } as const;
+  return { required: true as const, content: { "application/json": { schema } } };
 }
 
-/** A 200 JSON response for a route. */
+/**
+ * A 200 JSON response for a route. Not `as const`: zod-openapi types a handler's responses only
+ * from mutable response objects, and a readonly one would switch that check off.
+ */
 export function okJson<T extends z.ZodType>(schema: T, description: string) {
-  return { 200: { description, content: { "application/json": { schema } } } } as const;
+  return { 200: { description, content: { "application/json": { schema } } } };
 }
 
 /**
@@ -239,7 +246,7 @@ export function requiringAccount<T extends z.ZodRawShape>(shape: T) {
   );
 }
 
-/** `startDate` and `endDate` query parameters (contract §6), both inclusive. */
+/** `startDate` and `endDate` query parameters, both inclusive (docs/api.md#dates). */
 export const dateRangeQuery = {
   startDate: isoDateOrDateTime
     .optional()
@@ -250,8 +257,22 @@ export const dateRangeQuery = {
 };
 
 /**
- * `limit` and `offset` query parameters (both optional; the route applies `defaultLimit` and
- * offset 0 when absent). Outside 1–maxLimit, or a negative offset, is a 400 (contract §6).
+ * The date-range rule of a query with `dateRangeQuery`: `startDate` is not after `endDate`
+ * (a date-only end covering its whole day). Use as `.refine(datesInOrder, datesInOrderError)`.
+ */
+export function datesInOrder(q: { startDate?: string | undefined; endDate?: string | undefined }) {
+  if (q.startDate === undefined || q.endDate === undefined) return true;
+  const start = parseDateParam(q.startDate);
+  const end = parseDateParam(q.endDate);
+  return start === null || end === null || boundMs(start, false) <= boundMs(end, true);
+}
+
+/** The 400 of `datesInOrder`, on `query.startDate`. */
+export const datesInOrderError = { message: "must not be after endDate", path: ["startDate"] };
+
+/**
+ * `limit` and `offset` query parameters with their defaults (`defaultLimit`, 0). Outside
+ * 1–maxLimit, or a negative offset, is a 400 (docs/api.md#transaction-list).
  */
 export function pageQuery(defaultLimit: number, maxLimit: number) {
   return {
@@ -260,16 +281,21 @@ export function pageQuery(defaultLimit: number, maxLimit: number) {
       .int()
       .min(1)
       .max(maxLimit)
-      .optional()
+      .default(defaultLimit)
       .openapi({ description: `1-${maxLimit}, default ${defaultLimit}`, example: defaultLimit }),
     offset: z.coerce
       .number()
       .int()
       .min(0)
       .max(Number.MAX_SAFE_INTEGER)
-      .optional()
+      .default(0)
       .openapi({ description: "default 0", example: 0 }),
   };
+}
+
+/** The `pagination` object of a list: `hasMore` when rows exist beyond this page. */
+export function pagination(page: { limit: number; offset: number }, rows: number, total: number) {
+  return { ...page, totalCount: total, hasMore: page.offset + rows < total };
 }
 
 export const paginationSchema = z

@@ -22,9 +22,11 @@ import type {
   TransactionType,
 } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
+import type { WireOf } from "../http/respond.ts";
 import { INTERNAL_ACCOUNT_ID, newId } from "../ids.ts";
 import { parseJsonColumn, stringifyJson } from "../json.ts";
 import { fromMicros, MAX_BALANCE_MICROS } from "../money.ts";
+import type { transactionSchema } from "./schemas.ts";
 
 type Reader = Kysely<DB> | Transaction<DB>;
 
@@ -329,7 +331,7 @@ export function iso(ms: number): string {
 }
 
 /** The API's Transaction object (spec §2). */
-export function transactionJson(row: TransactionRow) {
+export function transactionJson(row: TransactionRow): WireOf<typeof transactionSchema> {
   return {
     id: row.id,
     accountId: row.account_id,

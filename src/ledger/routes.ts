@@ -1,10 +1,13 @@
 /** Routes of spec §4.2 (add, deduct) and §4.5 (transaction list, manual transaction). */
 import { createRoute } from "@hono/zod-openapi";
-import type { Context } from "hono";
+import type { Transaction } from "kysely";
 import { resolveAccount } from "../accounts/service.ts";
-import type { App, AppDeps, AppEnv } from "../http/context.ts";
+import type { DB } from "../db/schema.ts";
+import type { App, AppDeps } from "../http/context.ts";
+import { dateRangeMs } from "../http/dates.ts";
 import { runWrite } from "../http/idempotency.ts";
-import { errorResponses, jsonBody, okJson } from "../http/schemas.ts";
+import { ok } from "../http/respond.ts";
+import { errorResponses, jsonBody, okJson, pagination } from "../http/schemas.ts";
 import { fromMicros } from "../money.ts";
 import { transactionJson } from "./core.ts";
 import {
@@ -17,7 +20,7 @@ import {
   listTransactionsQuery,
   listTransactionsResponse,
 } from "./schemas.ts";
-import { dateRangeMs, listTransactions, moveCredits, withAuditData } from "./service.ts";
+import { listTransactions, moveCredits, withAuditData } from "./service.ts";
 
 const addRoute = createRoute({
   method: "post",
@@ -72,61 +75,75 @@ const createTxRoute = createRoute({
   },
 });
 
+/** What add and deduct take: the validated body of either route (amount in micro-credits). */
+interface AdjustmentBody {
+  accountId: string;
+  amount: number;
+  description?: string | undefined;
+  metadata?: Record<string, unknown> | undefined;
+  paymentMethod?: string | undefined;
+}
+
 /**
- * Add or deduct (spec §4.2): one ledger entry, answered with the new balance and the amount
- * under `added` or `deducted`.
+ * The movement of add or deduct: one ledger entry, with `paymentMethod` kept in its metadata.
+ * @returns the account and the stored entry
  */
-function adjustBalance(
-  deps: AppDeps,
-  kind:
-    | { type: "credit"; source: "add"; field: "added" }
-    | { type: "debit"; source: "deduct"; field: "deducted" },
+function adjust(
+  trx: Transaction<DB>,
+  projectId: string,
+  body: AdjustmentBody,
+  type: "credit" | "debit",
+  nowMs: number,
 ) {
-  return async (
-    c: Context<AppEnv>,
-    body: {
-      accountId: string;
-      amount: number;
-      description?: string | undefined;
-      metadata?: Record<string, unknown> | undefined;
-      paymentMethod?: string | undefined;
+  const metadata = { ...body.metadata };
+  if (body.paymentMethod !== undefined) metadata.paymentMethod = body.paymentMethod;
+  return moveCredits(
+    trx,
+    projectId,
+    {
+      accountRef: body.accountId,
+      type,
+      amountMicros: body.amount,
+      description: body.description,
+      metadata,
+      source: type === "credit" ? "add" : "deduct",
     },
-  ) => {
+    nowMs,
+  );
+}
+
+export function registerLedgerRoutes(app: App, deps: AppDeps): void {
+  app.openapi(addRoute, async (c) => {
+    const body = c.req.valid("json");
     const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, async (trx, nowMs) => {
-      const metadata = { ...body.metadata };
-      if (body.paymentMethod !== undefined) metadata.paymentMethod = body.paymentMethod;
-      const { account, row } = await moveCredits(
-        trx,
-        projectId,
-        {
-          accountRef: body.accountId,
-          type: kind.type,
-          amountMicros: body.amount,
-          description: body.description,
-          metadata,
-          source: kind.source,
-        },
-        nowMs,
-      );
-      const result = {
+    return runWrite(c, deps.queue, addRoute, async (trx, nowMs, reply) => {
+      const { account, row } = await adjust(trx, projectId, body, "credit", nowMs);
+      return reply({
         success: true,
         accountId: account.id,
         externalId: account.external_id,
         balance: fromMicros(row.balance_after_micros),
-        [kind.field]: fromMicros(row.amount_micros),
+        added: fromMicros(row.amount_micros),
         transactionId: row.id,
-      };
-      return { status: 200, body: result };
+      });
     });
-  };
-}
+  });
 
-export function registerLedgerRoutes(app: App, deps: AppDeps): void {
-  const add = adjustBalance(deps, { type: "credit", source: "add", field: "added" });
-  const deduct = adjustBalance(deps, { type: "debit", source: "deduct", field: "deducted" });
-  app.openapi(addRoute, (c) => add(c, c.req.valid("json")) as never);
-  app.openapi(deductRoute, (c) => deduct(c, c.req.valid("json")) as never);
+  app.openapi(deductRoute, async (c) => {
+    const body = c.req.valid("json");
+    const projectId = c.get("projectId");
+    return runWrite(c, deps.queue, deductRoute, async (trx, nowMs, reply) => {
+      const { account, row } = await adjust(trx, projectId, body, "debit", nowMs);
+      return reply({
+        success: true,
+        accountId: account.id,
+        externalId: account.external_id,
+        balance: fromMicros(row.balance_after_micros),
+        deducted: fromMicros(row.amount_micros),
+        transactionId: row.id,
+      });
+    });
+  });
 
   app.openapi(listRoute, async (c) => {
     const q = c.req.valid("query");
@@ -134,26 +151,23 @@ export function registerLedgerRoutes(app: App, deps: AppDeps): void {
     const { startMs, endMs } = dateRangeMs(q.startDate, q.endDate);
     const named = q.accountId !== undefined || q.externalId !== undefined;
     const account = named ? await resolveAccount(deps.db.read, projectId, q) : undefined;
-    const limit = q.limit ?? 50;
-    const offset = q.offset ?? 0;
+    const page = { limit: q.limit, offset: q.offset };
     const { rows, totalCount } = await listTransactions(deps.db.read, projectId, {
       accountId: account?.id,
       startMs,
       endMs,
-      limit,
-      offset,
+      ...page,
     });
     const parts = new Set((q.include ?? "").split(",").map((p) => p.trim()));
     const include = { reservation: parts.has("reservation"), usage: parts.has("usage") };
     const items = await withAuditData(deps.db.read, rows, include, deps.clock());
-    const pagination = { limit, offset, totalCount, hasMore: offset + rows.length < totalCount };
-    return c.json({ items, pagination } as never, 200);
+    return ok(c, listRoute, { items, pagination: pagination(page, rows.length, totalCount) });
   });
 
   app.openapi(createTxRoute, async (c) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, async (trx, nowMs) => {
+    return runWrite(c, deps.queue, createTxRoute, async (trx, nowMs, reply) => {
       const { row } = await moveCredits(
         trx,
         projectId,
@@ -179,7 +193,7 @@ export function registerLedgerRoutes(app: App, deps: AppDeps): void {
         description,
         metadata,
       };
-      return { status: 200, body: { success: true, transaction } };
-    }) as never;
+      return reply({ success: true, transaction });
+    });
   });
 }

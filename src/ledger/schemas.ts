@@ -11,6 +11,8 @@ import {
 import {
   creditAmount,
   dateRangeQuery,
+  datesInOrder,
+  datesInOrderError,
   descriptionString,
   idString,
   metadataSchema,
@@ -128,25 +130,27 @@ export const transactionSchema = z
     },
   });
 
-export const listTransactionsQuery = z.object({
-  accountId: idString
-    .optional()
-    .openapi({ description: "Internal id or externalId", example: ex.externalId }),
-  externalId: idString.optional().openapi({ example: ex.externalId }),
-  ...pageQuery(50, 500),
-  ...dateRangeQuery,
-  include: z
-    .string()
-    .max(100)
-    .refine((s) => s.split(",").every((p) => ["reservation", "usage", ""].includes(p.trim())), {
-      message: "comma list of reservation, usage",
-    })
-    .optional()
-    .openapi({
-      description: "Comma list of `reservation`, `usage`: audit data on each entry",
-      example: "reservation,usage",
-    }),
-});
+export const listTransactionsQuery = z
+  .object({
+    accountId: idString
+      .optional()
+      .openapi({ description: "Internal id or externalId", example: ex.externalId }),
+    externalId: idString.optional().openapi({ example: ex.externalId }),
+    ...pageQuery(50, 500),
+    ...dateRangeQuery,
+    include: z
+      .string()
+      .max(100)
+      .refine((s) => s.split(",").every((p) => ["reservation", "usage", ""].includes(p.trim())), {
+        message: "comma list of reservation, usage",
+      })
+      .optional()
+      .openapi({
+        description: "Comma list of `reservation`, `usage`: audit data on each entry",
+        example: "reservation,usage",
+      }),
+  })
+  .refine(datesInOrder, datesInOrderError);
 
 export const listTransactionsResponse = z
   .object({

@@ -12,7 +12,7 @@ import type {
   TransactionType,
 } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
-import { boundMs, parseDateParam } from "../http/dates.ts";
+import type { WireOf } from "../http/respond.ts";
 import { reservationJson } from "../reservations/service.ts";
 import { usageRecordJson } from "../usage/service.ts";
 import {
@@ -22,6 +22,7 @@ import {
   requireAvailable,
   transactionJson,
 } from "./core.ts";
+import type { transactionSchema } from "./schemas.ts";
 
 export interface MoveInput {
   accountRef: string;
@@ -86,69 +87,45 @@ export async function listTransactions(db: Kysely<DB>, projectId: string, f: Tra
 }
 
 /**
- * The audit data of `include=reservation,usage` (contract §6): each item gains `reservation`
- * (the reservation it settled, or null) and/or `usage` (the usage records naming it).
+ * The audit data of `include=reservation,usage` (docs/api.md#audit-data): each item gains
+ * `reservation` (the reservation it settled, or null) and/or `usage` (the usage records naming
+ * it, oldest first).
  */
 export async function withAuditData(
   db: Kysely<DB>,
   rows: TransactionRow[],
   include: { reservation: boolean; usage: boolean },
   nowMs: number,
-) {
-  const items: Record<string, unknown>[] = rows.map(transactionJson);
-  if (rows.length === 0) return items;
-  if (include.reservation) {
-    const ids = rows.map((r) => r.reservation_id).filter((id): id is string => id !== null);
-    const found = ids.length
-      ? await db.selectFrom("reservations").selectAll().where("id", "in", ids).execute()
+): Promise<WireOf<typeof transactionSchema>[]> {
+  const reservationIds = rows.flatMap((r) => (r.reservation_id === null ? [] : [r.reservation_id]));
+  const reservations =
+    include.reservation && reservationIds.length > 0
+      ? await db.selectFrom("reservations").selectAll().where("id", "in", reservationIds).execute()
       : [];
-    const byId = new Map(found.map((r) => [r.id, reservationJson(r, nowMs)]));
-    rows.forEach((row, i) => {
-      const item = items[i] as Record<string, unknown>;
-      item.reservation = row.reservation_id ? (byId.get(row.reservation_id) ?? null) : null;
-    });
-  }
-  if (include.usage) {
-    const usage = await db
-      .selectFrom("usage_records")
-      .selectAll()
-      .where(
-        "transaction_id",
-        "in",
-        rows.map((r) => r.id),
-      )
-      .orderBy("seq")
-      .execute();
-    rows.forEach((row, i) => {
-      const item = items[i] as Record<string, unknown>;
-      item.usage = usage.filter((u) => u.transaction_id === row.id).map(usageRecordJson);
-    });
-  }
-  return items;
-}
-
-/**
- * `startDate`/`endDate` (validated by the query schema; both inclusive) → epoch ms bounds. A
- * date-only end covers its whole UTC day; a date-time without offset is read as UTC.
- * @throws ApiError VALIDATION_ERROR when a date is not in the strict form, or start is after end
- */
-export function dateRangeMs(startDate?: string, endDate?: string) {
-  const parse = (s: string, end: boolean) => {
-    const parsed = parseDateParam(s);
-    if (!parsed) {
-      const field = end ? "endDate" : "startDate";
-      throw new ApiError("VALIDATION_ERROR", `Invalid query.${field}`, [
-        { path: `query.${field}`, message: "not a valid date or date-time" },
-      ]);
-    }
-    return boundMs(parsed, end);
-  };
-  const startMs = startDate === undefined ? undefined : parse(startDate, false);
-  const endMs = endDate === undefined ? undefined : parse(endDate, true);
-  if (startMs !== undefined && endMs !== undefined && startMs > endMs) {
-    throw new ApiError("VALIDATION_ERROR", "startDate is after endDate", [
-      { path: "query.startDate", message: "must not be after endDate" },
-    ]);
-  }
-  return { startMs, endMs };
+  const reservationById = new Map(reservations.map((r) => [r.id, reservationJson(r, nowMs)]));
+  const usage =
+    include.usage && rows.length > 0
+      ? await db
+          .selectFrom("usage_records")
+          .selectAll()
+          .where(
+            "transaction_id",
+            "in",
+            rows.map((r) => r.id),
+          )
+          .orderBy("seq")
+          .execute()
+      : [];
+  return rows.map((row) => ({
+    ...transactionJson(row),
+    ...(include.reservation
+      ? {
+          reservation:
+            row.reservation_id === null ? null : (reservationById.get(row.reservation_id) ?? null),
+        }
+      : {}),
+    ...(include.usage
+      ? { usage: usage.filter((u) => u.transaction_id === row.id).map(usageRecordJson) }
+      : {}),
+  }));
 }

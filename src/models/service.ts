@@ -6,9 +6,11 @@ import { readFile } from "node:fs/promises";
 import type { Kysely, Transaction } from "kysely";
 import type { DB, ModelRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
+import type { WireOf } from "../http/respond.ts";
 import { type ExactDecimal, fromMicros, type PriceMicros, validatedMicros } from "../money.ts";
 import { type CatalogModel, catalogFileSchema } from "./catalog-format.ts";
 import { convertLitellm, isLitellmMap } from "./litellm.ts";
+import type { modelSchema } from "./schemas.ts";
 
 /** The shipped catalog, relative to the repository root. */
 export const DEFAULT_CATALOG_URL = new URL(
@@ -17,7 +19,7 @@ export const DEFAULT_CATALOG_URL = new URL(
 );
 
 /** The API's Model object (spec §2). */
-export function modelJson(row: ModelRow) {
+export function modelJson(row: ModelRow): WireOf<typeof modelSchema> {
   const text: {
     inputPerMillion: ExactDecimal;
     outputPerMillion: ExactDecimal;

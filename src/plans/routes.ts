@@ -3,6 +3,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { resolveAccount } from "../accounts/service.ts";
 import type { App, AppDeps } from "../http/context.ts";
 import { runWrite } from "../http/idempotency.ts";
+import { ok } from "../http/respond.ts";
 import { errorResponses, jsonBody, okJson } from "../http/schemas.ts";
 import {
   assignPlanBody,
@@ -115,13 +116,13 @@ const cancelRoute = createRoute({
 export function registerPlanRoutes(app: App, deps: AppDeps): void {
   app.openapi(listRoute, async (c) => {
     const rows = await listPlans(deps.db.read, c.get("projectId"));
-    return c.json({ success: true as const, plans: rows.map(planJson) }, 200);
+    return ok(c, listRoute, { success: true, plans: rows.map(planJson) });
   });
 
   app.openapi(createPlanRoute, async (c) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, async (trx, nowMs) => {
+    return runWrite(c, deps.queue, createPlanRoute, async (trx, nowMs, reply) => {
       const row = await createPlan(
         trx,
         projectId,
@@ -138,8 +139,8 @@ export function registerPlanRoutes(app: App, deps: AppDeps): void {
         },
         nowMs,
       );
-      return { status: 200, body: { success: true, plan: planJson(row) } };
-    }) as never;
+      return reply({ success: true, plan: planJson(row) });
+    });
   });
 
   for (const [route, active] of [
@@ -149,10 +150,10 @@ export function registerPlanRoutes(app: App, deps: AppDeps): void {
     app.openapi(route, async (c) => {
       const body = c.req.valid("json");
       const projectId = c.get("projectId");
-      return runWrite(c, deps.queue, async (trx, nowMs) => {
+      return runWrite(c, deps.queue, route, async (trx, nowMs, reply) => {
         const row = await setPlanActive(trx, projectId, body.planId, active, nowMs);
-        return { status: 200, body: { success: true, plan: planJson(row) } };
-      }) as never;
+        return reply({ success: true, plan: planJson(row) });
+      });
     });
   }
 
@@ -168,13 +169,13 @@ export function registerPlanRoutes(app: App, deps: AppDeps): void {
         nowMs,
       ),
     );
-    return c.json({ success: true as const, plans }, 200);
+    return ok(c, listAssignedRoute, { success: true, plans });
   });
 
   app.openapi(assignRoute, async (c) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, async (trx, nowMs) => {
+    return runWrite(c, deps.queue, assignRoute, async (trx, nowMs, reply) => {
       const { ap, plan } = await assignPlan(
         trx,
         projectId,
@@ -185,16 +186,16 @@ export function registerPlanRoutes(app: App, deps: AppDeps): void {
         },
         nowMs,
       );
-      return { status: 200, body: { success: true, accountPlan: accountPlanJson(ap, plan) } };
-    }) as never;
+      return reply({ success: true, accountPlan: accountPlanJson(ap, plan) });
+    });
   });
 
   app.openapi(cancelRoute, async (c) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, async (trx, nowMs) => {
+    return runWrite(c, deps.queue, cancelRoute, async (trx, nowMs, reply) => {
       const { ap, plan } = await cancelAssignment(trx, projectId, body.accountPlanId, nowMs);
-      return { status: 200, body: { success: true, accountPlan: accountPlanJson(ap, plan) } };
-    }) as never;
+      return reply({ success: true, accountPlan: accountPlanJson(ap, plan) });
+    });
   });
 }

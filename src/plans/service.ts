@@ -6,14 +6,16 @@ import type { Kysely, Transaction } from "kysely";
 import { locksRows } from "../db/engine.ts";
 import type { AccountPlanRow, DB, PlanInterval, PlanRow, StartMode } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
+import type { WireOf } from "../http/respond.ts";
 import { newId } from "../ids.ts";
 import { findAccount, iso } from "../ledger/core.ts";
 import { fromMicros } from "../money.ts";
 import { endAssignment, grantNextPeriod, settleDue } from "./grants.ts";
 import { addIntervals, assignmentExpiresAt, nextGrantAt } from "./schedule.ts";
+import type { accountPlanSchema, planSchema } from "./schemas.ts";
 
 /** The API's Plan object (spec §2 plus the creation fields). */
-export function planJson(row: PlanRow) {
+export function planJson(row: PlanRow): WireOf<typeof planSchema> {
   return {
     id: row.id,
     name: row.name,
@@ -34,7 +36,7 @@ export function accountPlanJson(
   ap: AccountPlanRow,
   plan: Pick<PlanRow, "id" | "name" | "credits_micros">,
   nowMs?: number,
-) {
+): WireOf<typeof accountPlanSchema> {
   // Past its expiresAt an assignment is over, even before the grant job has recorded it.
   const over = nowMs !== undefined && ap.expires_at_ms !== null && ap.expires_at_ms <= nowMs;
   const at = (ms: number | null) => (ms === null ? null : iso(ms));

@@ -3,7 +3,8 @@ import { createRoute } from "@hono/zod-openapi";
 import { resolveAccount } from "../accounts/service.ts";
 import type { App, AppDeps } from "../http/context.ts";
 import { runWrite } from "../http/idempotency.ts";
-import { errorResponses, jsonBody, okJson } from "../http/schemas.ts";
+import { ok } from "../http/respond.ts";
+import { errorResponses, jsonBody, okJson, pagination } from "../http/schemas.ts";
 import { fromMicros } from "../money.ts";
 import {
   cancelReservationBody,
@@ -82,7 +83,7 @@ export function registerReservationRoutes(app: App, deps: AppDeps): void {
   app.openapi(createRoute_, async (c) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, async (trx, nowMs) => {
+    return runWrite(c, deps.queue, createRoute_, async (trx, nowMs, reply) => {
       const row = await createReservation(
         trx,
         projectId,
@@ -96,31 +97,31 @@ export function registerReservationRoutes(app: App, deps: AppDeps): void {
         },
         nowMs,
       );
-      return { status: 200, body: { success: true, reservation: reservationJson(row, nowMs) } };
-    }) as never;
+      return reply({ success: true, reservation: reservationJson(row, nowMs) });
+    });
   });
 
   app.openapi(listRoute, async (c) => {
     const q = c.req.valid("query");
     const account = await resolveAccount(deps.db.read, c.get("projectId"), q);
     const nowMs = deps.clock();
-    const limit = q.limit ?? 100;
-    const offset = q.offset ?? 0;
+    const page = { limit: q.limit, offset: q.offset };
     const { rows, totalCount } = await listReservations(deps.db.read, account.id, {
       activeOnly: q.activeOnly ?? false,
-      limit,
-      offset,
+      ...page,
       nowMs,
     });
-    const reservations = rows.map((r) => reservationJson(r, nowMs));
-    const pagination = { limit, offset, totalCount, hasMore: offset + rows.length < totalCount };
-    return c.json({ success: true as const, reservations, pagination }, 200);
+    return ok(c, listRoute, {
+      success: true,
+      reservations: rows.map((r) => reservationJson(r, nowMs)),
+      pagination: pagination(page, rows.length, totalCount),
+    });
   });
 
   app.openapi(confirmRoute, async (c) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, async (trx, nowMs) => {
+    return runWrite(c, deps.queue, confirmRoute, async (trx, nowMs, reply) => {
       const actual = body.actualAmount;
       const { hold, transaction } = await confirmReservation(
         trx,
@@ -129,7 +130,7 @@ export function registerReservationRoutes(app: App, deps: AppDeps): void {
         actual,
         nowMs,
       );
-      const result = {
+      return reply({
         success: true,
         reservationId: hold.id,
         transactionId: transaction.id,
@@ -137,23 +138,21 @@ export function registerReservationRoutes(app: App, deps: AppDeps): void {
         actualAmount: fromMicros(actual),
         balance: fromMicros(transaction.balance_after_micros),
         amountReleased: fromMicros(Math.max(0, hold.amount_micros - actual)),
-      };
-      return { status: 200, body: result };
-    }) as never;
+      });
+    });
   });
 
   app.openapi(cancelRoute, async (c) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, async (trx, nowMs) => {
+    return runWrite(c, deps.queue, cancelRoute, async (trx, nowMs, reply) => {
       const hold = await cancelReservation(trx, projectId, body.reservationId, nowMs);
-      const result = {
+      return reply({
         success: true,
         reservationId: hold.id,
         amountReleased: fromMicros(hold.amount_micros),
         accountId: hold.account_id,
-      };
-      return { status: 200, body: result };
-    }) as never;
+      });
+    });
   });
 }

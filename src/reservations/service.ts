@@ -8,10 +8,12 @@ import { locksRows } from "../db/engine.ts";
 import { prepared } from "../db/prepared.ts";
 import type { DB, ReservationRow, ReservationStatus } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
+import type { WireOf } from "../http/respond.ts";
 import { newId } from "../ids.ts";
 import { parseJsonColumn, stringifyJson } from "../json.ts";
 import { findAccountWithBalance, iso, postEntry, requireAvailable } from "../ledger/core.ts";
 import { fromMicros } from "../money.ts";
+import type { reservationSchema } from "./schemas.ts";
 
 const insertReservation = prepared<ReservationRow, unknown>((db, arg) =>
   db.insertInto("reservations").values({
@@ -74,7 +76,10 @@ export function effectiveStatus(row: ReservationRow, nowMs: number): Reservation
 }
 
 /** The API's Reservation object; `nowMs` decides the effective status (expired or not). */
-export function reservationJson(row: ReservationRow, nowMs: number) {
+export function reservationJson(
+  row: ReservationRow,
+  nowMs: number,
+): WireOf<typeof reservationSchema> {
   return {
     id: row.id,
     accountId: row.account_id,

@@ -1,108 +1,15 @@
 /** Routes of spec §4.6: record usage, list usage records, and the usage summary. */
-import { createRoute, z } from "@hono/zod-openapi";
+import { createRoute } from "@hono/zod-openapi";
 import { resolveAccount } from "../accounts/service.ts";
 import type { App, AppDeps } from "../http/context.ts";
-import { ex, exampleUsageRecord } from "../http/examples.ts";
+import { dateRangeMs } from "../http/dates.ts";
 import { runWrite } from "../http/idempotency.ts";
-import {
-  accountRefFields,
-  dateRangeQuery,
-  errorResponses,
-  idString,
-  jsonBody,
-  metadataSchema,
-  okJson,
-  pageQuery,
-  paginationSchema,
-  queryBoolean,
-} from "../http/schemas.ts";
-import { dateRangeMs } from "../ledger/service.ts";
-import { cachedWithinInput, tokenCountsShape } from "../models/routes.ts";
-import { usageContext as context, usageRecordSchema } from "./schemas.ts";
+import { ok } from "../http/respond.ts";
+import { errorResponses, jsonBody, okJson, pagination } from "../http/schemas.ts";
+import { recordBody, recordResponse, usageQuery, usageResponse } from "./schemas.ts";
 import { listUsage, recordUsage, summarizeUsage, usageRecordJson } from "./service.ts";
 
 const tags = ["Usage"];
-const recordBody = z
-  .object({
-    accountId: idString
-      .optional()
-      .openapi({ description: "Required for customer usage", example: ex.externalId }),
-    context: context.optional().openapi({ description: "Default customer", example: "customer" }),
-    transactionId: idString
-      .optional()
-      .openapi({ description: "The transaction that paid for it", example: ex.confirmTxnId }),
-    modelId: idString.openapi({ example: ex.modelId }),
-    usageType: z
-      .enum(["text"])
-      .optional()
-      .openapi({ description: "Default text", example: "text" }),
-    ...tokenCountsShape,
-    metadata: metadataSchema.optional().openapi({ example: { conversationId: "conv_8812" } }),
-  })
-  .refine(cachedWithinInput, {
-    message: "cachedTokens must not exceed inputTokens",
-    path: ["cachedTokens"],
-  })
-  .openapi("RecordUsageRequest", {
-    example: {
-      accountId: ex.externalId,
-      transactionId: ex.confirmTxnId,
-      modelId: ex.modelId,
-      inputTokens: 9500,
-      outputTokens: 3100,
-      cachedTokens: 2000,
-    },
-  });
-
-const recordResponse = z
-  .object({ success: z.literal(true), usageRecord: usageRecordSchema })
-  .openapi({ example: { success: true, usageRecord: exampleUsageRecord } });
-
-const usageQuery = z.object({
-  ...accountRefFields,
-  modelId: idString.optional().openapi({ example: ex.modelId }),
-  context: context.optional(),
-  ...dateRangeQuery,
-  summary: queryBoolean
-    .optional()
-    .openapi({ description: "Totals instead of records", example: "false" }),
-  ...pageQuery(100, 1000),
-});
-
-const summarySchema = z
-  .object({
-    totalCostUsd: z.number(),
-    totalInputTokens: z.number(),
-    totalOutputTokens: z.number(),
-    byContext: z.object({ customer: z.number(), system: z.number() }),
-    byModel: z.record(z.string(), z.object({ costUsd: z.number(), count: z.number() })),
-  })
-  .openapi("UsageSummary", {
-    example: {
-      totalCostUsd: 0.0696,
-      totalInputTokens: 9500,
-      totalOutputTokens: 3100,
-      byContext: { customer: 0.0696, system: 0 },
-      byModel: { [ex.modelId]: { costUsd: 0.0696, count: 1 } },
-    },
-  });
-
-const usageResponse = z
-  .union([
-    z.object({
-      success: z.literal(true),
-      usageRecords: z.array(usageRecordSchema),
-      pagination: paginationSchema,
-    }),
-    z.object({ success: z.literal(true), summary: summarySchema }),
-  ])
-  .openapi({
-    example: {
-      success: true,
-      usageRecords: [exampleUsageRecord],
-      pagination: { limit: 100, offset: 0, totalCount: 1, hasMore: false },
-    },
-  });
 
 const recordRoute = createRoute({
   method: "post",
@@ -137,7 +44,7 @@ export function registerUsageRoutes(app: App, deps: AppDeps): void {
   app.openapi(recordRoute, async (c) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, async (trx, nowMs) => {
+    return runWrite(c, deps.queue, recordRoute, async (trx, nowMs, reply) => {
       const row = await recordUsage(
         trx,
         projectId,
@@ -154,8 +61,8 @@ export function registerUsageRoutes(app: App, deps: AppDeps): void {
         },
         nowMs,
       );
-      return { status: 200, body: { success: true, usageRecord: usageRecordJson(row) } };
-    }) as never;
+      return reply({ success: true, usageRecord: usageRecordJson(row) });
+    });
   });
 
   app.openapi(listRoute, async (c) => {
@@ -175,19 +82,14 @@ export function registerUsageRoutes(app: App, deps: AppDeps): void {
     };
     if (q.summary) {
       const summary = await summarizeUsage(deps.db.read, projectId, filter);
-      return c.json({ success: true as const, summary }, 200);
+      return ok(c, listRoute, { success: true, summary });
     }
-    const limit = q.limit ?? 100;
-    const offset = q.offset ?? 0;
-    const { rows, totalCount } = await listUsage(deps.db.read, projectId, {
-      ...filter,
-      limit,
-      offset,
+    const page = { limit: q.limit, offset: q.offset };
+    const { rows, totalCount } = await listUsage(deps.db.read, projectId, { ...filter, ...page });
+    return ok(c, listRoute, {
+      success: true,
+      usageRecords: rows.map(usageRecordJson),
+      pagination: pagination(page, rows.length, totalCount),
     });
-    const pagination = { limit, offset, totalCount, hasMore: offset + rows.length < totalCount };
-    return c.json(
-      { success: true as const, usageRecords: rows.map(usageRecordJson), pagination },
-      200,
-    );
   });
 }

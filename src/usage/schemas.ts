@@ -1,6 +1,18 @@
 /** zod schemas of usage records (spec §4.6), shared by the usage routes and the ledger's audit data. */
 import { z } from "@hono/zod-openapi";
 import { ex, exampleUsageRecord } from "../http/examples.ts";
+import {
+  accountRefFields,
+  dateRangeQuery,
+  datesInOrder,
+  datesInOrderError,
+  idString,
+  metadataSchema,
+  pageQuery,
+  paginationSchema,
+  queryBoolean,
+} from "../http/schemas.ts";
+import { cachedWithinInput, tokenCountsShape } from "../models/schemas.ts";
 
 export const usageContext = z.enum(["customer", "system"]).openapi({ example: "customer" });
 
@@ -19,3 +31,89 @@ export const usageRecordSchema = z
     createdAt: z.string().openapi({ example: ex.usageAt }),
   })
   .openapi("UsageRecord", { example: exampleUsageRecord });
+
+export const recordBody = z
+  .object({
+    accountId: idString
+      .optional()
+      .openapi({ description: "Required for customer usage", example: ex.externalId }),
+    context: usageContext
+      .optional()
+      .openapi({ description: "Default customer", example: "customer" }),
+    transactionId: idString
+      .optional()
+      .openapi({ description: "The transaction that paid for it", example: ex.confirmTxnId }),
+    modelId: idString.openapi({ example: ex.modelId }),
+    usageType: z
+      .enum(["text"])
+      .optional()
+      .openapi({ description: "Default text", example: "text" }),
+    ...tokenCountsShape,
+    metadata: metadataSchema.optional().openapi({ example: { conversationId: "conv_8812" } }),
+  })
+  .refine(cachedWithinInput, {
+    message: "cachedTokens must not exceed inputTokens",
+    path: ["cachedTokens"],
+  })
+  .openapi("RecordUsageRequest", {
+    example: {
+      accountId: ex.externalId,
+      transactionId: ex.confirmTxnId,
+      modelId: ex.modelId,
+      inputTokens: 9500,
+      outputTokens: 3100,
+      cachedTokens: 2000,
+    },
+  });
+
+export const recordResponse = z
+  .object({ success: z.literal(true), usageRecord: usageRecordSchema })
+  .openapi({ example: { success: true as const, usageRecord: exampleUsageRecord } });
+
+export const usageQuery = z
+  .object({
+    ...accountRefFields,
+    modelId: idString.optional().openapi({ example: ex.modelId }),
+    context: usageContext.optional(),
+    ...dateRangeQuery,
+    summary: queryBoolean
+      .optional()
+      .openapi({ description: "Totals instead of records", example: "false" }),
+    ...pageQuery(100, 1000),
+  })
+  .refine(datesInOrder, datesInOrderError);
+
+export const summarySchema = z
+  .object({
+    totalCostUsd: z.number(),
+    totalInputTokens: z.number(),
+    totalOutputTokens: z.number(),
+    byContext: z.object({ customer: z.number(), system: z.number() }),
+    byModel: z.record(z.string(), z.object({ costUsd: z.number(), count: z.number() })),
+  })
+  .openapi("UsageSummary", {
+    example: {
+      totalCostUsd: 0.0696,
+      totalInputTokens: 9500,
+      totalOutputTokens: 3100,
+      byContext: { customer: 0.0696, system: 0 },
+      byModel: { [ex.modelId]: { costUsd: 0.0696, count: 1 } },
+    },
+  });
+
+export const usageResponse = z
+  .union([
+    z.object({
+      success: z.literal(true),
+      usageRecords: z.array(usageRecordSchema),
+      pagination: paginationSchema,
+    }),
+    z.object({ success: z.literal(true), summary: summarySchema }),
+  ])
+  .openapi({
+    example: {
+      success: true as const,
+      usageRecords: [exampleUsageRecord],
+      pagination: { limit: 100, offset: 0, totalCount: 1, hasMore: false },
+    },
+  });

@@ -7,11 +7,13 @@ import type { Kysely, Transaction } from "kysely";
 import { newestFirstPage } from "../db/paging.ts";
 import type { DB, UsageContext, UsageRecordRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
+import type { WireOf } from "../http/respond.ts";
 import { newId } from "../ids.ts";
 import { stringifyJson } from "../json.ts";
 import { findAccount, iso } from "../ledger/core.ts";
 import { findModel, priceOf } from "../models/service.ts";
 import { costPicoUsd, picoUsdToDecimal } from "../money.ts";
+import type { summarySchema, usageRecordSchema } from "./schemas.ts";
 
 const PICO_PER_MICRO = 1_000_000n;
 
@@ -21,7 +23,7 @@ function costOf(row: Pick<UsageRecordRow, "cost_micro_usd" | "cost_pico_rem">): 
 }
 
 /** The API's Usage record object (spec §2). */
-export function usageRecordJson(row: UsageRecordRow) {
+export function usageRecordJson(row: UsageRecordRow): WireOf<typeof usageRecordSchema> {
   return {
     id: row.id,
     context: row.context,
@@ -141,7 +143,11 @@ export async function listUsage(
  * The Usage summary (spec §2) of the filtered records, summed exactly per (context, model).
  * `byContext` always has both `customer` and `system`.
  */
-export async function summarizeUsage(db: Kysely<DB>, projectId: string, f: UsageFilter) {
+export async function summarizeUsage(
+  db: Kysely<DB>,
+  projectId: string,
+  f: UsageFilter,
+): Promise<WireOf<typeof summarySchema>> {
   const groups = await filtered(db, projectId, f)
     .select((eb) => [
       "context",
