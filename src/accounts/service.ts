@@ -5,11 +5,12 @@
 import type { Kysely, Transaction } from "kysely";
 import type { AccountRow, DB } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
+import { iso } from "../http/dates.ts";
 import type { WireOf } from "../http/respond.ts";
 import { newId } from "../ids.ts";
 import { parseJsonColumn, stringifyJson } from "../json.ts";
-import { balanceOf, findAccount, findAccountByExternalId, iso } from "../ledger/core.ts";
 import { fromMicros } from "../money.ts";
+import { balanceOf, findAccount, findAccountByExternalId } from "./lookup.ts";
 import type { accountSchema, balanceSchema } from "./schemas.ts";
 
 /** The API's Account object. */

@@ -11,6 +11,11 @@ const DATE_TIME =
 
 const DAY_MS = 86_400_000;
 
+/** ISO 8601 UTC timestamp of epoch milliseconds. */
+export function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
 /** A parsed date parameter: its instant in epoch milliseconds, and whether it was a bare date. */
 export interface ParsedDate {
   ms: number;

@@ -11,169 +11,17 @@
  * The database repeats these as CHECK constraints, so a bug here fails the unit instead of
  * storing a broken ledger.
  */
-import type { CompiledQuery, ExpressionBuilder, Kysely, Transaction } from "kysely";
-import { type Engine, locksRows } from "../db/engine.ts";
-import { type Arg, prepared } from "../db/prepared.ts";
-import type {
-  AccountRow,
-  DB,
-  TransactionRow,
-  TransactionSource,
-  TransactionType,
-} from "../db/schema.ts";
+import type { ExpressionBuilder, Transaction } from "kysely";
+import type { Engine } from "../db/engine.ts";
+import { prepared } from "../db/prepared.ts";
+import type { DB, TransactionRow, TransactionSource, TransactionType } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
+import { iso } from "../http/dates.ts";
 import type { WireOf } from "../http/respond.ts";
-import { INTERNAL_ACCOUNT_ID, newId } from "../ids.ts";
+import { newId } from "../ids.ts";
 import { parseJsonColumn, stringifyJson } from "../json.ts";
 import { fromMicros, MAX_BALANCE_MICROS } from "../money.ts";
 import type { transactionSchema } from "./schemas.ts";
-
-type Reader = Kysely<DB> | Transaction<DB>;
-
-type AccountKey = { projectId: string; ref: string; nowMs: number };
-type AccountWithHeld = AccountRow & { held_micros: number };
-
-type AccountColumn = "id" | "external_id";
-
-/** The account whose `column` is the `ref` argument, within the project. */
-function accountWhere(db: Kysely<DB>, arg: Arg<AccountKey>, column: AccountColumn) {
-  return db
-    .selectFrom("accounts")
-    .selectAll()
-    .where("project_id", "=", arg("projectId"))
-    .where(column, "=", arg("ref"));
-}
-
-/**
- * The prepared account lookups by `column`: `plain`; `locked`, which also takes the row's lock
- * (`FOR UPDATE`, PostgreSQL write units only); `held`, which adds `held_micros`, the credits held
- * by pending, unexpired reservations at `nowMs` (one query instead of two).
- */
-function accountLookups(column: AccountColumn) {
-  return {
-    plain: prepared<AccountKey, AccountRow>((db, arg) => accountWhere(db, arg, column)),
-    locked: prepared<AccountKey, AccountRow>((db, arg) =>
-      accountWhere(db, arg, column).forUpdate(),
-    ),
-    held: prepared<AccountKey, AccountWithHeld>((db, arg) =>
-      accountWhere(db, arg, column).select((eb) =>
-        eb
-          .selectFrom("reservations")
-          .select((r) => r.fn.coalesce(r.fn.sum<number>("amount_micros"), r.lit(0)).as("held"))
-          .whereRef("reservations.account_id", "=", "accounts.id")
-          .where("reservations.status", "=", "pending")
-          .where("reservations.expires_at_ms", ">", arg("nowMs"))
-          .as("held_micros"),
-      ),
-    ),
-  };
-}
-
-const byId = accountLookups("id");
-const byExternalId = accountLookups("external_id");
-
-type Lookup<R> = (db: Kysely<DB>, key: AccountKey) => CompiledQuery<R>;
-
-/** The account named by `ref`: its internal id first, else its externalId. */
-async function lookupAccount<R>(db: Reader, key: AccountKey, id: Lookup<R>, external: Lookup<R>) {
-  const found = INTERNAL_ACCOUNT_ID.test(key.ref)
-    ? (await db.executeQuery(id(db, key))).rows[0]
-    : undefined;
-  const row = found ?? (await db.executeQuery(external(db, key))).rows[0];
-  if (!row) throw new ApiError("ACCOUNT_NOT_FOUND", `Account ${key.ref} not found`);
-  return row;
-}
-
-/**
- * The account named by `ref` (its internal id, else its externalId) in the project. Inside a
- * PostgreSQL write unit it also locks the account's row until the unit commits: every unit that
- * changes an account, or anything of it (holds, assignments, grants), finds it here first, so
- * such units take turns across processes (see docs/design.md, "Engines").
- * @throws ApiError ACCOUNT_NOT_FOUND (also for another project's account)
- */
-export function findAccount(db: Reader, projectId: string, ref: string): Promise<AccountRow> {
-  const key = { projectId, ref, nowMs: 0 };
-  return locksRows(db)
-    ? lookupAccount(db, key, byId.locked, byExternalId.locked)
-    : lookupAccount(db, key, byId.plain, byExternalId.plain);
-}
-
-/**
- * The account with this externalId in the project.
- * @throws ApiError ACCOUNT_NOT_FOUND
- */
-export async function findAccountByExternalId(
-  db: Reader,
-  projectId: string,
-  externalId: string,
-): Promise<AccountRow> {
-  const key = { projectId, ref: externalId, nowMs: 0 };
-  const lookup = locksRows(db) ? byExternalId.locked : byExternalId.plain;
-  const row = (await db.executeQuery(lookup(db, key))).rows[0];
-  if (!row) throw new ApiError("ACCOUNT_NOT_FOUND", `Account ${externalId} not found`);
-  return row;
-}
-
-/**
- * The account named by `ref` (internal id, else externalId) with its balances at `nowMs`, read
- * in one query (the hot path of deductions and reservations). Inside a PostgreSQL write unit the
- * account's row is locked first and its holds are summed by a second statement, which sees every
- * hold committed before the lock was granted (a subquery of the locking statement would read
- * the snapshot taken before it waited for the lock).
- * @returns the account and its balance, reserved and available credits in micro-credits
- * @throws ApiError ACCOUNT_NOT_FOUND
- */
-export async function findAccountWithBalance(
-  db: Reader,
-  projectId: string,
-  ref: string,
-  nowMs: number,
-) {
-  const key = { projectId, ref, nowMs };
-  const { held_micros, ...account } = locksRows(db)
-    ? await lockedWithHeld(db, key)
-    : await lookupAccount(db, key, byId.held, byExternalId.held);
-  const reserved = Number(held_micros);
-  return {
-    account,
-    balance: account.balance_micros,
-    reserved,
-    available: account.balance_micros - reserved,
-  };
-}
-
-async function lockedWithHeld(db: Reader, key: AccountKey): Promise<AccountWithHeld> {
-  const account = await lookupAccount(db, key, byId.locked, byExternalId.locked);
-  return { ...account, held_micros: await reservedMicros(db, account.id, key.nowMs) };
-}
-
-/**
- * Micro-credits held by the account's reservations that are pending and unexpired at `nowMs`
- * (an expired hold stops counting at its expiresAt, whether or not the sweeper ran; contract §7).
- */
-export async function reservedMicros(db: Reader, accountId: string, nowMs: number) {
-  const { rows } = await db.executeQuery(heldByAccount(db, { accountId, nowMs }));
-  return Number(rows[0]?.held ?? 0);
-}
-
-const heldByAccount = prepared<{ accountId: string; nowMs: number }, { held: number }>((db, arg) =>
-  db
-    .selectFrom("reservations")
-    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>("amount_micros"), eb.lit(0)).as("held"))
-    .where("account_id", "=", arg("accountId"))
-    .where("status", "=", "pending")
-    .where("expires_at_ms", ">", arg("nowMs")),
-);
-
-/** The account's balance and available credits, in micro-credits, at `nowMs`. */
-export async function balanceOf(db: Reader, account: AccountRow, nowMs: number) {
-  const reserved = await reservedMicros(db, account.id, nowMs);
-  return {
-    balance: account.balance_micros,
-    reserved,
-    available: account.balance_micros - reserved,
-  };
-}
 
 /**
  * Throws 402 INSUFFICIENT_CREDITS unless `requestedMicros` ≤ `availableMicros` (contract §6).
@@ -324,11 +172,6 @@ const insertTransaction = prepared<Omit<TransactionRow, "seq">, { seq: number }>
     })
     .returning("seq"),
 );
-
-/** ISO 8601 UTC timestamp of epoch milliseconds. */
-export function iso(ms: number): string {
-  return new Date(ms).toISOString();
-}
 
 /** The API's Transaction object (spec §2). */
 export function transactionJson(row: TransactionRow): WireOf<typeof transactionSchema> {

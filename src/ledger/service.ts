@@ -3,6 +3,7 @@
  * Writes run inside a write unit (`trx`); reads use the read connection.
  */
 import type { Kysely, Transaction } from "kysely";
+import { findAccount, findAccountWithBalance } from "../accounts/lookup.ts";
 import { newestFirstPage } from "../db/paging.ts";
 import type {
   AccountRow,
@@ -15,13 +16,7 @@ import { ApiError } from "../errors.ts";
 import type { WireOf } from "../http/respond.ts";
 import { reservationJson } from "../reservations/service.ts";
 import { usageRecordJson } from "../usage/service.ts";
-import {
-  findAccount,
-  findAccountWithBalance,
-  postEntry,
-  requireAvailable,
-  transactionJson,
-} from "./core.ts";
+import { postEntry, requireAvailable, transactionJson } from "./core.ts";
 import type { transactionSchema } from "./schemas.ts";
 
 export interface MoveInput {

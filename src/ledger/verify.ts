@@ -11,11 +11,11 @@
  * their balanceAfter chain, since each is inserted under the account's row lock.
  */
 import { type Kysely, sql } from "kysely";
+import { reservedMicros } from "../accounts/lookup.ts";
 import { engineOf } from "../db/engine.ts";
 import { UNBOUNDED_STATEMENT } from "../db/postgres.ts";
 import type { DB } from "../db/schema.ts";
 import { fromMicros, MAX_BALANCE_MICROS } from "../money.ts";
-import { reservedMicros } from "./core.ts";
 
 export interface VerifyReport {
   accounts: number;

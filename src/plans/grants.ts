@@ -7,8 +7,10 @@
  * `available` so that it never takes credits that reservations hold.
  */
 import type { Transaction } from "kysely";
+import { findAccountWithBalance } from "../accounts/lookup.ts";
 import type { AccountPlanRow, DB, PlanRow } from "../db/schema.ts";
-import { findAccountWithBalance, iso, postEntry } from "../ledger/core.ts";
+import { iso } from "../http/dates.ts";
+import { postEntry } from "../ledger/core.ts";
 import { nextGrantAt } from "./schedule.ts";
 
 /**

@@ -3,12 +3,13 @@
  * never deleted. An account has at most one active assignment; assigning replaces it.
  */
 import type { Kysely, Transaction } from "kysely";
+import { findAccount } from "../accounts/lookup.ts";
 import { locksRows } from "../db/engine.ts";
 import type { AccountPlanRow, DB, PlanInterval, PlanRow, StartMode } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
+import { iso } from "../http/dates.ts";
 import type { WireOf } from "../http/respond.ts";
 import { newId } from "../ids.ts";
-import { findAccount, iso } from "../ledger/core.ts";
 import { fromMicros } from "../money.ts";
 import { endAssignment, grantNextPeriod, settleDue } from "./grants.ts";
 import { addIntervals, assignmentExpiresAt, nextGrantAt } from "./schedule.ts";

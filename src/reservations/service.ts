@@ -4,14 +4,16 @@
  * in `reserved` at its expiresAt whether or not the sweeper has marked it.
  */
 import type { Kysely, Transaction } from "kysely";
+import { findAccountWithBalance } from "../accounts/lookup.ts";
 import { locksRows } from "../db/engine.ts";
 import { prepared } from "../db/prepared.ts";
 import type { DB, ReservationRow, ReservationStatus } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
+import { iso } from "../http/dates.ts";
 import type { WireOf } from "../http/respond.ts";
 import { newId } from "../ids.ts";
 import { parseJsonColumn, stringifyJson } from "../json.ts";
-import { findAccountWithBalance, iso, postEntry, requireAvailable } from "../ledger/core.ts";
+import { postEntry, requireAvailable } from "../ledger/core.ts";
 import { fromMicros } from "../money.ts";
 import type { reservationSchema } from "./schemas.ts";
 

@@ -4,13 +4,14 @@
  * rewrites history; totals are exact sums (micro-USD and pico-USD remainders summed apart).
  */
 import type { Kysely, Transaction } from "kysely";
+import { findAccount } from "../accounts/lookup.ts";
 import { newestFirstPage } from "../db/paging.ts";
 import type { DB, UsageContext, UsageRecordRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
+import { iso } from "../http/dates.ts";
 import type { WireOf } from "../http/respond.ts";
 import { newId } from "../ids.ts";
 import { stringifyJson } from "../json.ts";
-import { findAccount, iso } from "../ledger/core.ts";
 import { findModel, priceOf } from "../models/service.ts";
 import { costPicoUsd, picoUsdToDecimal } from "../money.ts";
 import type { summarySchema, usageRecordSchema } from "./schemas.ts";
