@@ -12,7 +12,6 @@ import type {
   TransactionSource,
   TransactionType,
 } from "../db/schema.ts";
-import { ApiError } from "../errors.ts";
 import type { WireOf } from "../http/respond.ts";
 import { reservationJson } from "../reservations/service.ts";
 import { usageRecordJson } from "../usage/service.ts";
