@@ -53,10 +53,28 @@ export async function createPgDatabase(): Promise<{ url: string; drop: () => Pro
   await admin((c) => c.query(`CREATE DATABASE ${name}`));
   return {
     url: withDatabase(testPgUrl(), name),
-    drop: async () => {
-      await admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
-    },
+    drop: () => dropPgDatabase(name),
   };
+}
+
+/**
+ * Drops a test database. FORCE ends the ledger's own sessions, but not a session of the cluster's
+ * own (an autovacuum worker that has just started there): that refusal is retried, and a
+ * database still left after that stays behind in the throwaway cluster rather than fail a test.
+ */
+async function dropPgDatabase(name: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+      return;
+    } catch (err) {
+      if (attempt >= 10) {
+        process.stderr.write(`test database ${name} left behind: ${(err as Error).message}\n`);
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+    }
+  }
 }
 
 /**

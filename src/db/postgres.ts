@@ -29,9 +29,9 @@ import type { DB } from "./schema.ts";
 /** Milliseconds to open a connection, or to wait for a free one in the pool. */
 export const PG_CONNECT_TIMEOUT_MS = 3000;
 /** Milliseconds the server lets one statement run (the service's statements take a few ms). */
-export const PG_STATEMENT_TIMEOUT_MS = 4000;
+export const PG_STATEMENT_TIMEOUT_MS = 3500;
 /** Milliseconds the client waits for a statement's answer before dropping the connection. */
-export const PG_QUERY_TIMEOUT_MS = 4500;
+export const PG_QUERY_TIMEOUT_MS = 4000;
 /** Milliseconds a statement waits for a row lock before failing with 55P03 (then retried). */
 export const PG_LOCK_TIMEOUT_MS = 2000;
 /** Milliseconds a session may sit idle inside a transaction before the server ends it. */
