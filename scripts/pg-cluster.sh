@@ -7,6 +7,8 @@
 #                                 `ledger`, and print `export LEDGER_TEST_PG_URL=…`
 #   scripts/pg-cluster.sh env     print the export line again (for `eval "$(… env)"`)
 #   scripts/pg-cluster.sh stop    stop the cluster and remove its folder
+#   scripts/pg-cluster.sh crash   stop it in immediate mode (as a crash would), keeping its data
+#   scripts/pg-cluster.sh resume  start it again on its data (crash recovery), same port
 #
 # The cluster lives in $LEDGER_PG_DIR (default: $TMPDIR/ledger-pg). PostgreSQL refuses to run as
 # root, so as root the cluster belongs to the `postgres` user (created by the Debian package).
@@ -121,15 +123,23 @@ stop() {
   log "stopped and removed $STATE_DIR"
 }
 
+# pg_ctl on the running cluster's data folder.
+ctl() {
+  [[ -d "$DATA_DIR" ]] || { log "no cluster in $STATE_DIR"; exit 1; }
+  as_owner "$(find_bin)/pg_ctl" -D "$DATA_DIR" -l "$STATE_DIR/postgres.log" "$@" >/dev/null
+}
+
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
+  crash) ctl -m immediate -w stop ;;
+  resume) ctl -w -t 60 start ;;
   env)
     [[ -f "$ENV_FILE" ]] || { log "no cluster running in $STATE_DIR"; exit 1; }
     print_env
     ;;
   *)
-    echo "usage: $0 start|stop|env" >&2
+    echo "usage: $0 start|stop|env|crash|resume" >&2
     exit 2
     ;;
 esac
