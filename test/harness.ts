@@ -5,13 +5,16 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { RouteConfig } from "@hono/zod-openapi";
 import { createApp } from "../src/app.ts";
 import { createProjectKey, seedModels } from "../src/bootstrap.ts";
 import { loadConfig } from "../src/config.ts";
+import type { ErrorBody, ErrorCode } from "../src/errors.ts";
 import type { App } from "../src/http/context.ts";
 import { type HttpServer, serveHttp } from "../src/http/serve.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
 import { type Ledger, openLedger } from "../src/runtime.ts";
+import { expectError, findRoute, type OkBody, responseProblems } from "./contract.ts";
 import { freshDatabase } from "./pg-harness.ts";
 
 export interface ApiResponse {
@@ -19,6 +22,14 @@ export interface ApiResponse {
   // biome-ignore lint/suspicious/noExplicitAny: test responses are inspected field by field.
   body: any;
   headers: Headers;
+}
+
+/** The parts of a typed call: query parameters, a JSON body, the key, extra headers. */
+export interface CallInput {
+  query?: Record<string, string | number | boolean>;
+  body?: unknown;
+  key?: string | null;
+  headers?: Record<string, string>;
 }
 
 export interface TestLedger {
@@ -39,6 +50,18 @@ export interface TestLedger {
     path: string,
     options?: { body?: unknown; key?: string | null; headers?: Record<string, string> },
   ) => Promise<ApiResponse>;
+  /**
+   * Calls `route` and expects 200. @returns the body, parsed with the route's own 200 schema
+   * @throws Error (failing the test) on any other status
+   */
+  call: <R extends RouteConfig>(route: R, input?: CallInput) => Promise<OkBody<R>>;
+  /** Calls `route` and expects the contract's error `status`/`code`. @returns the error body */
+  fail: <R extends RouteConfig>(
+    route: R,
+    input: CallInput,
+    status: number,
+    code: ErrorCode,
+  ) => Promise<ErrorBody>;
   /** A second project with its own key. */
   newProject: (name: string) => Promise<{ projectId: string; key: string }>;
   /** Starts a real HTTP server on a random port. @returns its base URL */
@@ -46,6 +69,15 @@ export interface TestLedger {
   /** Runs `ledger verify`'s checks; returns the problems (empty when all hold). */
   verify: () => Promise<string[]>;
   close: () => Promise<void>;
+}
+
+/** A route's path with `input.query` as its query string. */
+function pathOf(route: RouteConfig, input: CallInput): string {
+  const entries = Object.entries(input.query ?? {}).map(([k, v]): [string, string] => [
+    k,
+    String(v),
+  ]);
+  return entries.length === 0 ? route.path : `${route.path}?${new URLSearchParams(entries)}`;
 }
 
 /** A fresh ledger. `fakeClock`: start time (ISO) of a clock that moves only when told. */
@@ -78,6 +110,13 @@ export async function makeLedger(
     try {
       parsed = JSON.parse(text);
     } catch {}
+    // Every /v1 answer must match what its route declares (docs/api.md#endpoints).
+    if (path.startsWith("/v1/") && res.headers.get("Content-Type")?.includes("json")) {
+      const problems = responseProblems(findRoute(app, method, path), res.status, parsed);
+      if (problems.length > 0) {
+        throw new Error(`${method} ${path} answered ${res.status} off its schema: ${problems}`);
+      }
+    }
     return { status: res.status, body: parsed, headers: res.headers };
   };
 
@@ -97,6 +136,16 @@ export async function makeLedger(
       fake += ms;
     },
     api,
+    call: async (route, input = {}) => {
+      const res = await api(route.method.toUpperCase(), pathOf(route, input), input);
+      if (res.status !== 200) {
+        throw new Error(`${route.path} answered ${res.status}: ${JSON.stringify(res.body)}`);
+      }
+      // `api` has parsed the body with this route's 200 schema above.
+      return res.body as OkBody<typeof route>;
+    },
+    fail: async (route, input, status, code) =>
+      expectError(await api(route.method.toUpperCase(), pathOf(route, input), input), status, code),
     newProject: async (name) => {
       const p = await createProjectKey(ledger.queue, name);
       return { projectId: p.projectId, key: p.apiKey };

@@ -65,6 +65,14 @@ const balanceRoute = createRoute({
   },
 });
 
+/** The account routes, for tests and tools that call them by definition. */
+export const accountRoutes = {
+  create: createRoute_,
+  list: listRoute,
+  get: getRoute,
+  balance: balanceRoute,
+};
+
 export function registerAccountRoutes(app: App, deps: AppDeps): void {
   app.openapi(createRoute_, async (c) => {
     const body = c.req.valid("json");

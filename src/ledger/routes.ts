@@ -75,6 +75,14 @@ const createTxRoute = createRoute({
   },
 });
 
+/** The balance adjustment and transaction routes. */
+export const ledgerRoutes = {
+  add: addRoute,
+  deduct: deductRoute,
+  list: listRoute,
+  create: createTxRoute,
+};
+
 /** What add and deduct take: the validated body of either route (amount in micro-credits). */
 interface AdjustmentBody {
   accountId: string;

@@ -35,6 +35,9 @@ const calculateRoute = createRoute({
   },
 });
 
+/** The model routes. */
+export const modelRoutes = { list: listRoute, calculate: calculateRoute };
+
 /** The body of a cost estimate for `tokens` at the model's current prices. */
 function estimateBody(row: ModelRow, tokens: TokenCounts): RouteBody<typeof calculateRoute> {
   const price = priceOf(row);

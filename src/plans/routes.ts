@@ -113,6 +113,17 @@ const cancelRoute = createRoute({
   },
 });
 
+/** The plan and assignment routes. */
+export const planRoutes = {
+  list: listRoute,
+  create: createPlanRoute,
+  archive: archiveRoute,
+  activate: activateRoute,
+  listAssigned: listAssignedRoute,
+  assign: assignRoute,
+  cancel: cancelRoute,
+};
+
 export function registerPlanRoutes(app: App, deps: AppDeps): void {
   app.openapi(listRoute, async (c) => {
     const rows = await listPlans(deps.db.read, c.get("projectId"));

@@ -79,6 +79,14 @@ const cancelRoute = createRoute({
   },
 });
 
+/** The reservation routes. */
+export const reservationRoutes = {
+  create: createRoute_,
+  list: listRoute,
+  confirm: confirmRoute,
+  cancel: cancelRoute,
+};
+
 export function registerReservationRoutes(app: App, deps: AppDeps): void {
   app.openapi(createRoute_, async (c) => {
     const body = c.req.valid("json");

@@ -40,6 +40,9 @@ const listRoute = createRoute({
   },
 });
 
+/** The usage routes. */
+export const usageRoutes = { record: recordRoute, list: listRoute };
+
 export function registerUsageRoutes(app: App, deps: AppDeps): void {
   app.openapi(recordRoute, async (c) => {
     const body = c.req.valid("json");
