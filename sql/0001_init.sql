@@ -25,7 +25,7 @@ CREATE TABLE accounts (
   metadata TEXT,
   balance_micros INTEGER NOT NULL DEFAULT 0
     CHECK (balance_micros >= 0 AND balance_micros <= 9000000000000000),
-  -- Unspent credits of the latest grant of a non-accumulating plan (contract §8), spent first.
+  -- Unspent credits of the latest grant of a non-accumulating plan (docs/api.md#plans-and-grants), spent first.
   plan_bucket_micros INTEGER NOT NULL DEFAULT 0 CHECK (plan_bucket_micros >= 0),
   plan_bucket_account_plan_id TEXT,
   created_at_ms INTEGER NOT NULL,
@@ -72,7 +72,7 @@ CREATE TABLE transactions (
 CREATE INDEX transactions_account ON transactions (account_id, created_at_ms, seq);
 CREATE INDEX transactions_project ON transactions (project_id, created_at_ms, seq);
 
--- The ledger is append-only: a correction is a new transaction (contract §6).
+-- The ledger is append-only: a correction is a new transaction (docs/api.md#balance-adjustments-and-transactions).
 CREATE TRIGGER transactions_no_update BEFORE UPDATE ON transactions
 BEGIN
   SELECT RAISE(ABORT, 'transactions are immutable');
@@ -120,7 +120,7 @@ CREATE TABLE account_plans (
 CREATE INDEX account_plans_account ON account_plans (account_id, created_at_ms, id);
 CREATE INDEX account_plans_due ON account_plans (active, next_grant_at_ms);
 CREATE INDEX account_plans_expiring ON account_plans (active, expires_at_ms);
--- At most one active assignment per account (spec §3).
+-- At most one active assignment per account (docs/api.md#endpoints).
 CREATE UNIQUE INDEX account_plans_one_active ON account_plans (account_id) WHERE active = 1;
 
 -- One row per granted period: the database refuses a second grant of the same period.

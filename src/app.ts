@@ -1,5 +1,5 @@
 /**
- * `createApp(deps)`: the Hono app with its middleware, every route of spec §4, `/health`,
+ * `createApp(deps)`: the Hono app with its middleware, every route of docs/api.md#endpoints, `/health`,
  * `/ready`, `/openapi.json`, `/docs` and `/metrics`. No side effects: only `server.ts` opens the
  * database, starts the scheduler and handles signals.
  */

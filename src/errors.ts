@@ -1,5 +1,5 @@
 /**
- * The one error vocabulary of the API (contract §2): every error is
+ * The one error vocabulary of the API (docs/api.md#errors): every error is
  * `{"success": false, "error": {"code", "message", "details"?}}` with the status of its code.
  */
 import type { Context } from "hono";
@@ -7,7 +7,7 @@ import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ZodError } from "zod";
 
-/** Every error code with its HTTP status (contract §2). */
+/** Every error code with its HTTP status (docs/api.md#errors). */
 export const ERROR_STATUS = {
   VALIDATION_ERROR: 400,
   UNAUTHORIZED: 401,
@@ -85,7 +85,7 @@ export function validationError(target: string, error: ZodError): ApiError {
   return new ApiError("VALIDATION_ERROR", message, issues);
 }
 
-/** The zod-openapi default hook: a failed validation becomes a 400 in the contract's format. */
+/** The zod-openapi default hook: a failed validation becomes a 400 in the API's error format. */
 export function validationHook(
   result: { target: string } & ({ success: true } | { success: false; error: ZodError }),
   c: Context,

@@ -1,5 +1,5 @@
 /**
- * Exact money arithmetic (contract §1).
+ * Exact money arithmetic (docs/api.md#amounts-and-money).
  *
  * - Credits travel as JSON numbers with at most 6 decimals and live inside as integer
  *   micro-credits (1 credit = 1,000,000 micro-credits).
@@ -11,9 +11,9 @@
 
 /** Micro-units in one unit (credits or USD). */
 export const MICROS_PER_UNIT = 1_000_000;
-/** Largest single amount of a request: 1e9 credits, in micro-credits (contract §1). */
+/** Largest single amount of a request: 1e9 credits, in micro-credits (docs/api.md#amounts-and-money). */
 export const MAX_AMOUNT_MICROS = 1_000_000_000 * MICROS_PER_UNIT;
-/** Largest balance: 9e9 credits, in micro-credits (below 2^53, contract §1). */
+/** Largest balance: 9e9 credits, in micro-credits (below 2^53, docs/api.md#amounts-and-money). */
 export const MAX_BALANCE_MICROS = 9_000_000_000 * MICROS_PER_UNIT;
 
 /**
@@ -115,7 +115,7 @@ export interface PriceMicros {
   cachedMicrosPerM: number | null;
 }
 
-/** Token counts of one call. `cachedTokens` is a part of `inputTokens` (contract §9). */
+/** Token counts of one call. `cachedTokens` is a part of `inputTokens` (docs/api.md#usage-and-models). */
 export interface TokenCounts {
   inputTokens: number;
   outputTokens: number;
@@ -123,7 +123,7 @@ export interface TokenCounts {
 }
 
 /**
- * The cost of a call in pico-USD (contract §9):
+ * The cost of a call in pico-USD (docs/api.md#usage-and-models):
  * (input − cached) × inputPrice + cached × (cachedPrice ?? inputPrice) + output × outputPrice,
  * with prices in micro-USD per million tokens, so each product is already in pico-USD.
  */

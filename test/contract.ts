@@ -76,7 +76,7 @@ export function findRoute(app: App, method: string, path: string): RouteConfig |
 export type OkBody<R> = z.infer<OkSchema<R>>;
 
 /**
- * Asserts that `res` is the contract's error: `status`, `code`, a string message, and nothing
+ * Asserts that `res` is the API's error: `status`, `code`, a string message, and nothing
  * but `code`, `message` and `details` in `error`.
  */
 export function expectError(

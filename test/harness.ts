@@ -55,7 +55,7 @@ export interface TestLedger {
    * @throws Error (failing the test) on any other status
    */
   call: <R extends RouteConfig>(route: R, input?: CallInput) => Promise<OkBody<R>>;
-  /** Calls `route` and expects the contract's error `status`/`code`. @returns the error body */
+  /** Calls `route` and expects the API's error `status`/`code`. @returns the error body */
   fail: <R extends RouteConfig>(
     route: R,
     input: CallInput,

@@ -1,4 +1,4 @@
-/** Routes of spec §4.1: create, list, get and balance of accounts. */
+/** Routes of docs/api.md#endpoints: create, list, get and balance of accounts. */
 import { createRoute } from "@hono/zod-openapi";
 import type { App, AppDeps } from "../http/context.ts";
 import { runWrite } from "../http/idempotency.ts";

@@ -1,4 +1,4 @@
-/** zod schemas of accounts and balances (spec §2 Account, Balance view; §4.1). */
+/** zod schemas of accounts and balance views (docs/api.md#endpoints, docs/api.md#accounts). */
 import { z } from "@hono/zod-openapi";
 import { ex, exampleAccount, exampleNewAccount } from "../http/examples.ts";
 import {

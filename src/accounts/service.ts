@@ -1,5 +1,5 @@
 /**
- * Account rules (spec §4.1, contract §5): create with a unique externalId per project, list,
+ * Account rules (docs/api.md#endpoints, docs/api.md#accounts): create with a unique externalId per project, list,
  * look up by internal id or externalId, and the balance view.
  */
 import type { Kysely, Transaction } from "kysely";
@@ -117,7 +117,7 @@ export async function resolveAccount(
   return account;
 }
 
-/** The Balance view (spec §2) of an account at `nowMs`. */
+/** The Balance view (docs/api.md#endpoints) of an account at `nowMs`. */
 export async function balanceView(
   db: Kysely<DB>,
   account: AccountRow,

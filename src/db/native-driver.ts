@@ -2,7 +2,7 @@
  * A Kysely dialect over the synchronous `libsql` package (the same engine as `@libsql/client`,
  * better-sqlite3's API) for embedded `file:` databases: no per-statement promise or pool
  * overhead, prepared statements reused from a cache, and write transactions that begin with
- * `BEGIN IMMEDIATE` so the write lock is taken up front (contract §10).
+ * `BEGIN IMMEDIATE` so the write lock is taken up front (docs/operations.md).
  */
 import {
   CompiledQuery,

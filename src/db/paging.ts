@@ -1,5 +1,5 @@
 /**
- * The one paging rule of the ledger-like lists (transactions, usage records; contract §6, §9):
+ * The one paging rule of the ledger-like lists (transactions, usage records; docs/api.md#balance-adjustments-and-transactions, docs/api.md#usage-and-models):
  * newest first, ties in insertion order (seq), with the total count of the filtered rows.
  */
 import type { Selectable, SelectQueryBuilder } from "kysely";

@@ -1,5 +1,5 @@
 /**
- * API keys (contract §3): random 256-bit secrets shown once, stored only as SHA-256 hashes.
+ * API keys (docs/api.md#authentication-and-projects): random 256-bit secrets shown once, stored only as SHA-256 hashes.
  * `X-API-Key` → project; a missing, unknown or revoked key is 401 UNAUTHORIZED.
  */
 import { createHash, randomBytes } from "node:crypto";

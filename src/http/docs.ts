@@ -1,5 +1,5 @@
 /**
- * The human API reference (contract §10): `GET /docs` is Scalar's API reference over
+ * The human API reference (docs/operations.md): `GET /docs` is Scalar's API reference over
  * `/openapi.json`, and `GET /docs/scalar.js` serves Scalar's standalone browser bundle from the
  * installed `@scalar/api-reference` package, so the page works without any CDN (air-gapped
  * hosts, strict firewalls). The page asks for no web fonts and sends no telemetry.

@@ -1,5 +1,5 @@
 /**
- * Idempotency-Key handling for every POST (contract §4).
+ * Idempotency-Key handling for every POST (docs/api.md#idempotency).
  *
  * The key is looked up and stored inside the same write unit as the effect, so a retry after a
  * crash or timeout never applies a movement twice and two concurrent requests with one key yield
@@ -20,7 +20,7 @@ import { isLosslessNumber, parseJsonVerbatim, stringifyJson } from "../json.ts";
 import type { AppEnv } from "./context.ts";
 import { ok, type Replied, type Reply, type RouteBody, replyFor } from "./respond.ts";
 
-/** How long a stored response is replayed, in milliseconds (contract §4: 24 hours). */
+/** How long a stored response is replayed, in milliseconds (docs/api.md#idempotency: 24 hours). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 const storedResponse = prepared<{ projectId: string; key: string }, IdempotencyKeyRow>((db, arg) =>

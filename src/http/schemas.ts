@@ -224,7 +224,7 @@ export const isoDateOrDateTime = z
       "must be a date YYYY-MM-DD or a date-time YYYY-MM-DDTHH:MM[:SS[.fff]] with Z, ±HH:MM or no offset, on the calendar",
   });
 
-/** `accountId` (internal id or externalId) and `externalId` query parameters (contract §5). */
+/** `accountId` (internal id or externalId) and `externalId` query parameters (docs/api.md#accounts). */
 export const accountRefFields = {
   accountId: idString
     .optional()

@@ -1,5 +1,5 @@
 /**
- * The reservation sweeper (contract §7): marks pending holds past their expiresAt as `expired`,
+ * The reservation sweeper (docs/api.md#reservations): marks pending holds past their expiresAt as `expired`,
  * in bounded batches through the serial write path. Their credits stopped counting at expiresAt
  * already; this records the ending.
  */

@@ -1,5 +1,5 @@
 /**
- * The plan grant job (contract §8; issue 3): grants every period that is due at `nowMs`, in
+ * The plan grant job (docs/api.md#plans-and-grants): grants every period that is due at `nowMs`, in
  * order (periods missed while the service was down are caught up), and ends assignments whose
  * last period is over. Runs in bounded batches through the write path; each assignment in its
  * own savepoint, so one that fails (a balance at its limit) does not stop the others.

@@ -1,5 +1,5 @@
 /**
- * The ledger's arithmetic and invariants (contract §1, §6). Every credit movement of the
+ * The ledger's arithmetic and invariants (docs/api.md#amounts-and-money, docs/api.md#balance-adjustments-and-transactions). Every credit movement of the
  * service goes through `postEntry`, inside a write unit:
  *
  * - balance = Σ credits − Σ debits of the account, and each row's balanceAfter = the previous
@@ -24,7 +24,7 @@ import { fromMicros, MAX_BALANCE_MICROS } from "../money.ts";
 import type { transactionSchema } from "./schemas.ts";
 
 /**
- * Throws 402 INSUFFICIENT_CREDITS unless `requestedMicros` ≤ `availableMicros` (contract §6).
+ * Throws 402 INSUFFICIENT_CREDITS unless `requestedMicros` ≤ `availableMicros` (docs/api.md#balance-adjustments-and-transactions).
  * `details` gives both in credits.
  */
 export function requireAvailable(availableMicros: number, requestedMicros: number): void {
@@ -51,7 +51,7 @@ export interface EntryInput {
 
 /**
  * Appends one ledger entry and moves the account's balance with it.
- * A debit first spends the unspent credits of a non-accumulating plan grant (contract §8).
+ * A debit first spends the unspent credits of a non-accumulating plan grant (docs/api.md#plans-and-grants).
  * @returns the stored transaction row
  * @throws ApiError BALANCE_LIMIT_EXCEEDED when a credit would pass 9e9 credits;
  *   Error (a bug: callers check `available` first) when a debit would go below zero
@@ -134,7 +134,7 @@ const creditBalance = prepared<MoveArgs, Moved>((db, arg, engine) =>
     .returning(["balance_micros", "updated_at_ms"]),
 );
 
-/** A debit also spends the unspent credits of a non-accumulating plan grant first (§8). */
+/** A debit also spends the unspent credits of a non-accumulating plan grant first (docs/api.md#plans-and-grants). */
 const debitBalance = prepared<MoveArgs, Moved>((db, arg, engine) =>
   db
     .updateTable("accounts")
@@ -173,7 +173,7 @@ const insertTransaction = prepared<Omit<TransactionRow, "seq">, { seq: number }>
     .returning("seq"),
 );
 
-/** The API's Transaction object (spec §2). */
+/** The API's Transaction object (docs/api.md#endpoints). */
 export function transactionJson(row: TransactionRow): WireOf<typeof transactionSchema> {
   return {
     id: row.id,

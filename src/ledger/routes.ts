@@ -1,4 +1,4 @@
-/** Routes of spec §4.2 (add, deduct) and §4.5 (transaction list, manual transaction). */
+/** Routes of add, deduct, the transaction list and manual transactions (docs/api.md#endpoints). */
 import { createRoute } from "@hono/zod-openapi";
 import type { Transaction } from "kysely";
 import { resolveAccount } from "../accounts/service.ts";

@@ -1,4 +1,4 @@
-/** zod schemas of balance adjustments and transactions (spec §4.2, §4.5; contract §6). */
+/** zod schemas of balance adjustments and transactions (docs/api.md#endpoints, docs/api.md#balance-adjustments-and-transactions). */
 import { z } from "@hono/zod-openapi";
 import {
   ex,

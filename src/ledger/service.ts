@@ -1,5 +1,5 @@
 /**
- * Balance adjustments and the transaction list (spec §4.2, §4.5; contract §6).
+ * Balance adjustments and the transaction list (docs/api.md#endpoints, docs/api.md#balance-adjustments-and-transactions).
  * Writes run inside a write unit (`trx`); reads use the read connection.
  */
 import type { Kysely, Transaction } from "kysely";
@@ -29,7 +29,7 @@ export interface MoveInput {
 
 /**
  * Credits or debits an account (add, deduct, manual transaction). A debit needs
- * `amount ≤ available` (contract §6).
+ * `amount ≤ available` (docs/api.md#balance-adjustments-and-transactions).
  * @throws ApiError ACCOUNT_NOT_FOUND, INSUFFICIENT_CREDITS, BALANCE_LIMIT_EXCEEDED
  */
 export async function moveCredits(

@@ -1,5 +1,5 @@
 /**
- * `ledger verify` (contract §1, §10): recomputes every invariant over the whole database.
+ * `ledger verify` (docs/api.md#amounts-and-money, docs/operations.md): recomputes every invariant over the whole database.
  *
  * - balance = Σ credits − Σ debits of the account;
  * - each row's balanceAfter = the previous row's balanceAfter ± its amount (the first row's

@@ -1,4 +1,4 @@
-/** Routes of spec §4.7: list or get models, and calculate a cost without recording it. */
+/** Routes of docs/api.md#endpoints: list or get models, and calculate a cost without recording it. */
 import { createRoute } from "@hono/zod-openapi";
 import type { ModelRow } from "../db/schema.ts";
 import type { App, AppDeps } from "../http/context.ts";

@@ -1,5 +1,5 @@
 /**
- * The global model catalog (spec §4.7; contract §9): prices in micro-USD per million tokens,
+ * The global model catalog (docs/api.md#endpoints, docs/api.md#usage-and-models): prices in micro-USD per million tokens,
  * loaded from `data/models.json` (the service's format) or LiteLLM's price map.
  */
 import { readFile } from "node:fs/promises";
@@ -18,7 +18,7 @@ export const DEFAULT_CATALOG_URL = new URL(
   import.meta.url,
 );
 
-/** The API's Model object (spec §2). */
+/** The API's Model object (docs/api.md#endpoints). */
 export function modelJson(row: ModelRow): WireOf<typeof modelSchema> {
   const text: {
     inputPerMillion: ExactDecimal;

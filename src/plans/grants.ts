@@ -1,5 +1,5 @@
 /**
- * Plan grants (contract §8; issue 3): each period of an assignment is granted exactly once,
+ * Plan grants (docs/api.md#plans-and-grants): each period of an assignment is granted exactly once,
  * as a `credit` transaction naming the plan and the assignment; `plan_grants` has one row per
  * (assignment, period), so a restart, a second process or an overrunning job never grants a
  * period twice. For `accumulate: false`, what is left of the previous grant of the assignment

@@ -1,4 +1,4 @@
-/** Routes of spec §4.3 and contract §8: plans, archive/activate, and account plans. */
+/** Routes of docs/api.md#endpoints, docs/api.md#plans-and-grants: plans, archive/activate, and account plans. */
 import { createRoute } from "@hono/zod-openapi";
 import { resolveAccount } from "../accounts/service.ts";
 import type { App, AppDeps } from "../http/context.ts";

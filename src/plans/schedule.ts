@@ -1,5 +1,5 @@
 /**
- * Plan schedule arithmetic in UTC (contract §8): `1d` adds a day, `week` 7 days, `month` one
+ * Plan schedule arithmetic in UTC (docs/api.md#plans-and-grants): `1d` adds a day, `week` 7 days, `month` one
  * calendar month counted from the anchor and clamped to the month's end, so Jan 31 → Feb 28/29
  * → Mar 31 (each date is computed from the anchor, never from the previous clamped date).
  */

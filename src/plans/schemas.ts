@@ -1,4 +1,4 @@
-/** zod schemas of plans and account plans (spec §4.3; contract §8). */
+/** zod schemas of plans and account plans (docs/api.md#endpoints, docs/api.md#plans-and-grants). */
 import { z } from "@hono/zod-openapi";
 import {
   ex,

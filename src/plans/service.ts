@@ -1,5 +1,5 @@
 /**
- * Plans and their assignment to accounts (spec §3, §4.3; contract §8). Plans are archived,
+ * Plans and their assignment to accounts (docs/api.md#endpoints, docs/api.md#plans-and-grants). Plans are archived,
  * never deleted. An account has at most one active assignment; assigning replaces it.
  */
 import type { Kysely, Transaction } from "kysely";
@@ -15,7 +15,7 @@ import { endAssignment, grantNextPeriod, settleDue } from "./grants.ts";
 import { addIntervals, assignmentExpiresAt, nextGrantAt } from "./schedule.ts";
 import type { accountPlanSchema, planSchema } from "./schemas.ts";
 
-/** The API's Plan object (spec §2 plus the creation fields). */
+/** The API's Plan object (docs/api.md#endpoints plus the creation fields). */
 export function planJson(row: PlanRow): WireOf<typeof planSchema> {
   return {
     id: row.id,
@@ -135,7 +135,7 @@ export async function setPlanActive(
 }
 
 /**
- * Assigns a plan to an account, ending its active assignment (contract §8). `immediate` grants
+ * Assigns a plan to an account, ending its active assignment (docs/api.md#plans-and-grants). `immediate` grants
  * the first period now; `next_interval` grants nothing now and takes over the replaced
  * assignment's next grant time (or one interval from now when there is none).
  * @throws ApiError ACCOUNT_NOT_FOUND, PLAN_NOT_FOUND, PLAN_INACTIVE, BALANCE_LIMIT_EXCEEDED

@@ -1,4 +1,4 @@
-/** Routes of spec §4.4: create, list, confirm and cancel reservations. */
+/** Routes of docs/api.md#endpoints: create, list, confirm and cancel reservations. */
 import { createRoute } from "@hono/zod-openapi";
 import { resolveAccount } from "../accounts/service.ts";
 import type { App, AppDeps } from "../http/context.ts";

@@ -1,4 +1,4 @@
-/** zod schemas of reservations (spec §4.4; contract §7). */
+/** zod schemas of reservations (docs/api.md#endpoints, docs/api.md#reservations). */
 import { z } from "@hono/zod-openapi";
 import { ex, examplePendingReservation, exampleReservation } from "../http/examples.ts";
 import {

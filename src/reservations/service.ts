@@ -1,5 +1,5 @@
 /**
- * Reservations (holds) and their one-time ending (spec §3, §4.4; contract §7): a pending hold
+ * Reservations (holds) and their one-time ending (docs/api.md#endpoints, docs/api.md#reservations): a pending hold
  * ends exactly once, as confirmed (posted), cancelled (voided) or expired. A hold stops counting
  * in `reserved` at its expiresAt whether or not the sweeper has marked it.
  */
@@ -159,7 +159,7 @@ async function pendingReservation(
 }
 
 /**
- * Settles a hold with the amount actually used (contract §7): debits `actualMicros` (a debit
+ * Settles a hold with the amount actually used (docs/api.md#reservations): debits `actualMicros` (a debit
  * transaction is always created, even for 0) and releases the rest; an overage beyond the hold
  * must fit in `available`, else 402 and the hold stays pending.
  * @throws ApiError RESERVATION_NOT_FOUND, RESERVATION_NOT_PENDING, INSUFFICIENT_CREDITS
@@ -206,7 +206,7 @@ export async function confirmReservation(
 }
 
 /**
- * Voids a pending hold: every held credit returns to `available` (contract §7).
+ * Voids a pending hold: every held credit returns to `available` (docs/api.md#reservations).
  * @throws ApiError RESERVATION_NOT_FOUND, RESERVATION_NOT_PENDING
  */
 export async function cancelReservation(

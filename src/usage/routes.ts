@@ -1,4 +1,4 @@
-/** Routes of spec §4.6: record usage, list usage records, and the usage summary. */
+/** Routes of docs/api.md#endpoints: record usage, list usage records, and the usage summary. */
 import { createRoute } from "@hono/zod-openapi";
 import { resolveAccount } from "../accounts/service.ts";
 import type { App, AppDeps } from "../http/context.ts";

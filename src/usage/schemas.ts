@@ -1,4 +1,4 @@
-/** zod schemas of usage records (spec §4.6), shared by the usage routes and the ledger's audit data. */
+/** zod schemas of usage records (docs/api.md#endpoints), shared by the usage routes and the ledger's audit data. */
 import { z } from "@hono/zod-openapi";
 import { ex, exampleUsageRecord } from "../http/examples.ts";
 import {

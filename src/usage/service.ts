@@ -1,5 +1,5 @@
 /**
- * LLM usage records and their exact USD cost (spec §4.6; contract §9). Recording usage does not
+ * LLM usage records and their exact USD cost (docs/api.md#endpoints, docs/api.md#usage-and-models). Recording usage does not
  * move credits. A record keeps the prices it was costed at, so a later price change never
  * rewrites history; totals are exact sums (micro-USD and pico-USD remainders summed apart).
  */
@@ -23,7 +23,7 @@ function costOf(row: Pick<UsageRecordRow, "cost_micro_usd" | "cost_pico_rem">): 
   return BigInt(row.cost_micro_usd) * PICO_PER_MICRO + BigInt(row.cost_pico_rem);
 }
 
-/** The API's Usage record object (spec §2). */
+/** The API's Usage record object (docs/api.md#endpoints). */
 export function usageRecordJson(row: UsageRecordRow): WireOf<typeof usageRecordSchema> {
   return {
     id: row.id,
@@ -141,7 +141,7 @@ export async function listUsage(
 }
 
 /**
- * The Usage summary (spec §2) of the filtered records, summed exactly per (context, model).
+ * The Usage summary (docs/api.md#endpoints) of the filtered records, summed exactly per (context, model).
  * `byContext` always has both `customer` and `system`.
  */
 export async function summarizeUsage(
