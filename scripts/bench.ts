@@ -8,6 +8,12 @@
  * errors and req/s as a fraction of the ceiling; then stops the service, runs `ledger verify`,
  * and checks that the ledger holds exactly one row per successful write. Results also go to
  * bench-results/bench-<time>.json.
+ *
+ * `npm run bench -- --postgres` (or BENCH_ENGINE=postgres) does the same on a fresh database of
+ * the PostgreSQL cluster at LEDGER_TEST_PG_URL (`eval "$(scripts/pg-cluster.sh start)"`), with
+ * one service process and then two (the 50 connections split between them, their req/s summed,
+ * the worse of their latencies shown); then runs `pgbench` with the deduction's own SQL on the
+ * same database (scripts/lib/pgbench.ts), with 10 connections (one process's pool) and 50.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -17,6 +23,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import LibsqlDatabase from "libsql";
+import pg from "pg";
+import { runPgbench } from "./lib/pgbench.ts";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = 2;
@@ -27,6 +35,10 @@ const cli = here("../src/cli/index.js");
 const dir = mkdtempSync(join(tmpdir(), "ledger-bench-"));
 const dbFile = join(dir, "bench.db");
 const apiKey = `ldg_bench_${randomBytes(16).toString("hex")}`;
+const ENGINE =
+  process.argv.includes("--postgres") || process.env.BENCH_ENGINE === "postgres"
+    ? "postgres"
+    : "sqlite";
 
 interface Row {
   scenario: string;
@@ -66,27 +78,49 @@ const json = (body: unknown) => JSON.stringify(body);
 type Requests = NonNullable<autocannon.Options["requests"]>;
 type Ctx = { reservationId?: string };
 
-async function drive(url: string, requests: Requests, seconds: number) {
-  return autocannon({
-    url,
-    connections: CONNECTIONS,
-    duration: seconds,
-    headers: { "X-API-Key": apiKey, "Content-Type": "application/json" },
-    requests,
-  });
+/**
+ * Drives every URL at once for `seconds`, the connections split between them.
+ * @returns req/s summed, the worst p50 and p99 of them, errors and 2xx answers summed
+ */
+async function drive(urls: string[], requests: Requests, seconds: number) {
+  const runs = await Promise.all(
+    urls.map((url) =>
+      autocannon({
+        url,
+        connections: Math.ceil(CONNECTIONS / urls.length),
+        duration: seconds,
+        headers: { "X-API-Key": apiKey, "Content-Type": "application/json" },
+        requests,
+      }),
+    ),
+  );
+  const sum = (f: (r: autocannon.Result) => number) => runs.reduce((n, r) => n + f(r), 0);
+  return {
+    reqPerSec: sum((r) => r.requests.average),
+    p50Ms: Math.max(...runs.map((r) => r.latency.p50)),
+    p99Ms: Math.max(...runs.map((r) => r.latency.p99)),
+    errors: sum((r) => r.errors + r.non2xx + r.timeouts),
+    ok: sum((r) => r["2xx"]),
+  };
 }
 
 /** Runs a warm-up and a measured run; `perOp` divides req/s for multi-request scenarios. */
-async function scenario(name: string, url: string, requests: Requests, perOp = 1): Promise<Row> {
-  const warm = await drive(url, requests, WARMUP_SECONDS);
-  const r = await drive(url, requests, SECONDS);
+async function scenario(
+  name: string,
+  target: string | string[],
+  requests: Requests,
+  perOp = 1,
+): Promise<Row> {
+  const urls = typeof target === "string" ? [target] : target;
+  const warm = await drive(urls, requests, WARMUP_SECONDS);
+  const r = await drive(urls, requests, SECONDS);
   const row = {
     scenario: name,
-    reqPerSec: Math.round(r.requests.average / perOp),
-    p50Ms: r.latency.p50,
-    p99Ms: r.latency.p99,
-    errors: r.errors + r.non2xx + r.timeouts,
-    ok: r["2xx"] + warm["2xx"],
+    reqPerSec: Math.round(r.reqPerSec / perOp),
+    p50Ms: r.p50Ms,
+    p99Ms: r.p99Ms,
+    errors: r.errors,
+    ok: r.ok + warm.ok,
   };
   process.stdout.write(
     `  ${name}: ${row.reqPerSec} /s, p99 ${row.p99Ms} ms, errors ${row.errors}\n`,
@@ -156,84 +190,147 @@ async function acknowledgedWrites(base: string) {
   };
 }
 
+const deduct: Requests = [
+  {
+    method: "POST",
+    path: "/v1/accounts/credits/deduct",
+    setupRequest: (req) => ({ ...req, body: json({ accountId: account(), amount: 0.5 }) }),
+  },
+];
+const balanceRead: Requests = [
+  {
+    method: "GET",
+    setupRequest: (req) => ({ ...req, path: `/v1/accounts/balance?externalId=${account()}` }),
+  },
+];
+const transactionsPage: Requests = [
+  {
+    method: "GET",
+    setupRequest: (req) => ({ ...req, path: `/v1/transactions?accountId=${account()}&limit=20` }),
+  },
+];
+const usageRecord: Requests = [
+  {
+    method: "POST",
+    path: "/v1/usage/record",
+    setupRequest: (req) => ({
+      ...req,
+      body: json({ accountId: account(), modelId: "gpt-4o", inputTokens: 1200, outputTokens: 300 }),
+    }),
+  },
+];
+
+/** The database of the run: a new file, or a new database of the PostgreSQL cluster. */
+async function benchDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  if (ENGINE === "sqlite") return { url: `file:${dbFile}`, drop: async () => {} };
+  const admin = process.env.LEDGER_TEST_PG_URL;
+  if (!admin) throw new Error("--postgres needs LEDGER_TEST_PG_URL (scripts/pg-cluster.sh start)");
+  const name = `ledger_bench_${randomBytes(6).toString("hex")}`;
+  const run = async (sql: string) => {
+    const client = new pg.Client({ connectionString: admin });
+    await client.connect();
+    await client.query(sql).finally(() => client.end());
+  };
+  await run(`CREATE DATABASE ${name}`);
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
+/** Rows of the transactions table, and (PostgreSQL) the bootstrap project's id. */
+async function ledgerFacts(url: string): Promise<{ rows: number; projectId: string }> {
+  if (ENGINE === "sqlite") {
+    const db = new LibsqlDatabase(dbFile);
+    const { n } = db.prepare("SELECT count(*) AS n FROM transactions").get() as { n: number };
+    db.close();
+    return { rows: n, projectId: "" };
+  }
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const rows = (await client.query("SELECT count(*) AS n FROM transactions")).rows[0]?.n;
+    const project = (await client.query("SELECT id FROM projects LIMIT 1")).rows[0]?.id;
+    return { rows: Number(rows), projectId: String(project) };
+  } finally {
+    await client.end();
+  }
+}
+
 async function main(): Promise<void> {
   const ceiling = await start([here("./bench-ceiling.js")], { ...process.env, PORT: "0" });
+  const database = await benchDatabase();
   const env = {
     ...process.env,
     PORT: "0",
     HOST: "127.0.0.1",
-    DATABASE_URL: `file:${dbFile}`,
+    DATABASE_URL: database.url,
     LEDGER_BOOTSTRAP_API_KEY: apiKey,
     LOG_LEVEL: "warn",
   };
-  const service = await start([cli, "serve"], env);
-  const base = `http://127.0.0.1:${service.port}`;
+  const services = [await start([cli, "serve"], env)];
+  const baseOf = (s: { port: number }) => `http://127.0.0.1:${s.port}`;
   const rows: Row[] = [];
   const counter = { confirmed: 0 };
-  let writes = { add: 0, deduct: 0, confirm: 0 };
+  const writes = { add: 0, deduct: 0, confirm: 0 };
   try {
-    process.stdout.write(`funding ${ACCOUNTS} accounts...\n`);
-    await fund(base);
+    process.stdout.write(`funding ${ACCOUNTS} accounts (${ENGINE})...\n`);
+    await fund(baseOf(services[0] as { port: number }));
     const ceilingRow = await scenario(
       `ceiling (bare Hono JSON POST)`,
       `http://127.0.0.1:${ceiling.port}`,
       [{ method: "POST", path: "/echo", body: json({ accountId: "a", amount: 1 }) }],
     );
     rows.push(ceilingRow);
-    rows.push(
-      await scenario("deduct", base, [
-        {
-          method: "POST",
-          path: "/v1/accounts/credits/deduct",
-          setupRequest: (req) => ({ ...req, body: json({ accountId: account(), amount: 0.5 }) }),
-        },
-      ]),
-    );
-    rows.push(await scenario("reserve+confirm (pairs)", base, reserveConfirm(counter), 2));
-    rows.push(
-      await scenario("balance read", base, [
-        {
-          method: "GET",
-          setupRequest: (req) => ({ ...req, path: `/v1/accounts/balance?externalId=${account()}` }),
-        },
-      ]),
-    );
-    rows.push(
-      await scenario("transactions page", base, [
-        {
-          method: "GET",
-          setupRequest: (req) => ({
-            ...req,
-            path: `/v1/transactions?accountId=${account()}&limit=20`,
-          }),
-        },
-      ]),
-    );
-    rows.push(
-      await scenario("usage record", base, [
-        {
-          method: "POST",
-          path: "/v1/usage/record",
-          setupRequest: (req) => ({
-            ...req,
-            body: json({
-              accountId: account(),
-              modelId: "gpt-4o",
-              inputTokens: 1200,
-              outputTokens: 300,
-            }),
-          }),
-        },
-      ]),
-    );
-    writes = await acknowledgedWrites(base);
+    for (const processes of ENGINE === "postgres" ? [1, 2] : [1]) {
+      while (services.length < processes) services.push(await start([cli, "serve"], env));
+      const urls = services.map(baseOf);
+      const label = (name: string) => (ENGINE === "postgres" ? `${name}, ${processes} proc` : name);
+      rows.push(await scenario(label("deduct"), urls, deduct));
+      rows.push(await scenario(label("reserve+confirm (pairs)"), urls, reserveConfirm(counter), 2));
+      rows.push(await scenario(label("balance read"), urls, balanceRead));
+      if (processes > 1) continue;
+      rows.push(await scenario(label("transactions page"), urls, transactionsPage));
+      rows.push(await scenario(label("usage record"), urls, usageRecord));
+    }
+    for (const service of services) {
+      const w = await acknowledgedWrites(baseOf(service));
+      writes.add += w.add;
+      writes.deduct += w.deduct;
+      writes.confirm += w.confirm;
+    }
   } finally {
-    await stop(service.proc);
+    for (const service of services) await stop(service.proc);
     await stop(ceiling.proc);
+  }
+  let pgbenchRows = 0;
+  if (ENGINE === "postgres") {
+    const { projectId } = await ledgerFacts(database.url);
+    for (const clients of [10, CONNECTIONS]) {
+      const r = await runPgbench({
+        url: database.url,
+        projectId,
+        accounts: ACCOUNTS,
+        clients,
+        seconds: SECONDS,
+        dir,
+      });
+      pgbenchRows += r.transactions;
+      rows.push({
+        scenario: `pgbench deduct SQL, ${clients} conn`,
+        reqPerSec: r.tps,
+        p50Ms: r.p50Ms,
+        p99Ms: r.p99Ms,
+        errors: r.failed,
+        ok: r.transactions,
+      });
+      process.stdout.write(`  pgbench ${clients} connections: ${r.tps} tps, p99 ${r.p99Ms} ms\n`);
+    }
   }
   for (const row of rows)
     row.ofCeiling = Math.round((row.reqPerSec / (rows[0]?.reqPerSec ?? 1)) * 1000) / 1000;
-  console.log("\nscenario                         req/s     p50 ms  p99 ms  errors  of ceiling");
+  console.log(
+    `\n${ENGINE}: scenario${" ".repeat(24 - ENGINE.length)} req/s     p50 ms  p99 ms  errors  of ceiling`,
+  );
   for (const r of rows) {
     console.log(
       `${r.scenario.padEnd(32)} ${String(r.reqPerSec).padStart(7)} ${String(r.p50Ms).padStart(9)} ${String(r.p99Ms).padStart(7)} ${String(r.errors).padStart(7)} ${String(r.ofCeiling).padStart(11)}`,
@@ -243,21 +340,21 @@ async function main(): Promise<void> {
   process.stdout.write(`\nledger verify: ${verify.stdout.trim()}\n`);
   // Successful writes as the service counted its 200 answers (ledger_http_requests_total): the
   // client's own count misses requests still in flight when autocannon stops, which the
-  // service did commit and answer.
-  const expectedRows = writes.add + writes.deduct + writes.confirm;
-  const db = new LibsqlDatabase(dbFile);
-  const { n } = db.prepare("SELECT count(*) AS n FROM transactions").get() as { n: number };
-  db.close();
+  // service did commit and answer. pgbench's committed transactions add their own rows.
+  const expectedRows = writes.add + writes.deduct + writes.confirm + pgbenchRows;
+  const n = (await ledgerFacts(database.url)).rows;
   const rowsMatch = n === expectedRows;
   process.stdout.write(
-    `ledger rows ${n}, successful writes ${expectedRows} (${writes.add} adds + ${writes.deduct} deducts + ${writes.confirm} confirms answered 200): ${rowsMatch ? "equal" : "MISMATCH"}\n`,
+    `ledger rows ${n}, successful writes ${expectedRows} (${writes.add} adds + ${writes.deduct} deducts + ${writes.confirm} confirms answered 200${pgbenchRows ? ` + ${pgbenchRows} pgbench deductions` : ""}): ${rowsMatch ? "equal" : "MISMATCH"}\n`,
   );
   const outDir = here("../../bench-results");
   mkdirSync(outDir, { recursive: true });
-  const file = join(outDir, `bench-${new Date().toISOString().replace(/[:.]/g, "-")}.json`);
+  const stamp = new Date().toISOString().replace(/[:.]/g, "-");
+  const file = join(outDir, `bench-${ENGINE === "postgres" ? "pg-" : ""}${stamp}.json`);
   writeFileSync(
     file,
     json({
+      engine: ENGINE,
       seconds: SECONDS,
       connections: CONNECTIONS,
       rows,
@@ -267,6 +364,7 @@ async function main(): Promise<void> {
     }),
   );
   process.stdout.write(`results: ${file}\n`);
+  await database.drop();
   rmSync(dir, { recursive: true, force: true });
   if (verify.status !== 0 || !rowsMatch) process.exitCode = 1;
 }
