@@ -146,10 +146,16 @@ const STATUS_TEXT: Record<number, string> = {
   431: "URL or headers too large",
   415: "Body is not application/json",
   500: "Unexpected failure",
+  503: "Database unavailable; safe to retry with the same Idempotency-Key",
 };
 
-/** The codes every route may answer. */
-const COMMON_CODES = ["VALIDATION_ERROR", "UNAUTHORIZED", "INTERNAL_ERROR"] as const;
+/** The codes every route may answer (503 while the database cannot be reached). */
+const COMMON_CODES = [
+  "VALIDATION_ERROR",
+  "UNAUTHORIZED",
+  "INTERNAL_ERROR",
+  "SERVICE_UNAVAILABLE",
+] as const;
 type CommonCode = (typeof COMMON_CODES)[number];
 
 interface ErrorResponseConfig {
@@ -176,7 +182,7 @@ function errorExample(code: ErrorCode): ErrorBody {
 }
 
 /**
- * OpenAPI error responses for the given codes (plus 400, 401 and 500, which every route has),
+ * OpenAPI error responses for the given codes (plus 400, 401, 500 and 503, which every route has),
  * with an example body of each code, keyed by exactly the statuses those codes have.
  */
 export function errorResponses<C extends ErrorCode = never>(...codes: C[]): ErrorResponses<C>;
