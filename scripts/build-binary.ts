@@ -119,7 +119,13 @@ function docsBundleFile(): string {
 }
 
 async function writeEntry(dir: string): Promise<string> {
-  const migrations = await readMigrationFiles(join(root, "sql"));
+  // SQLite's migrations by their names, PostgreSQL's under `postgres/` (src/db/migrator.ts).
+  const migrations: Record<string, string> = { ...(await readMigrationFiles(join(root, "sql"))) };
+  for (const [name, text] of Object.entries(
+    await readMigrationFiles(join(root, "sql", "postgres")),
+  )) {
+    migrations[`postgres/${name}`] = text;
+  }
   const modelCatalog = readFileSync(join(root, "data", "models.json"), "utf8");
   const entry = join(dir, "entry.ts");
   const from = (file: string) => JSON.stringify(relative(dir, join(root, file)));

@@ -106,6 +106,9 @@ function embeddedMigrations(engine: Engine): MigrationFiles | undefined {
       files[name.slice(prefix.length)] = text;
     }
   }
+  if (Object.keys(files).length === 0) {
+    throw new Error(`This program carries no ${engine} migrations; rebuild it`);
+  }
   return files;
 }
 
