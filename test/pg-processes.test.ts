@@ -154,6 +154,16 @@ describe.runIf(TEST_ENGINE === "postgres")("three servers on one PostgreSQL data
     expect(txs.body.pagination.totalCount).toBe(2);
   });
 
+  it("creates one account when all three receive the same externalId at once", async () => {
+    const replies = await Promise.all(
+      Array.from({ length: 9 }, () => call("POST", "/v1/accounts/create", { externalId: "dup" })),
+    );
+    expect(statuses(replies)).toEqual({ 200: 1, 409: 8 });
+    for (const r of replies.filter((x) => x.status === 409)) {
+      expect(r.body.error.code).toBe("DUPLICATE_EXTERNAL_ID");
+    }
+  });
+
   it("ends a reservation once when all three confirm and cancel it at once", async () => {
     await funded("e1", 100);
     const hold = await call("POST", "/v1/reservations/create", { accountId: "e1", amount: 40 });
