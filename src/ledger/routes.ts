@@ -1,5 +1,4 @@
 /** Routes of add, deduct, the transaction list and manual transactions (docs/api.md#endpoints). */
-import { createRoute } from "@hono/zod-openapi";
 import type { Transaction } from "kysely";
 import { resolveAccount } from "../accounts/service.ts";
 import type { DB } from "../db/schema.ts";
@@ -7,7 +6,8 @@ import type { App, AppDeps } from "../http/context.ts";
 import { dateRangeMs } from "../http/dates.ts";
 import { runWrite } from "../http/idempotency.ts";
 import { ok } from "../http/respond.ts";
-import { errorResponses, jsonBody, okJson, pagination } from "../http/schemas.ts";
+import { resourceRoutes } from "../http/routes.ts";
+import { pagination } from "../http/schemas.ts";
 import { fromMicros } from "../money.ts";
 import { transactionJson } from "./core.ts";
 import {
@@ -22,57 +22,39 @@ import {
 } from "./schemas.ts";
 import { listTransactions, moveCredits, withAuditData } from "./service.ts";
 
-const addRoute = createRoute({
-  method: "post",
-  path: "/v1/accounts/credits/add",
-  tags: ["Balance adjustments"],
+const adjustments = resourceRoutes("Balance adjustments");
+const transactions = resourceRoutes("Transactions");
+
+const addRoute = adjustments.post("/v1/accounts/credits/add", {
   summary: "Add credits (purchase, refund, bonus)",
-  request: { body: jsonBody(addCreditsBody) },
-  responses: {
-    ...okJson(addCreditsResponse, "The new balance"),
-    ...errorResponses("ACCOUNT_NOT_FOUND", "BALANCE_LIMIT_EXCEEDED", "IDEMPOTENCY_KEY_REUSED"),
-  },
+  body: addCreditsBody,
+  ok: addCreditsResponse,
+  description: "The new balance",
+  errors: ["ACCOUNT_NOT_FOUND", "BALANCE_LIMIT_EXCEEDED"],
 });
 
-const deductRoute = createRoute({
-  method: "post",
-  path: "/v1/accounts/credits/deduct",
-  tags: ["Balance adjustments"],
+const deductRoute = adjustments.post("/v1/accounts/credits/deduct", {
   summary: "Deduct credits without a reservation",
-  request: { body: jsonBody(deductCreditsBody) },
-  responses: {
-    ...okJson(deductCreditsResponse, "The new balance"),
-    ...errorResponses("INSUFFICIENT_CREDITS", "ACCOUNT_NOT_FOUND", "IDEMPOTENCY_KEY_REUSED"),
-  },
+  body: deductCreditsBody,
+  ok: deductCreditsResponse,
+  description: "The new balance",
+  errors: ["INSUFFICIENT_CREDITS", "ACCOUNT_NOT_FOUND"],
 });
 
-const listRoute = createRoute({
-  method: "get",
-  path: "/v1/transactions",
-  tags: ["Transactions"],
+const listRoute = transactions.get("/v1/transactions", {
   summary: "List ledger entries, newest first",
-  request: { query: listTransactionsQuery },
-  responses: {
-    ...okJson(listTransactionsResponse, "A page of transactions"),
-    ...errorResponses("ACCOUNT_NOT_FOUND"),
-  },
+  query: listTransactionsQuery,
+  ok: listTransactionsResponse,
+  description: "A page of transactions",
+  errors: ["ACCOUNT_NOT_FOUND"],
 });
 
-const createTxRoute = createRoute({
-  method: "post",
-  path: "/v1/transactions/create",
-  tags: ["Transactions"],
+const createTxRoute = transactions.post("/v1/transactions/create", {
   summary: "Create a manual transaction (adjustment, refund, migration)",
-  request: { body: jsonBody(createTransactionBody) },
-  responses: {
-    ...okJson(createTransactionResponse, "The new transaction"),
-    ...errorResponses(
-      "ACCOUNT_NOT_FOUND",
-      "INSUFFICIENT_CREDITS",
-      "BALANCE_LIMIT_EXCEEDED",
-      "IDEMPOTENCY_KEY_REUSED",
-    ),
-  },
+  body: createTransactionBody,
+  ok: createTransactionResponse,
+  description: "The new transaction",
+  errors: ["ACCOUNT_NOT_FOUND", "INSUFFICIENT_CREDITS", "BALANCE_LIMIT_EXCEEDED"],
 });
 
 /** The balance adjustment and transaction routes. */

@@ -1,38 +1,29 @@
 /** Routes of docs/api.md#endpoints: list or get models, and calculate a cost without recording it. */
-import { createRoute } from "@hono/zod-openapi";
 import type { ModelRow } from "../db/schema.ts";
 import type { App, AppDeps } from "../http/context.ts";
 import { runWrite } from "../http/idempotency.ts";
 import { ok, type RouteBody } from "../http/respond.ts";
-import { errorResponses, jsonBody, okJson } from "../http/schemas.ts";
+import { resourceRoutes } from "../http/routes.ts";
 import { costPicoUsd, fromMicros, picoUsdToDecimal, type TokenCounts } from "../money.ts";
 import { calculateBody, calculateResponse, modelsQuery, modelsResponse } from "./schemas.ts";
 import { findModel, listModels, modelJson, priceOf } from "./service.ts";
 
-const tags = ["Models"];
+const route = resourceRoutes("Models");
 
-const listRoute = createRoute({
-  method: "get",
-  path: "/v1/models",
-  tags,
+const listRoute = route.get("/v1/models", {
   summary: "List models with pricing, or get one with ?modelId=",
-  request: { query: modelsQuery },
-  responses: {
-    ...okJson(modelsResponse, "Models (or one model)"),
-    ...errorResponses("MODEL_NOT_FOUND"),
-  },
+  query: modelsQuery,
+  ok: modelsResponse,
+  description: "Models (or one model)",
+  errors: ["MODEL_NOT_FOUND"],
 });
 
-const calculateRoute = createRoute({
-  method: "post",
-  path: "/v1/models/calculate",
-  tags,
+const calculateRoute = route.post("/v1/models/calculate", {
   summary: "Estimate a call's cost in USD without recording usage",
-  request: { body: jsonBody(calculateBody) },
-  responses: {
-    ...okJson(calculateResponse, "The estimate"),
-    ...errorResponses("MODEL_NOT_FOUND", "IDEMPOTENCY_KEY_REUSED"),
-  },
+  body: calculateBody,
+  ok: calculateResponse,
+  description: "The estimate",
+  errors: ["MODEL_NOT_FOUND"],
 });
 
 /** The model routes. */

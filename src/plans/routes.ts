@@ -1,10 +1,9 @@
 /** Routes of docs/api.md#endpoints, docs/api.md#plans-and-grants: plans, archive/activate, and account plans. */
-import { createRoute } from "@hono/zod-openapi";
 import { resolveAccount } from "../accounts/service.ts";
 import type { App, AppDeps } from "../http/context.ts";
 import { runWrite } from "../http/idempotency.ts";
 import { ok } from "../http/respond.ts";
-import { errorResponses, jsonBody, okJson } from "../http/schemas.ts";
+import { resourceRoutes } from "../http/routes.ts";
 import {
   assignPlanBody,
   assignPlanResponse,
@@ -14,6 +13,7 @@ import {
   createPlanResponse,
   listAccountPlansQuery,
   listAccountPlansResponse,
+  listPlansQuery,
   listPlansResponse,
   planIdBody,
 } from "./schemas.ts";
@@ -28,89 +28,57 @@ import {
   setPlanActive,
 } from "./service.ts";
 
-const tags = ["Plans"];
+const route = resourceRoutes("Plans");
 
-const listRoute = createRoute({
-  method: "get",
-  path: "/v1/plans",
-  tags,
+const listRoute = route.get("/v1/plans", {
   summary: "List the project's plans",
-  responses: { ...okJson(listPlansResponse, "Plans, oldest first"), ...errorResponses() },
+  query: listPlansQuery,
+  ok: listPlansResponse,
+  description: "Plans, oldest first",
 });
 
-const createPlanRoute = createRoute({
-  method: "post",
-  path: "/v1/plans/create",
-  tags,
+const createPlanRoute = route.post("/v1/plans/create", {
   summary: "Create a recurring credit plan",
-  request: { body: jsonBody(createPlanBody) },
-  responses: {
-    ...okJson(createPlanResponse, "The new plan"),
-    ...errorResponses("IDEMPOTENCY_KEY_REUSED"),
-  },
+  body: createPlanBody,
+  ok: createPlanResponse,
+  description: "The new plan",
 });
 
-function planStateRoute(path: string, summary: string) {
-  return createRoute({
-    method: "post",
-    path,
-    tags,
+function planStateRoute<const P extends string>(path: P, summary: string) {
+  return route.post(path, {
     summary,
-    request: { body: jsonBody(planIdBody) },
-    responses: {
-      ...okJson(createPlanResponse, "The plan"),
-      ...errorResponses("PLAN_NOT_FOUND", "IDEMPOTENCY_KEY_REUSED"),
-    },
+    body: planIdBody,
+    ok: createPlanResponse,
+    description: "The plan",
+    errors: ["PLAN_NOT_FOUND"],
   });
 }
 
 const archiveRoute = planStateRoute("/v1/plans/archive", "Archive a plan (isActive false)");
 const activateRoute = planStateRoute("/v1/plans/activate", "Re-activate an archived plan");
 
-const listAssignedRoute = createRoute({
-  method: "get",
-  path: "/v1/accounts/plans",
-  tags,
+const listAssignedRoute = route.get("/v1/accounts/plans", {
   summary: "List an account's plan assignments, active and historical",
-  request: { query: listAccountPlansQuery },
-  responses: {
-    ...okJson(listAccountPlansResponse, "Assignments, newest first"),
-    ...errorResponses("ACCOUNT_NOT_FOUND"),
-  },
+  query: listAccountPlansQuery,
+  ok: listAccountPlansResponse,
+  description: "Assignments, newest first",
+  errors: ["ACCOUNT_NOT_FOUND"],
 });
 
-const assignRoute = createRoute({
-  method: "post",
-  path: "/v1/accounts/plans/assign",
-  tags,
+const assignRoute = route.post("/v1/accounts/plans/assign", {
   summary: "Assign a plan to an account (replaces its active plan)",
-  request: { body: jsonBody(assignPlanBody) },
-  responses: {
-    ...okJson(assignPlanResponse, "The new assignment"),
-    ...errorResponses(
-      "ACCOUNT_NOT_FOUND",
-      "PLAN_NOT_FOUND",
-      "PLAN_INACTIVE",
-      "BALANCE_LIMIT_EXCEEDED",
-      "IDEMPOTENCY_KEY_REUSED",
-    ),
-  },
+  body: assignPlanBody,
+  ok: assignPlanResponse,
+  description: "The new assignment",
+  errors: ["ACCOUNT_NOT_FOUND", "PLAN_NOT_FOUND", "PLAN_INACTIVE", "BALANCE_LIMIT_EXCEEDED"],
 });
 
-const cancelRoute = createRoute({
-  method: "post",
-  path: "/v1/accounts/plans/cancel",
-  tags,
+const cancelRoute = route.post("/v1/accounts/plans/cancel", {
   summary: "Cancel an active assignment (granted credits stay)",
-  request: { body: jsonBody(cancelAccountPlanBody) },
-  responses: {
-    ...okJson(cancelAccountPlanResponse, "The cancelled assignment"),
-    ...errorResponses(
-      "ACCOUNT_PLAN_NOT_FOUND",
-      "ACCOUNT_PLAN_NOT_ACTIVE",
-      "IDEMPOTENCY_KEY_REUSED",
-    ),
-  },
+  body: cancelAccountPlanBody,
+  ok: cancelAccountPlanResponse,
+  description: "The cancelled assignment",
+  errors: ["ACCOUNT_PLAN_NOT_FOUND", "ACCOUNT_PLAN_NOT_ACTIVE"],
 });
 
 /** The plan and assignment routes. */

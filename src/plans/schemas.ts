@@ -50,6 +50,9 @@ export const listPlansResponse = z
     },
   });
 
+/** The plan list takes no query parameters. */
+export const listPlansQuery = z.object({});
+
 export const createPlanBody = z
   .object({
     name: idString.openapi({ example: "Pro monthly" }),

@@ -1,10 +1,10 @@
 /** Routes of docs/api.md#endpoints: create, list, confirm and cancel reservations. */
-import { createRoute } from "@hono/zod-openapi";
 import { resolveAccount } from "../accounts/service.ts";
 import type { App, AppDeps } from "../http/context.ts";
 import { runWrite } from "../http/idempotency.ts";
 import { ok } from "../http/respond.ts";
-import { errorResponses, jsonBody, okJson, pagination } from "../http/schemas.ts";
+import { resourceRoutes } from "../http/routes.ts";
+import { pagination } from "../http/schemas.ts";
 import { fromMicros } from "../money.ts";
 import {
   cancelReservationBody,
@@ -24,59 +24,38 @@ import {
   reservationJson,
 } from "./service.ts";
 
-const tags = ["Reservations"];
+const route = resourceRoutes("Reservations");
 
-const createRoute_ = createRoute({
-  method: "post",
-  path: "/v1/reservations/create",
-  tags,
+const createRoute_ = route.post("/v1/reservations/create", {
   summary: "Hold credits before an expensive operation",
-  request: { body: jsonBody(createReservationBody) },
-  responses: {
-    ...okJson(createReservationResponse, "The pending reservation"),
-    ...errorResponses("ACCOUNT_NOT_FOUND", "INSUFFICIENT_CREDITS", "IDEMPOTENCY_KEY_REUSED"),
-  },
+  body: createReservationBody,
+  ok: createReservationResponse,
+  description: "The pending reservation",
+  errors: ["ACCOUNT_NOT_FOUND", "INSUFFICIENT_CREDITS"],
 });
 
-const listRoute = createRoute({
-  method: "get",
-  path: "/v1/reservations",
-  tags,
+const listRoute = route.get("/v1/reservations", {
   summary: "List an account's reservations, newest first",
-  request: { query: listReservationsQuery },
-  responses: {
-    ...okJson(listReservationsResponse, "Reservations"),
-    ...errorResponses("ACCOUNT_NOT_FOUND"),
-  },
+  query: listReservationsQuery,
+  ok: listReservationsResponse,
+  description: "Reservations",
+  errors: ["ACCOUNT_NOT_FOUND"],
 });
 
-const confirmRoute = createRoute({
-  method: "post",
-  path: "/v1/reservations/confirm",
-  tags,
+const confirmRoute = route.post("/v1/reservations/confirm", {
   summary: "Settle a reservation with the actual amount",
-  request: { body: jsonBody(confirmReservationBody) },
-  responses: {
-    ...okJson(confirmReservationResponse, "The settlement"),
-    ...errorResponses(
-      "RESERVATION_NOT_FOUND",
-      "RESERVATION_NOT_PENDING",
-      "INSUFFICIENT_CREDITS",
-      "IDEMPOTENCY_KEY_REUSED",
-    ),
-  },
+  body: confirmReservationBody,
+  ok: confirmReservationResponse,
+  description: "The settlement",
+  errors: ["RESERVATION_NOT_FOUND", "RESERVATION_NOT_PENDING", "INSUFFICIENT_CREDITS"],
 });
 
-const cancelRoute = createRoute({
-  method: "post",
-  path: "/v1/reservations/cancel",
-  tags,
+const cancelRoute = route.post("/v1/reservations/cancel", {
   summary: "Release a reservation",
-  request: { body: jsonBody(cancelReservationBody) },
-  responses: {
-    ...okJson(cancelReservationResponse, "The release"),
-    ...errorResponses("RESERVATION_NOT_FOUND", "RESERVATION_NOT_PENDING", "IDEMPOTENCY_KEY_REUSED"),
-  },
+  body: cancelReservationBody,
+  ok: cancelReservationResponse,
+  description: "The release",
+  errors: ["RESERVATION_NOT_FOUND", "RESERVATION_NOT_PENDING"],
 });
 
 /** The reservation routes. */

@@ -1,43 +1,30 @@
 /** Routes of docs/api.md#endpoints: record usage, list usage records, and the usage summary. */
-import { createRoute } from "@hono/zod-openapi";
 import { resolveAccount } from "../accounts/service.ts";
 import type { App, AppDeps } from "../http/context.ts";
 import { dateRangeMs } from "../http/dates.ts";
 import { runWrite } from "../http/idempotency.ts";
 import { ok } from "../http/respond.ts";
-import { errorResponses, jsonBody, okJson, pagination } from "../http/schemas.ts";
+import { resourceRoutes } from "../http/routes.ts";
+import { pagination } from "../http/schemas.ts";
 import { recordBody, recordResponse, usageQuery, usageResponse } from "./schemas.ts";
 import { listUsage, recordUsage, summarizeUsage, usageRecordJson } from "./service.ts";
 
-const tags = ["Usage"];
+const route = resourceRoutes("Usage");
 
-const recordRoute = createRoute({
-  method: "post",
-  path: "/v1/usage/record",
-  tags,
+const recordRoute = route.post("/v1/usage/record", {
   summary: "Record LLM usage; the cost is computed from the model's current prices",
-  request: { body: jsonBody(recordBody) },
-  responses: {
-    ...okJson(recordResponse, "The usage record"),
-    ...errorResponses(
-      "ACCOUNT_NOT_FOUND",
-      "MODEL_NOT_FOUND",
-      "TRANSACTION_NOT_FOUND",
-      "IDEMPOTENCY_KEY_REUSED",
-    ),
-  },
+  body: recordBody,
+  ok: recordResponse,
+  description: "The usage record",
+  errors: ["ACCOUNT_NOT_FOUND", "MODEL_NOT_FOUND", "TRANSACTION_NOT_FOUND"],
 });
 
-const listRoute = createRoute({
-  method: "get",
-  path: "/v1/usage",
-  tags,
+const listRoute = route.get("/v1/usage", {
   summary: "List usage records, newest first, or their summary with summary=true",
-  request: { query: usageQuery },
-  responses: {
-    ...okJson(usageResponse, "Usage records or summary"),
-    ...errorResponses("ACCOUNT_NOT_FOUND"),
-  },
+  query: usageQuery,
+  ok: usageResponse,
+  description: "Usage records or summary",
+  errors: ["ACCOUNT_NOT_FOUND"],
 });
 
 /** The usage routes. */

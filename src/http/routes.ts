@@ -1,0 +1,69 @@
+/**
+ * Route definitions in the one shape every route of this API has (docs/api.md#endpoints): a JSON
+ * query (GET) or body (POST), a 200 JSON response with its schema, and the error responses of
+ * the codes it may answer, on top of those every route has. A POST also answers
+ * `IDEMPOTENCY_KEY_REUSED`, since every POST takes an `Idempotency-Key`.
+ *
+ * The definitions are zod-openapi `createRoute` configs, so the same schemas validate requests,
+ * type the handlers' responses (src/http/respond.ts) and document the route in /openapi.json.
+ */
+import { createRoute, type RouteConfig, type z } from "@hono/zod-openapi";
+import type { ErrorCode } from "../errors.ts";
+import { errorResponses, jsonBody, okJson } from "./schemas.ts";
+
+/** What a route's `request.query` may be. */
+type QuerySchema = NonNullable<NonNullable<RouteConfig["request"]>["query"]>;
+
+/** The parts of a route definition that every route has. */
+interface RouteDef<S extends z.ZodType, C extends ErrorCode> {
+  summary: string;
+  /** The schema of the 200 body, and what that body is. */
+  ok: S;
+  description: string;
+  /** Codes answered besides those every route answers (400, 401, 500, 503). */
+  errors?: C[];
+}
+
+/**
+ * The route definers of one resource (its OpenAPI tag).
+ * @returns `get(path, {query, …})` and `post(path, {body, …})`
+ */
+export function resourceRoutes(tag: string) {
+  const tags = [tag];
+  return {
+    get<
+      const P extends string,
+      Q extends QuerySchema,
+      S extends z.ZodType,
+      C extends ErrorCode = never,
+    >(path: P, def: RouteDef<S, C> & { query: Q }) {
+      return createRoute({
+        method: "get",
+        path,
+        tags,
+        summary: def.summary,
+        request: { query: def.query },
+        responses: { ...okJson(def.ok, def.description), ...errorResponses(...(def.errors ?? [])) },
+      });
+    },
+    post<
+      const P extends string,
+      B extends z.ZodType,
+      S extends z.ZodType,
+      C extends ErrorCode = never,
+    >(path: P, def: RouteDef<S, C> & { body: B }) {
+      const errors = errorResponses<C | "IDEMPOTENCY_KEY_REUSED">(
+        ...(def.errors ?? []),
+        "IDEMPOTENCY_KEY_REUSED",
+      );
+      return createRoute({
+        method: "post",
+        path,
+        tags,
+        summary: def.summary,
+        request: { body: jsonBody(def.body) },
+        responses: { ...okJson(def.ok, def.description), ...errors },
+      });
+    },
+  };
+}
