@@ -1,25 +1,15 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type ApiResponse, fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
+import { z } from "zod";
+import { accountRoutes } from "../src/accounts/routes.ts";
+import type { ErrorBody } from "../src/errors.ts";
+import { ledgerRoutes } from "../src/ledger/routes.ts";
+import { reservationRoutes } from "../src/reservations/routes.ts";
+import { usageRoutes } from "../src/usage/routes.ts";
+import { type CallInput, fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
 
-interface Txn {
-  id: string;
-  accountId: string;
-  type: string;
-  amount: number;
-  balanceAfter: number;
-  description: string;
-  metadata: Record<string, unknown>;
-  createdAt: string;
-  reservation?: unknown;
-  usage?: unknown[];
-}
-
-function expectError(res: ApiResponse, status: number, code: string) {
-  expect(res.status).toBe(status);
-  expect(res.body.success).toBe(false);
-  expect(res.body.error.code).toBe(code);
-  expect(typeof res.body.error.message).toBe("string");
-}
+/** The `details` of a VALIDATION_ERROR: one `{path, message}` per field problem. */
+const fieldIssues = z.array(z.object({ path: z.string(), message: z.string() }));
+const issuePaths = (err: ErrorBody) => fieldIssues.parse(err.error.details).map((d) => d.path);
 
 describe("ledger", () => {
   let t: TestLedger;
@@ -30,23 +20,22 @@ describe("ledger", () => {
   });
   afterEach(async () => t.close());
 
+  /** The body of an add or a deduction. */
+  const credits = (amount: unknown, extra: object = {}, accountId = acc): CallInput => ({
+    body: { accountId, amount, ...extra },
+  });
   const add = (amount: unknown, extra: object = {}, accountId = acc) =>
-    t.api("POST", "/v1/accounts/credits/add", { body: { accountId, amount, ...extra } });
+    t.call(ledgerRoutes.add, credits(amount, extra, accountId));
   const deduct = (amount: unknown, extra: object = {}, accountId = acc) =>
-    t.api("POST", "/v1/accounts/credits/deduct", { body: { accountId, amount, ...extra } });
-  const balance = async () => (await t.api("GET", `/v1/accounts/balance?accountId=${acc}`)).body;
-  const txns = async (query = `accountId=${acc}`) => {
-    const res = await t.api("GET", `/v1/transactions?${query}`);
-    expect(res.status).toBe(200);
-    return res.body as { items: Txn[]; pagination: Record<string, unknown> };
-  };
+    t.call(ledgerRoutes.deduct, credits(amount, extra, accountId));
+  const balance = () => t.call(accountRoutes.balance, { query: { accountId: acc } });
+  const txns = (query: Record<string, string | number> = { accountId: acc }) =>
+    t.call(ledgerRoutes.list, { query });
   const txnCount = async () => (await txns()).pagination.totalCount;
 
   describe("add and deduct", () => {
     it("add answers {success, accountId, externalId, balance, added}", async () => {
-      const res = await add(25.5, { description: "purchase" });
-      expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({
+      expect(await add(25.5, { description: "purchase" })).toMatchObject({
         success: true,
         accountId: acc,
         externalId: "cust",
@@ -54,14 +43,12 @@ describe("ledger", () => {
         added: 25.5,
       });
       const again = await add(4.5, {}, "cust");
-      expect(again.body).toMatchObject({ accountId: acc, balance: 30, added: 4.5 });
+      expect(again).toMatchObject({ accountId: acc, balance: 30, added: 4.5 });
     });
 
     it("deduct answers {success, accountId, externalId, balance, deducted}", async () => {
       await add(10);
-      const res = await deduct(3.25, { description: "usage" }, "cust");
-      expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({
+      expect(await deduct(3.25, { description: "usage" }, "cust")).toMatchObject({
         success: true,
         accountId: acc,
         externalId: "cust",
@@ -73,36 +60,34 @@ describe("ledger", () => {
 
     it("reads back 0.1 + 0.2 as exactly 0.3, and 0.3 - 0.1 as 0.2", async () => {
       await add(0.1);
-      const res = await add(0.2);
-      expect(res.body.balance).toBe(0.3);
+      expect((await add(0.2)).balance).toBe(0.3);
       expect((await balance()).balance).toBe(0.3);
-      expect((await deduct(0.1)).body.balance).toBe(0.2);
+      expect((await deduct(0.1)).balance).toBe(0.2);
       expect(await t.verify()).toEqual([]);
     });
 
     it("accepts 6 decimals and 1e9, rejects 7 decimals, 0, negatives, strings and 1e9+1", async () => {
-      expect((await add(0.000001)).status).toBe(200);
-      expect((await add(1e9)).body.balance).toBe(1000000000.000001);
+      await add(0.000001);
+      expect((await add(1e9)).balance).toBe(1000000000.000001);
       for (const bad of [0.0000001, 1.1234567, 0, -5, "10", 1e9 + 1, null]) {
-        const res = await add(bad);
-        expectError(res, 400, "VALIDATION_ERROR");
-        expect(res.body.error.details.map((d: { path: string }) => d.path)).toContain(
-          "body.amount",
-        );
-        expectError(await deduct(bad), 400, "VALIDATION_ERROR");
+        const err = await t.fail(ledgerRoutes.add, credits(bad), 400, "VALIDATION_ERROR");
+        expect(issuePaths(err)).toContain("body.amount");
+        await t.fail(ledgerRoutes.deduct, credits(bad), 400, "VALIDATION_ERROR");
       }
       expect((await balance()).balance).toBe(1000000000.000001);
       expect(await txnCount()).toBe(2);
     });
 
     it("refuses a credit past 9e9 with 409 BALANCE_LIMIT_EXCEEDED and changes nothing", async () => {
-      for (let i = 0; i < 9; i++) expect((await add(1e9)).status).toBe(200);
+      for (let i = 0; i < 9; i++) await add(1e9);
       expect((await balance()).balance).toBe(9e9);
-      expectError(await add(0.000001), 409, "BALANCE_LIMIT_EXCEEDED");
-      const manual = await t.api("POST", "/v1/transactions/create", {
-        body: { accountId: acc, amount: 1, type: "credit" },
-      });
-      expectError(manual, 409, "BALANCE_LIMIT_EXCEEDED");
+      await t.fail(ledgerRoutes.add, credits(0.000001), 409, "BALANCE_LIMIT_EXCEEDED");
+      await t.fail(
+        ledgerRoutes.create,
+        { body: { accountId: acc, amount: 1, type: "credit" } },
+        409,
+        "BALANCE_LIMIT_EXCEEDED",
+      );
       expect((await balance()).balance).toBe(9e9);
       expect(await txnCount()).toBe(9);
       expect(await t.verify()).toEqual([]);
@@ -110,23 +95,23 @@ describe("ledger", () => {
 
     it("refuses a deduction beyond available with 402 and details, changing nothing", async () => {
       await add(10);
-      const res = await deduct(10.000001);
-      expectError(res, 402, "INSUFFICIENT_CREDITS");
-      expect(res.body.error.details).toEqual({ available: 10, requested: 10.000001 });
+      const err = await t.fail(
+        ledgerRoutes.deduct,
+        credits(10.000001),
+        402,
+        "INSUFFICIENT_CREDITS",
+      );
+      expect(err.error.details).toEqual({ available: 10, requested: 10.000001 });
       expect(await balance()).toMatchObject({ balance: 10, reserved: 0, available: 10 });
       expect(await txnCount()).toBe(1);
-      expect((await deduct(10)).body.balance).toBe(0);
+      expect((await deduct(10)).balance).toBe(0);
     });
 
     it("counts reservations against a deduction", async () => {
       await add(100);
-      const r = await t.api("POST", "/v1/reservations/create", {
-        body: { accountId: acc, amount: 60 },
-      });
-      expect(r.status).toBe(200);
-      const res = await deduct(41);
-      expectError(res, 402, "INSUFFICIENT_CREDITS");
-      expect(res.body.error.details).toEqual({ available: 40, requested: 41 });
+      await t.call(reservationRoutes.create, { body: { accountId: acc, amount: 60 } });
+      const err = await t.fail(ledgerRoutes.deduct, credits(41), 402, "INSUFFICIENT_CREDITS");
+      expect(err.error.details).toEqual({ available: 40, requested: 41 });
       expect(await balance()).toEqual({
         accountId: acc,
         externalId: "cust",
@@ -134,7 +119,7 @@ describe("ledger", () => {
         reserved: 60,
         available: 40,
       });
-      expect((await deduct(40)).body.balance).toBe(60);
+      expect((await deduct(40)).balance).toBe(60);
     });
 
     it("keeps paymentMethod, description and metadata in the transaction", async () => {
@@ -149,21 +134,20 @@ describe("ledger", () => {
     });
 
     it("limits description to 1,000 chars and paymentMethod to 255", async () => {
-      expect((await add(1, { description: "d".repeat(1000) })).status).toBe(200);
+      await add(1, { description: "d".repeat(1000) });
       for (const [extra, path] of [
         [{ description: "d".repeat(1001) }, "body.description"],
         [{ paymentMethod: "p".repeat(256) }, "body.paymentMethod"],
       ] as const) {
-        const res = await add(1, extra);
-        expectError(res, 400, "VALIDATION_ERROR");
-        expect(res.body.error.details.map((d: { path: string }) => d.path)).toContain(path);
+        const err = await t.fail(ledgerRoutes.add, credits(1, extra), 400, "VALIDATION_ERROR");
+        expect(issuePaths(err)).toContain(path);
       }
       expect(await txnCount()).toBe(1);
     });
 
     it("answers 404 for an unknown account", async () => {
-      expectError(await add(1, {}, "nobody"), 404, "ACCOUNT_NOT_FOUND");
-      expectError(await deduct(1, {}, "nobody"), 404, "ACCOUNT_NOT_FOUND");
+      await t.fail(ledgerRoutes.add, credits(1, {}, "nobody"), 404, "ACCOUNT_NOT_FOUND");
+      await t.fail(ledgerRoutes.deduct, credits(1, {}, "nobody"), 404, "ACCOUNT_NOT_FOUND");
     });
   });
 
@@ -193,7 +177,7 @@ describe("ledger", () => {
       expect(all).toEqual([7, 6, 5, 4, 3, 2, 1]);
       const pages: number[] = [];
       for (let offset = 0; offset < 7; offset += 3) {
-        const page = await txns(`accountId=${acc}&limit=3&offset=${offset}`);
+        const page = await txns({ accountId: acc, limit: 3, offset });
         expect(page.pagination.hasMore).toBe(offset + 3 < 7);
         pages.push(...page.items.map((i) => i.amount));
       }
@@ -205,46 +189,42 @@ describe("ledger", () => {
       const first = await txns();
       expect(first.items).toHaveLength(50);
       expect(first.pagination).toEqual({ limit: 50, offset: 0, totalCount: 51, hasMore: true });
-      const rest = await txns(`accountId=${acc}&offset=50`);
+      const rest = await txns({ accountId: acc, offset: 50 });
       expect(rest.items).toHaveLength(1);
       expect(rest.items[0]?.balanceAfter).toBe(1);
       expect(rest.pagination).toEqual({ limit: 50, offset: 50, totalCount: 51, hasMore: false });
-      const max = await txns(`accountId=${acc}&limit=500`);
+      const max = await txns({ accountId: acc, limit: 500 });
       expect(max.items).toHaveLength(51);
     });
 
     it("rejects limit 0, limit 501, offset -1 and a bad date", async () => {
-      for (const [q, path] of [
-        ["limit=0", "query.limit"],
-        ["limit=501", "query.limit"],
-        ["offset=-1", "query.offset"],
-        ["startDate=yesterday", "query.startDate"],
-        ["limit=abc", "query.limit"],
-        ["limit=2.5", "query.limit"],
-        ["include=bogus", "query.include"],
-        ["startDate=2026-03-02&endDate=2026-03-01", "query.startDate"],
-      ]) {
-        const res = await t.api("GET", `/v1/transactions?${q}`);
-        expectError(res, 400, "VALIDATION_ERROR");
-        expect(res.body.error.details.map((d: { path: string }) => d.path)).toContain(path);
+      const cases: [Record<string, string | number>, string][] = [
+        [{ limit: 0 }, "query.limit"],
+        [{ limit: 501 }, "query.limit"],
+        [{ offset: -1 }, "query.offset"],
+        [{ startDate: "yesterday" }, "query.startDate"],
+        [{ limit: "abc" }, "query.limit"],
+        [{ limit: 2.5 }, "query.limit"],
+        [{ include: "bogus" }, "query.include"],
+        [{ startDate: "2026-03-02", endDate: "2026-03-01" }, "query.startDate"],
+      ];
+      for (const [query, path] of cases) {
+        const err = await t.fail(ledgerRoutes.list, { query }, 400, "VALIDATION_ERROR");
+        expect(issuePaths(err)).toContain(path);
       }
     });
 
     it("lists all accounts without accountId and filters by externalId", async () => {
       const other = await fundedAccount(t, "other", 7);
       await add(3);
-      const all = await txns("");
+      const all = await txns({});
       expect(all.pagination.totalCount).toBe(2);
       expect(all.items.map((i) => i.accountId)).toEqual([acc, other]);
-      const byExt = await txns("externalId=other");
+      const byExt = await txns({ externalId: "other" });
       expect(byExt.items.map((i) => [i.accountId, i.amount])).toEqual([[other, 7]]);
-      const byExtInAccountId = await txns("accountId=other");
+      const byExtInAccountId = await txns({ accountId: "other" });
       expect(byExtInAccountId.items).toHaveLength(1);
-      expectError(
-        await t.api("GET", "/v1/transactions?externalId=ghost"),
-        404,
-        "ACCOUNT_NOT_FOUND",
-      );
+      await t.fail(ledgerRoutes.list, { query: { externalId: "ghost" } }, 404, "ACCOUNT_NOT_FOUND");
     });
 
     it("filters by startDate/endDate, a date-only endDate covering the whole UTC day", async () => {
@@ -253,43 +233,41 @@ describe("ledger", () => {
       await add(2);
       t.setNow(Date.parse("2026-03-03T00:00:00.000Z"));
       await add(3);
-      const amounts = async (q: string) =>
-        (await txns(`accountId=${acc}&${q}`)).items.map((i) => i.amount);
-      expect(await amounts("endDate=2026-03-02")).toEqual([2, 1]);
-      expect(await amounts("startDate=2026-03-02")).toEqual([3, 2]);
-      expect(await amounts("startDate=2026-03-02&endDate=2026-03-02")).toEqual([2]);
-      expect(await amounts("startDate=2026-03-03T00:00:00Z")).toEqual([3]);
-      expect(await amounts("endDate=2026-03-01T10:00:00Z")).toEqual([1]);
-      expect(await amounts("startDate=2026-03-04")).toEqual([]);
-      const range = await txns(`accountId=${acc}&startDate=2026-03-01&endDate=2026-03-02`);
+      const amounts = async (dates: Record<string, string>) =>
+        (await txns({ accountId: acc, ...dates })).items.map((i) => i.amount);
+      expect(await amounts({ endDate: "2026-03-02" })).toEqual([2, 1]);
+      expect(await amounts({ startDate: "2026-03-02" })).toEqual([3, 2]);
+      expect(await amounts({ startDate: "2026-03-02", endDate: "2026-03-02" })).toEqual([2]);
+      expect(await amounts({ startDate: "2026-03-03T00:00:00Z" })).toEqual([3]);
+      expect(await amounts({ endDate: "2026-03-01T10:00:00Z" })).toEqual([1]);
+      expect(await amounts({ startDate: "2026-03-04" })).toEqual([]);
+      const range = await txns({ accountId: acc, startDate: "2026-03-01", endDate: "2026-03-02" });
       expect(range.pagination.totalCount).toBe(2);
     });
 
     it("adds reservation and usage audit data with include=reservation,usage", async () => {
       await add(100);
-      const r = await t.api("POST", "/v1/reservations/create", {
+      const { reservation } = await t.call(reservationRoutes.create, {
         body: { accountId: acc, amount: 20, operation: "chat", model: "gpt-4o" },
       });
-      const conf = await t.api("POST", "/v1/reservations/confirm", {
-        body: { reservationId: r.body.reservation.id, actualAmount: 12 },
+      const conf = await t.call(reservationRoutes.confirm, {
+        body: { reservationId: reservation.id, actualAmount: 12 },
       });
-      expect(conf.status).toBe(200);
-      const usage = await t.api("POST", "/v1/usage/record", {
+      const { usageRecord } = await t.call(usageRoutes.record, {
         body: {
           accountId: acc,
           modelId: "gpt-4o",
           inputTokens: 1000,
           outputTokens: 500,
-          transactionId: conf.body.transactionId,
+          transactionId: conf.transactionId,
         },
       });
-      expect(usage.status).toBe(200);
-      const body = await txns(`accountId=${acc}&include=reservation,usage`);
+      const body = await txns({ accountId: acc, include: "reservation,usage" });
       const [settled, topUp] = body.items;
-      expect(settled?.id).toBe(conf.body.transactionId);
+      expect(settled?.id).toBe(conf.transactionId);
       expect(settled).toMatchObject({ type: "debit", amount: 12, balanceAfter: 88 });
       expect(settled?.reservation).toMatchObject({
-        id: r.body.reservation.id,
+        id: reservation.id,
         accountId: acc,
         amount: 20,
         status: "confirmed",
@@ -297,54 +275,61 @@ describe("ledger", () => {
       });
       expect(settled?.usage).toHaveLength(1);
       expect(settled?.usage?.[0]).toMatchObject({
-        id: usage.body.usageRecord.id,
+        id: usageRecord.id,
         modelId: "gpt-4o",
         inputTokens: 1000,
         outputTokens: 500,
-        estimatedCostUsd: usage.body.usageRecord.estimatedCostUsd,
+        estimatedCostUsd: usageRecord.estimatedCostUsd,
       });
       expect(topUp?.reservation).toBeNull();
       expect(topUp?.usage).toEqual([]);
       const plain = await txns();
       expect(plain.items[0]).not.toHaveProperty("reservation");
       expect(plain.items[0]).not.toHaveProperty("usage");
-      const onlyUsage = await txns(`accountId=${acc}&include=usage`);
+      const onlyUsage = await txns({ accountId: acc, include: "usage" });
       expect(onlyUsage.items[0]).not.toHaveProperty("reservation");
       expect(onlyUsage.items[0]?.usage).toHaveLength(1);
     });
   });
 
   describe("manual transactions", () => {
-    const manual = (body: object) => t.api("POST", "/v1/transactions/create", { body });
+    const manual = (body: object) => t.call(ledgerRoutes.create, { body });
 
     it("creates a credit and a debit with {success, transaction}", async () => {
       const c = await manual({ accountId: acc, amount: 50, type: "credit", description: "mig" });
-      expect(c.status).toBe(200);
-      expect(c.body.success).toBe(true);
-      expect(c.body.transaction).toMatchObject({
+      expect(c.success).toBe(true);
+      expect(c.transaction).toMatchObject({
         accountId: acc,
         type: "credit",
         amount: 50,
         balanceAfter: 50,
         createdAt: "2026-03-01T10:00:00.000Z",
       });
-      expect(typeof c.body.transaction.id).toBe("string");
+      expect(typeof c.transaction.id).toBe("string");
       const d = await manual({ accountId: "cust", amount: 20, type: "debit" });
-      expect(d.body.transaction).toMatchObject({ type: "debit", amount: 20, balanceAfter: 30 });
+      expect(d.transaction).toMatchObject({ type: "debit", amount: 20, balanceAfter: 30 });
       expect((await balance()).balance).toBe(30);
       const items = (await txns()).items;
-      expect(items.map((i) => i.id)).toEqual([d.body.transaction.id, c.body.transaction.id]);
+      expect(items.map((i) => i.id)).toEqual([d.transaction.id, c.transaction.id]);
       expect(items[1]?.description).toBe("mig");
     });
 
     it("rejects an invalid type and a debit beyond available", async () => {
       await add(10);
-      const bad = await manual({ accountId: acc, amount: 1, type: "refund" });
-      expectError(bad, 400, "VALIDATION_ERROR");
-      expect(bad.body.error.details.map((d: { path: string }) => d.path)).toContain("body.type");
-      const over = await manual({ accountId: acc, amount: 11, type: "debit" });
-      expectError(over, 402, "INSUFFICIENT_CREDITS");
-      expect(over.body.error.details).toEqual({ available: 10, requested: 11 });
+      const bad = await t.fail(
+        ledgerRoutes.create,
+        { body: { accountId: acc, amount: 1, type: "refund" } },
+        400,
+        "VALIDATION_ERROR",
+      );
+      expect(issuePaths(bad)).toContain("body.type");
+      const over = await t.fail(
+        ledgerRoutes.create,
+        { body: { accountId: acc, amount: 11, type: "debit" } },
+        402,
+        "INSUFFICIENT_CREDITS",
+      );
+      expect(over.error.details).toEqual({ available: 10, requested: 11 });
       expect((await balance()).balance).toBe(10);
       expect(await txnCount()).toBe(1);
     });
@@ -353,25 +338,15 @@ describe("ledger", () => {
   it("keeps the balanceAfter chain and every invariant after a mixed sequence", async () => {
     await add(100.5);
     await deduct(0.25);
-    const r1 = await t.api("POST", "/v1/reservations/create", {
-      body: { accountId: acc, amount: 30 },
+    const r1 = await t.call(reservationRoutes.create, { body: { accountId: acc, amount: 30 } });
+    await t.call(reservationRoutes.confirm, {
+      body: { reservationId: r1.reservation.id, actualAmount: 35 },
     });
-    await t.api("POST", "/v1/reservations/confirm", {
-      body: { reservationId: r1.body.reservation.id, actualAmount: 35 },
-    });
-    const r2 = await t.api("POST", "/v1/reservations/create", {
-      body: { accountId: acc, amount: 10 },
-    });
-    await t.api("POST", "/v1/reservations/cancel", {
-      body: { reservationId: r2.body.reservation.id },
-    });
-    await t.api("POST", "/v1/transactions/create", {
-      body: { accountId: acc, amount: 0.75, type: "credit" },
-    });
-    await t.api("POST", "/v1/transactions/create", {
-      body: { accountId: acc, amount: 6, type: "debit" },
-    });
-    await deduct(1000); // 402, no row
+    const r2 = await t.call(reservationRoutes.create, { body: { accountId: acc, amount: 10 } });
+    await t.call(reservationRoutes.cancel, { body: { reservationId: r2.reservation.id } });
+    await t.call(ledgerRoutes.create, { body: { accountId: acc, amount: 0.75, type: "credit" } });
+    await t.call(ledgerRoutes.create, { body: { accountId: acc, amount: 6, type: "debit" } });
+    await t.fail(ledgerRoutes.deduct, credits(1000), 402, "INSUFFICIENT_CREDITS"); // no row
     const items = (await txns()).items.slice().reverse();
     expect(items.map((i) => [i.type, i.amount])).toEqual([
       ["credit", 100.5],
