@@ -10,6 +10,7 @@ import { matchedRoutes } from "hono/route";
 import { sql } from "kysely";
 import { registerAccountRoutes } from "./accounts/routes.ts";
 import { ApiError, errorResponse, validationHook } from "./errors.ts";
+import { registerGrantRoutes } from "./grants/routes.ts";
 import { requireApiKey } from "./http/auth.ts";
 import { jsonBodyChecks } from "./http/body.ts";
 import type { App, AppDeps, AppEnv } from "./http/context.ts";
@@ -20,6 +21,7 @@ import { registerModelRoutes } from "./models/routes.ts";
 import { registerPlanRoutes } from "./plans/routes.ts";
 import { registerReservationRoutes } from "./reservations/routes.ts";
 import { registerUsageRoutes } from "./usage/routes.ts";
+import { registerWebhookRoutes } from "./webhooks/routes.ts";
 
 /** Accepts `X-Request-Id` when it is 1–128 safe characters, or generates one; echoes it. */
 const requestId: MiddlewareHandler<AppEnv> = async (c, next) => {
@@ -102,10 +104,12 @@ export function createApp(deps: AppDeps): App {
   app.use("/v1/*", jsonBodyChecks(deps.config.BODY_LIMIT_BYTES));
   registerAccountRoutes(app, deps);
   registerLedgerRoutes(app, deps);
+  registerGrantRoutes(app, deps);
   registerPlanRoutes(app, deps);
   registerReservationRoutes(app, deps);
   registerUsageRoutes(app, deps);
   registerModelRoutes(app, deps);
+  registerWebhookRoutes(app, deps);
   app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
     type: "apiKey",
     in: "header",

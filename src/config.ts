@@ -4,6 +4,27 @@
  */
 import { z } from "zod";
 
+/** Longest delay between two attempts of a webhook delivery: 30 days, in seconds. */
+const MAX_RETRY_DELAY_SECONDS = 30 * 86_400;
+
+/**
+ * A comma-separated list of 0–20 delays in seconds, each finite, > 0 and at most 30 days
+ * (`5,30,120`, `0.2,0.2`; an empty value: no retries).
+ */
+const retrySeconds = z.string().transform((text, ctx) => {
+  const parts = text.trim() === "" ? [] : text.split(",").map((p) => p.trim());
+  const delays = parts.map((p) => (p === "" ? Number.NaN : Number(p)));
+  const fine = delays.every((d) => d > 0 && d <= MAX_RETRY_DELAY_SECONDS);
+  if (!fine || delays.length > 20) {
+    ctx.addIssue({
+      code: "custom",
+      message: "must be at most 20 comma-separated delays in seconds, each > 0 and ≤ 30 days",
+    });
+    return z.NEVER;
+  }
+  return delays;
+});
+
 const configSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().min(1).default("0.0.0.0"),
@@ -53,6 +74,17 @@ const configSchema = z.object({
   BACKUP_CRON: z.string().min(1).default("0 0 * * * *"),
   /** How many finished scheduled backups are kept; older ones are removed. */
   BACKUP_KEEP: z.coerce.number().int().min(1).max(10000).default(24),
+  /**
+   * Seconds before each retry of a webhook delivery, comma-separated (fractions allowed): one
+   * first attempt, then one retry after each delay, then `failed` (docs/operations.md#webhooks).
+   */
+  WEBHOOK_RETRY_SECONDS: retrySeconds.default([5, 30, 120, 600, 3600, 21600, 86400]),
+  /** Seconds a webhook endpoint has to answer an attempt (a 2xx within it is delivered). */
+  WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(10),
+  /** Most webhook attempts this process has on the wire at once. */
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
+  /** Milliseconds between two looks for due webhook deliveries while there are none. */
+  WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(250),
 });
 
 export type Config = z.infer<typeof configSchema>;

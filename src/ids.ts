@@ -6,7 +6,19 @@ import { monotonicFactory } from "ulid";
 
 const ulid = monotonicFactory();
 
-export type IdPrefix = "prj" | "key" | "acc" | "txn" | "res" | "plan" | "ap" | "use";
+export type IdPrefix =
+  | "prj"
+  | "key"
+  | "acc"
+  | "txn"
+  | "res"
+  | "plan"
+  | "ap"
+  | "use"
+  | "grt"
+  | "wh"
+  | "evt"
+  | "whd";
 
 /** A new id with the given prefix: `${prefix}_${ULID}`. */
 export function newId(prefix: IdPrefix): string {

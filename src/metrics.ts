@@ -26,7 +26,12 @@ export interface MetricsSources {
   queueDepth: () => number;
   /** Reservations per effective status (a pending hold past expiresAt counts as expired). */
   reservationsByStatus: () => Promise<Partial<Record<ReservationStatus, number>>>;
+  /** Webhook deliveries still `pending` (in the whole database, every process's included). */
+  webhookDeliveriesPending: () => Promise<number>;
 }
+
+/** How one webhook attempt ended: `retried` when it failed and attempts remain. */
+export type DeliveryOutcome = "delivered" | "retried" | "failed";
 
 export interface Metrics {
   registry: Registry;
@@ -38,6 +43,8 @@ export interface Metrics {
   declareJob(job: string): void;
   /** Records one scheduler job run. */
   observeJob(job: string, ok: boolean, seconds: number, endedAtMs: number): void;
+  /** Records the outcome of one webhook attempt. */
+  observeWebhookDelivery(outcome: DeliveryOutcome): void;
   /** Records one scheduled backup (`bytes`: the finished file's size, on success). */
   observeBackup(ok: boolean, seconds: number, endedAtMs: number, bytes?: number): void;
   /** The exposition text of every metric. */
@@ -70,7 +77,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     registers,
   });
 
-  const { queueDepth, reservationsByStatus } = options;
+  const { queueDepth, reservationsByStatus, webhookDeliveriesPending } = options;
   new Gauge({
     name: "ledger_write_queue_depth",
     help: "Write units waiting for a transaction (not counting the batch being committed)",
@@ -169,6 +176,29 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     registers,
   });
 
+  const webhookDeliveries = new Counter({
+    name: "ledger_webhook_deliveries_total",
+    help: "Webhook attempts by outcome: delivered, retried (failed, attempts remain), failed (the last)",
+    labelNames: ["outcome"] as const,
+    registers,
+  });
+  for (const outcome of ["delivered", "retried", "failed"] as const) {
+    webhookDeliveries.inc({ outcome }, 0);
+  }
+  new Gauge({
+    name: "ledger_webhook_deliveries_pending",
+    help: "Webhook deliveries waiting for an attempt or being attempted (every process's)",
+    registers,
+    async collect() {
+      try {
+        this.set(webhookDeliveriesPending ? await webhookDeliveriesPending() : 0);
+      } catch {
+        // The database is unavailable (/ready says so): leave this out, keep the rest.
+        this.reset();
+      }
+    },
+  });
+
   const requestSeries = new Map<
     string,
     { count: Counter.Internal; duration: Histogram.Internal<string> }
@@ -211,6 +241,9 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       if (ok) jobLastSuccess.set({ job }, endedAtMs / 1000);
       else jobFailures.inc({ job });
     },
+    observeWebhookDelivery(outcome) {
+      webhookDeliveries.inc({ outcome });
+    },
     observeBackup(ok, seconds, endedAtMs, bytes) {
       backupRuns.inc();
       backupDuration.observe(seconds);
@@ -240,4 +273,14 @@ export async function countReservationsByStatus(
   const out: Partial<Record<ReservationStatus, number>> = {};
   for (const row of rows) out[row.status] = Number(row.n);
   return out;
+}
+
+/** Counts webhook deliveries still pending, over every project. */
+export async function countPendingDeliveries(db: Kysely<DB>): Promise<number> {
+  const row = await db
+    .selectFrom("webhook_deliveries")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("status", "=", "pending")
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
 }

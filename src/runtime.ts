@@ -12,7 +12,12 @@ import {
   type WriteQueue,
 } from "./db/write-queue.ts";
 import { type AppDeps, type Logger, silentLogger } from "./http/context.ts";
-import { countReservationsByStatus, createMetrics, type Metrics } from "./metrics.ts";
+import {
+  countPendingDeliveries,
+  countReservationsByStatus,
+  createMetrics,
+  type Metrics,
+} from "./metrics.ts";
 
 export interface Ledger {
   db: Database;
@@ -63,6 +68,7 @@ export async function openLedger(
     createMetrics({
       queueDepth: () => queue.depth,
       reservationsByStatus: () => countReservationsByStatus(db.read, clock()),
+      webhookDeliveriesPending: () => countPendingDeliveries(db.read),
     });
   const onBatch = options.onBatch;
   const queue = createWriteQueue(db, clock, {

@@ -1,8 +1,8 @@
 /**
  * `ledger serve`: config → database (migrated) → bootstrap → app → HTTP server; the scheduler;
- * scheduled backups when BACKUP_DIR is set; SIGTERM/SIGINT: stop accepting, finish requests in
- * flight and a backup in progress, stop the scheduler, close the database, all within
- * SHUTDOWN_TIMEOUT_SECONDS.
+ * scheduled backups when BACKUP_DIR is set; the webhook delivery worker; SIGTERM/SIGINT: stop
+ * accepting, finish requests in flight and a backup in progress, stop the scheduler and the
+ * webhook worker, close the database, all within SHUTDOWN_TIMEOUT_SECONDS.
  */
 import { createApp } from "./app.ts";
 import { startConfiguredBackups } from "./backup/scheduled.ts";
@@ -12,6 +12,7 @@ import { runtimeDescription, serveHttp } from "./http/serve.ts";
 import { startScheduler } from "./jobs/scheduler.ts";
 import { createLogger } from "./logger.ts";
 import { openLedger } from "./runtime.ts";
+import { startDeliveryWorker } from "./webhooks/delivery.ts";
 
 export interface RunningServer {
   port: number;
@@ -51,12 +52,24 @@ export async function startServer(config: Config): Promise<RunningServer> {
       })
     : undefined;
   const backups = startConfiguredBackups(config, { logger, metrics: ledger.deps.metrics });
+  const webhooks = startDeliveryWorker({
+    db: ledger.db,
+    queue: ledger.queue,
+    clock: ledger.deps.clock,
+    logger,
+    metrics: ledger.deps.metrics,
+    retrySeconds: config.WEBHOOK_RETRY_SECONDS,
+    timeoutSeconds: config.WEBHOOK_TIMEOUT_SECONDS,
+    concurrency: config.WEBHOOK_CONCURRENCY,
+    pollMs: config.WEBHOOK_POLL_MS,
+  });
   const server = await serveHttp({
     fetch: app.fetch,
     port: config.PORT,
     hostname: config.HOST,
   }).catch(async (err: unknown) => {
     scheduler?.stop();
+    await webhooks.stop();
     await backups?.stop();
     await ledger.close();
     throw err;
@@ -79,6 +92,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
       });
       await Promise.race([Promise.all([server.close(), backups?.stop()]), timeout]);
       clearTimeout(timer);
+      // Attempts on the wire are aborted and their deliveries handed back before the database
+      // closes; a delivery whose hand-back is lost is attempted again once its lease runs out.
+      await webhooks.stop();
       await ledger.close();
     })();
     return stopping;

@@ -1,9 +1,9 @@
-/** Routes of docs/api.md#endpoints: create, list, get and balance of accounts. */
-import { createRoute } from "@hono/zod-openapi";
+/** Routes of docs/api.md#endpoints: create, update, list, get and balance of accounts. */
 import type { App, AppDeps } from "../http/context.ts";
 import { runWrite } from "../http/idempotency.ts";
 import { ok } from "../http/respond.ts";
-import { errorResponses, jsonBody, okJson, pagination } from "../http/schemas.ts";
+import { resourceRoutes } from "../http/routes.ts";
+import { pagination } from "../http/schemas.ts";
 import {
   accountRefQuery,
   accountSchema,
@@ -12,6 +12,8 @@ import {
   createAccountResponse,
   listAccountsQuery,
   listAccountsResponse,
+  updateAccountBody,
+  updateAccountResponse,
 } from "./schemas.ts";
 import {
   accountJson,
@@ -19,55 +21,54 @@ import {
   createAccount,
   listAccounts,
   resolveAccount,
+  updateAccount,
 } from "./service.ts";
 
-const tags = ["Accounts"];
+const route = resourceRoutes("Accounts");
 
-const createRoute_ = createRoute({
-  method: "post",
-  path: "/v1/accounts/create",
-  tags,
+const createRoute_ = route.post("/v1/accounts/create", {
   summary: "Create an account",
-  request: { body: jsonBody(createAccountBody) },
-  responses: {
-    ...okJson(createAccountResponse, "The new account, balance 0"),
-    ...errorResponses("DUPLICATE_EXTERNAL_ID"),
-  },
+  body: createAccountBody,
+  ok: createAccountResponse,
+  description: "The new account, balance 0",
+  errors: ["DUPLICATE_EXTERNAL_ID"],
 });
 
-const listRoute = createRoute({
-  method: "get",
-  path: "/v1/accounts",
-  tags,
+const updateRoute = route.post("/v1/accounts/update", {
+  summary: "Change an account's name, email, metadata or low-balance threshold",
+  body: updateAccountBody,
+  ok: updateAccountResponse,
+  description: "The account as updated (only the fields given change)",
+  errors: ["ACCOUNT_NOT_FOUND"],
+});
+
+const listRoute = route.get("/v1/accounts", {
   summary: "List the project's accounts",
-  request: { query: listAccountsQuery },
-  responses: { ...okJson(listAccountsResponse, "Accounts, oldest first"), ...errorResponses() },
+  query: listAccountsQuery,
+  ok: listAccountsResponse,
+  description: "Accounts, oldest first",
 });
 
-const getRoute = createRoute({
-  method: "get",
-  path: "/v1/accounts/get",
-  tags,
+const getRoute = route.get("/v1/accounts/get", {
   summary: "Get an account by internal id or externalId",
-  request: { query: accountRefQuery },
-  responses: { ...okJson(accountSchema, "The account"), ...errorResponses("ACCOUNT_NOT_FOUND") },
+  query: accountRefQuery,
+  ok: accountSchema,
+  description: "The account",
+  errors: ["ACCOUNT_NOT_FOUND"],
 });
 
-const balanceRoute = createRoute({
-  method: "get",
-  path: "/v1/accounts/balance",
-  tags,
+const balanceRoute = route.get("/v1/accounts/balance", {
   summary: "Balance, reserved and available credits",
-  request: { query: accountRefQuery },
-  responses: {
-    ...okJson(balanceSchema, "The balance view"),
-    ...errorResponses("ACCOUNT_NOT_FOUND"),
-  },
+  query: accountRefQuery,
+  ok: balanceSchema,
+  description: "The balance view",
+  errors: ["ACCOUNT_NOT_FOUND"],
 });
 
 /** The account routes, for tests and tools that call them by definition. */
 export const accountRoutes = {
   create: createRoute_,
+  update: updateRoute,
   list: listRoute,
   get: getRoute,
   balance: balanceRoute,
@@ -79,6 +80,15 @@ export function registerAccountRoutes(app: App, deps: AppDeps): void {
     const projectId = c.get("projectId");
     return runWrite(c, deps.queue, createRoute_, async (trx, nowMs, reply) => {
       const row = await createAccount(trx, projectId, body, nowMs);
+      return reply({ success: true, account: accountJson(row) });
+    });
+  });
+
+  app.openapi(updateRoute, async (c) => {
+    const { accountId, ...fields } = c.req.valid("json");
+    const projectId = c.get("projectId");
+    return runWrite(c, deps.queue, updateRoute, async (trx, nowMs, reply) => {
+      const row = await updateAccount(trx, projectId, { accountRef: accountId, ...fields }, nowMs);
       return reply({ success: true, account: accountJson(row) });
     });
   });

@@ -2,6 +2,7 @@
 import { z } from "@hono/zod-openapi";
 import { ex, exampleAccount, exampleNewAccount } from "../http/examples.ts";
 import {
+  creditAmount,
   idString,
   MAX_ID_LENGTH,
   metadataSchema,
@@ -11,6 +12,15 @@ import {
   shortString,
 } from "../http/schemas.ts";
 import { looksLikeAccountId } from "../ids.ts";
+
+/** A low-balance threshold in a request: credits ≥ 0 (read as micro-credits), or null. */
+const lowBalanceThreshold = creditAmount({ allowZero: true })
+  .nullable()
+  .openapi({
+    type: ["number", "null"],
+    description: "Credits ≥ 0, at most 6 decimals; null for none",
+    example: 5,
+  });
 
 export const accountSchema = z
   .object({
@@ -24,6 +34,11 @@ export const accountSchema = z
       .record(z.string(), z.unknown())
       .nullable()
       .openapi({ example: { ...ex.accountMetadata } }),
+    lowBalanceThreshold: z.number().nullable().openapi({
+      description:
+        "Credits; a write that takes `available` below it fires `balance.low` (null: none)",
+      example: exampleAccount.lowBalanceThreshold,
+    }),
     createdAt: z.string().openapi({ example: ex.accountCreatedAt }),
     updatedAt: z.string().openapi({ example: exampleAccount.updatedAt }),
   })
@@ -39,6 +54,7 @@ export const createAccountBody = z
     name: shortString.optional().openapi({ example: ex.name }),
     email: z.email().max(MAX_ID_LENGTH).optional().openapi({ example: ex.email }),
     metadata: metadataSchema.optional().openapi({ example: { ...ex.accountMetadata } }),
+    lowBalanceThreshold: lowBalanceThreshold.optional(),
   })
   .openapi("CreateAccountRequest", {
     example: {
@@ -48,6 +64,33 @@ export const createAccountBody = z
       metadata: { ...ex.accountMetadata },
     },
   });
+
+/**
+ * `POST /v1/accounts/update`: the account (internal id or externalId) and the fields to change;
+ * a field left out keeps its value, `metadata` is replaced whole, and `lowBalanceThreshold: null`
+ * removes the threshold.
+ */
+export const updateAccountBody = z
+  .object({
+    accountId: idString.openapi({
+      description: "Internal id or externalId",
+      example: ex.externalId,
+    }),
+    name: shortString.optional().openapi({ example: ex.name }),
+    email: z.email().max(MAX_ID_LENGTH).optional().openapi({ example: ex.email }),
+    metadata: metadataSchema.optional().openapi({ example: { ...ex.accountMetadata } }),
+    lowBalanceThreshold: lowBalanceThreshold.optional(),
+  })
+  .openapi("UpdateAccountRequest", {
+    example: { accountId: ex.externalId, lowBalanceThreshold: 5 },
+  });
+
+export const updateAccountResponse = z
+  .object({
+    success: z.literal(true),
+    account: accountSchema,
+  })
+  .openapi({ example: { success: true, account: exampleAccount } });
 
 export const createAccountResponse = z
   .object({

@@ -23,6 +23,10 @@ export function accountJson(row: AccountRow): WireOf<typeof accountSchema> {
     email: row.email,
     balance: fromMicros(row.balance_micros),
     metadata: parseJsonColumn(row.metadata),
+    lowBalanceThreshold:
+      row.low_balance_threshold_micros === null
+        ? null
+        : fromMicros(row.low_balance_threshold_micros),
     createdAt: iso(row.created_at_ms),
     updatedAt: iso(row.updated_at_ms),
   };
@@ -33,6 +37,8 @@ export interface CreateAccountInput {
   name?: string | undefined;
   email?: string | undefined;
   metadata?: Record<string, unknown> | undefined;
+  /** Micro-credits; null or left out: none. */
+  lowBalanceThreshold?: number | null | undefined;
 }
 
 /**
@@ -66,9 +72,49 @@ export async function createAccount(
     plan_bucket_account_plan_id: null,
     created_at_ms: nowMs,
     updated_at_ms: nowMs,
+    low_balance_threshold_micros: input.lowBalanceThreshold ?? null,
   };
   await trx.insertInto("accounts").values(row).execute();
   return row;
+}
+
+export interface UpdateAccountInput {
+  accountRef: string;
+  name?: string | undefined;
+  email?: string | undefined;
+  metadata?: Record<string, unknown> | undefined;
+  /** Micro-credits; null removes the threshold; left out keeps it. */
+  lowBalanceThreshold?: number | null | undefined;
+}
+
+/**
+ * Changes the fields given, and only those (docs/api.md#low-balance-threshold): `metadata` is
+ * replaced whole. Changing the threshold fires no event, whatever the balance.
+ * @returns the account as updated
+ * @throws ApiError ACCOUNT_NOT_FOUND
+ */
+export async function updateAccount(
+  trx: Transaction<DB>,
+  projectId: string,
+  input: UpdateAccountInput,
+  nowMs: number,
+): Promise<AccountRow> {
+  const account = await findAccount(trx, projectId, input.accountRef);
+  const changes: Partial<AccountRow> = {};
+  if (input.name !== undefined) changes.name = input.name;
+  if (input.email !== undefined) changes.email = input.email;
+  if (input.metadata !== undefined) changes.metadata = stringifyJson(input.metadata);
+  if (input.lowBalanceThreshold !== undefined) {
+    changes.low_balance_threshold_micros = input.lowBalanceThreshold;
+  }
+  if (Object.keys(changes).length === 0) return account;
+  const updatedAt = Math.max(account.updated_at_ms, nowMs);
+  await trx
+    .updateTable("accounts")
+    .set({ ...changes, updated_at_ms: updatedAt })
+    .where("id", "=", account.id)
+    .execute();
+  return { ...account, ...changes, updated_at_ms: updatedAt };
 }
 
 /** A page of the project's accounts, oldest first, with the total count. */

@@ -28,10 +28,16 @@ export interface AccountsTable {
   email: string;
   metadata: string | null;
   balance_micros: Generated<number>;
+  /**
+   * Unused since migration 0002 (credit grants): the unspent part of the latest non-rolling plan
+   * grant, which that migration turned into a grant. Kept at 0 / null.
+   */
   plan_bucket_micros: Generated<number>;
   plan_bucket_account_plan_id: string | null;
   created_at_ms: number;
   updated_at_ms: number;
+  /** balance.low fires when a write takes available below it (null: none). */
+  low_balance_threshold_micros: number | null;
 }
 
 export type ReservationStatus = "pending" | "confirmed" | "cancelled" | "expired";
@@ -57,7 +63,8 @@ export type TransactionSource =
   | "manual"
   | "reservation"
   | "plan_grant"
-  | "plan_expiry";
+  | "plan_expiry"
+  | "grant_expiry";
 
 export interface TransactionsTable {
   seq: Generated<number>;
@@ -72,6 +79,31 @@ export interface TransactionsTable {
   source: TransactionSource;
   reservation_id: string | null;
   account_plan_id: string | null;
+  created_at_ms: number;
+}
+
+/**
+ * A credit grant (docs/api.md#credit-grants-expiry-and-priority): every credit of an account,
+ * with what is left of it. `seq` ascends in insertion order, which is ledger order within an
+ * account (grants are inserted with their credit, under the account's lock). `expiry_booked` is
+ * 1 once the grant's expiry has been booked; `remaining_micros` is then what reservations held at
+ * that moment (spent first by debits, removed once no hold covers it).
+ */
+export interface CreditGrantsTable {
+  seq: Generated<number>;
+  id: string;
+  project_id: string;
+  account_id: string;
+  /** The credit transaction that made the grant; null for a grant made by migration 0002. */
+  transaction_id: string | null;
+  /** The assignment of a plan grant, else null. */
+  account_plan_id: string | null;
+  amount_micros: number;
+  remaining_micros: number;
+  /** 0–100, lower is spent first. */
+  priority: number;
+  expires_at_ms: number | null;
+  expiry_booked: Generated<number>;
   created_at_ms: number;
 }
 
@@ -169,6 +201,54 @@ export interface IdempotencyKeysTable {
   created_at_ms: number;
 }
 
+export interface WebhooksTable {
+  id: string;
+  project_id: string;
+  url: string;
+  /** JSON array of the subscribed event types. */
+  events: string;
+  description: string;
+  secret: string;
+  created_at_ms: number;
+  deleted_at_ms: number | null;
+}
+
+/** The webhook event types (docs/api.md#event-types). */
+export type WebhookEventType =
+  | "balance.low"
+  | "reservation.expired"
+  | "credits.expired"
+  | "plan.granted";
+
+export interface WebhookEventsTable {
+  id: string;
+  project_id: string;
+  type: WebhookEventType;
+  /** The exact JSON text sent: `{id, type, createdAt, data}`. */
+  payload: string;
+  created_at_ms: number;
+}
+
+export type DeliveryStatus = "pending" | "delivered" | "failed";
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  project_id: string;
+  webhook_id: string;
+  event_id: string;
+  event_type: WebhookEventType;
+  status: DeliveryStatus;
+  attempts: Generated<number>;
+  last_status_code: number | null;
+  last_error: string | null;
+  next_attempt_at_ms: number | null;
+  /** A worker's lease: the row is being attempted until then (null: not claimed). */
+  locked_until_ms: number | null;
+  lease_token: string | null;
+  created_at_ms: number;
+  delivered_at_ms: number | null;
+}
+
 export interface DB {
   projects: ProjectsTable;
   api_keys: ApiKeysTable;
@@ -178,9 +258,13 @@ export interface DB {
   plans: PlansTable;
   account_plans: AccountPlansTable;
   plan_grants: PlanGrantsTable;
+  credit_grants: CreditGrantsTable;
   models: ModelsTable;
   usage_records: UsageRecordsTable;
   idempotency_keys: IdempotencyKeysTable;
+  webhooks: WebhooksTable;
+  webhook_events: WebhookEventsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;
@@ -188,6 +272,9 @@ export type ReservationRow = Selectable<ReservationsTable>;
 export type TransactionRow = Selectable<TransactionsTable>;
 export type PlanRow = Selectable<PlansTable>;
 export type AccountPlanRow = Selectable<AccountPlansTable>;
+export type CreditGrantRow = Selectable<CreditGrantsTable>;
 export type ModelRow = Selectable<ModelsTable>;
 export type UsageRecordRow = Selectable<UsageRecordsTable>;
 export type IdempotencyKeyRow = Selectable<IdempotencyKeysTable>;
+export type WebhookRow = Selectable<WebhooksTable>;
+export type WebhookDeliveryRow = Selectable<WebhookDeliveriesTable>;

@@ -56,6 +56,7 @@ export const exampleAccount = {
   email: ex.email,
   balance: 22.79,
   metadata: { ...ex.accountMetadata },
+  lowBalanceThreshold: 5,
   createdAt: ex.accountCreatedAt,
   updatedAt: ex.manualAt,
 };
@@ -64,7 +65,45 @@ export const exampleAccount = {
 export const exampleNewAccount = {
   ...exampleAccount,
   balance: 0,
+  lowBalanceThreshold: null,
   updatedAt: ex.accountCreatedAt,
+};
+
+/** A webhook endpoint of the project, subscribed to every event type. */
+export const exWebhook = {
+  id: "wh_01M7YKQ3J5ZC0V1B8WQ6T2M9XE",
+  url: "https://billing.example.com/hooks/ledger",
+  description: "Billing alerts",
+  createdAt: "2026-11-21T08:31:00.000Z",
+  secret: "whsec_MfKQ9r3KdJk0c2eMvm6pMHGkXvK4p1aZtq7V6s3yG3E=",
+} as const;
+
+export const exampleWebhook = {
+  id: exWebhook.id,
+  url: exWebhook.url,
+  events: ["balance.low", "reservation.expired", "credits.expired", "plan.granted"] as (
+    | "balance.low"
+    | "reservation.expired"
+    | "credits.expired"
+    | "plan.granted"
+  )[],
+  description: exWebhook.description,
+  isActive: true,
+  createdAt: exWebhook.createdAt,
+};
+
+/** A delivery of a `plan.granted` event to `exampleWebhook`. */
+export const exampleDelivery = {
+  id: "whd_01M7YKQ4A0T6S9C2H4Q7ZV1N8K",
+  eventId: "evt_01M7YKQ49ZK3W7P2N6Y5D8E1RX",
+  eventType: "plan.granted" as const,
+  status: "delivered" as const,
+  attempts: 1,
+  lastStatusCode: 200,
+  lastError: null,
+  nextAttemptAt: null,
+  createdAt: "2026-11-21T08:31:05.000Z",
+  deliveredAt: "2026-11-21T08:31:05.112Z",
 };
 
 export const exampleReservation = {
@@ -215,6 +254,7 @@ export const exampleErrors: Record<ErrorCode, { message: string; details?: unkno
   ACCOUNT_PLAN_NOT_FOUND: { message: `Account plan ${ex.accountPlanId} not found` },
   TRANSACTION_NOT_FOUND: { message: `Transaction ${ex.confirmTxnId} not found` },
   MODEL_NOT_FOUND: { message: "Model gpt-9 not found" },
+  WEBHOOK_NOT_FOUND: { message: `Webhook ${exWebhook.id} not found` },
   NOT_FOUND: { message: "No route GET /v1/acounts" },
   DUPLICATE_EXTERNAL_ID: { message: "externalId customer-42 is already used" },
   RESERVATION_NOT_PENDING: {

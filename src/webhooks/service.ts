@@ -1,0 +1,170 @@
+/**
+ * Webhook endpoints of a project and their deliveries (docs/api.md#webhook-endpoints): create
+ * (with its signing secret, returned only then), list, delete (which ends every delivery to it),
+ * and the delivery log of one endpoint.
+ */
+import { randomBytes } from "node:crypto";
+import type { Kysely, Transaction } from "kysely";
+import type { DB, WebhookDeliveryRow, WebhookRow } from "../db/schema.ts";
+import { ApiError } from "../errors.ts";
+import { iso } from "../http/dates.ts";
+import type { WireOf } from "../http/respond.ts";
+import { newId } from "../ids.ts";
+import { stringifyJson } from "../json.ts";
+import { EVENT_TYPES, type EventType, parseEventTypes } from "./events.ts";
+import type { deliverySchema, webhookSchema } from "./schemas.ts";
+
+/** Random bytes of a new secret (the contract asks for at least 24). */
+export const SECRET_BYTES = 32;
+
+/** The API's Webhook object (without its secret). */
+export function webhookJson(row: WebhookRow): WireOf<typeof webhookSchema> {
+  return {
+    id: row.id,
+    url: row.url,
+    events: parseEventTypes(row.events),
+    description: row.description,
+    isActive: row.deleted_at_ms === null,
+    createdAt: iso(row.created_at_ms),
+  };
+}
+
+export interface CreateWebhookInput {
+  url: string;
+  events?: EventType[] | undefined;
+  description?: string | undefined;
+}
+
+/**
+ * Creates an endpoint subscribed to `events` (default: every type; repeats are dropped) with a
+ * new secret: `whsec_` + base64 of 32 random bytes.
+ * @returns the stored row, secret included (the caller shows it once and never logs it)
+ */
+export async function createWebhook(
+  trx: Transaction<DB>,
+  projectId: string,
+  input: CreateWebhookInput,
+  nowMs: number,
+): Promise<WebhookRow> {
+  const wanted = input.events ?? EVENT_TYPES;
+  const row: WebhookRow = {
+    id: newId("wh"),
+    project_id: projectId,
+    url: input.url,
+    events: stringifyJson(EVENT_TYPES.filter((type) => wanted.includes(type))),
+    description: input.description ?? "",
+    secret: `whsec_${randomBytes(SECRET_BYTES).toString("base64")}`,
+    created_at_ms: nowMs,
+    deleted_at_ms: null,
+  };
+  await trx.insertInto("webhooks").values(row).execute();
+  return row;
+}
+
+/** The project's endpoints (deleted ones left out), oldest first. */
+export function listWebhooks(db: Kysely<DB>, projectId: string): Promise<WebhookRow[]> {
+  return db
+    .selectFrom("webhooks")
+    .selectAll()
+    .where("project_id", "=", projectId)
+    .where("deleted_at_ms", "is", null)
+    .orderBy("created_at_ms")
+    .orderBy("id")
+    .execute();
+}
+
+/**
+ * The project's endpoint `webhookId`, not deleted.
+ * @throws ApiError WEBHOOK_NOT_FOUND (also for another project's or a deleted endpoint)
+ */
+export async function findWebhook(
+  db: Kysely<DB> | Transaction<DB>,
+  projectId: string,
+  webhookId: string,
+): Promise<WebhookRow> {
+  const row = await db
+    .selectFrom("webhooks")
+    .selectAll()
+    .where("id", "=", webhookId)
+    .where("project_id", "=", projectId)
+    .where("deleted_at_ms", "is", null)
+    .executeTakeFirst();
+  if (!row) throw new ApiError("WEBHOOK_NOT_FOUND", `Webhook ${webhookId} not found`);
+  return row;
+}
+
+/**
+ * Deletes an endpoint: it leaves the list, new events are not sent to it, and its pending
+ * deliveries end as `failed` ("webhook deleted"). An attempt already on the wire finishes, but
+ * its outcome is not recorded (the delivery is no longer pending).
+ * @throws ApiError WEBHOOK_NOT_FOUND
+ */
+export async function deleteWebhook(
+  trx: Transaction<DB>,
+  projectId: string,
+  webhookId: string,
+  nowMs: number,
+): Promise<void> {
+  await findWebhook(trx, projectId, webhookId);
+  await trx
+    .updateTable("webhooks")
+    .set({ deleted_at_ms: nowMs })
+    .where("id", "=", webhookId)
+    .execute();
+  await trx
+    .updateTable("webhook_deliveries")
+    .set({
+      status: "failed",
+      last_error: "webhook deleted",
+      next_attempt_at_ms: null,
+      locked_until_ms: null,
+      lease_token: null,
+    })
+    .where("webhook_id", "=", webhookId)
+    .where("status", "=", "pending")
+    .execute();
+}
+
+/** The API's WebhookDelivery object. */
+export function deliveryJson(row: WebhookDeliveryRow): WireOf<typeof deliverySchema> {
+  return {
+    id: row.id,
+    eventId: row.event_id,
+    eventType: row.event_type,
+    status: row.status,
+    attempts: row.attempts,
+    lastStatusCode: row.last_status_code,
+    lastError: row.last_error,
+    nextAttemptAt:
+      row.status === "pending" && row.next_attempt_at_ms !== null
+        ? iso(row.next_attempt_at_ms)
+        : null,
+    createdAt: iso(row.created_at_ms),
+    deliveredAt: row.delivered_at_ms === null ? null : iso(row.delivered_at_ms),
+  };
+}
+
+/**
+ * A page of an endpoint's deliveries, newest first, with the total.
+ * @throws ApiError WEBHOOK_NOT_FOUND
+ */
+export async function listDeliveries(
+  db: Kysely<DB>,
+  projectId: string,
+  webhookId: string,
+  page: { limit: number; offset: number },
+) {
+  await findWebhook(db, projectId, webhookId);
+  const base = db.selectFrom("webhook_deliveries").where("webhook_id", "=", webhookId);
+  const rows = await base
+    .selectAll()
+    .orderBy("created_at_ms", "desc")
+    .orderBy("id", "desc")
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+  const { count } = await base
+    .select((eb) => eb.fn.countAll<number>().as("count"))
+    .executeTakeFirstOrThrow();
+  return { rows, totalCount: Number(count) };
+}
