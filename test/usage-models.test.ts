@@ -1,17 +1,12 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { accountRoutes } from "../src/accounts/routes.ts";
+import type { ErrorCode } from "../src/errors.ts";
+import { ledgerRoutes } from "../src/ledger/routes.ts";
+import { modelRoutes } from "../src/models/routes.ts";
+import { usageRoutes } from "../src/usage/routes.ts";
 import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
 
-interface Model {
-  modelId: string;
-  provider: string;
-  displayName: string;
-  modelType: string;
-  tier: string;
-  pricing: {
-    text: { inputPerMillion: number; outputPerMillion: number; cachedInputPerMillion?: number };
-    contextWindow: number;
-  };
-}
+type Query = Record<string, string | number | boolean>;
 
 describe("models", () => {
   let t: TestLedger;
@@ -20,14 +15,23 @@ describe("models", () => {
   });
   afterAll(async () => t.close());
 
-  const models = async (query = "") => {
-    const res = await t.api("GET", `/v1/models${query}`);
-    expect(res.status).toBe(200);
-    expect(res.body.success).toBe(true);
-    return res.body.models as Model[];
+  const models = async (query: Query = {}) => {
+    const body = await t.call(modelRoutes.list, { query });
+    expect(body.success).toBe(true);
+    if (!("models" in body)) throw new Error(`no model list: ${JSON.stringify(body)}`);
+    return body.models;
   };
-  const calculate = (body: Record<string, unknown>) =>
-    t.api("POST", "/v1/models/calculate", { body });
+  /** One model by `modelId`: the `{success, model}` form of the answer. */
+  const model = async (modelId: string) => {
+    const body = await t.call(modelRoutes.list, { query: { modelId } });
+    expect(body.success).toBe(true);
+    expect(body).not.toHaveProperty("models");
+    if (!("model" in body)) throw new Error(`no model: ${JSON.stringify(body)}`);
+    return body.model;
+  };
+  const calculate = (body: Record<string, unknown>) => t.call(modelRoutes.calculate, { body });
+  const calculateFails = (body: Record<string, unknown>, status: number, code: ErrorCode) =>
+    t.fail(modelRoutes.calculate, { body }, status, code);
 
   it("lists at least 30 models, each with its fields and text pricing", async () => {
     const all = await models();
@@ -47,27 +51,23 @@ describe("models", () => {
   });
 
   it("filters by provider and tier", async () => {
-    const anthropic = await models("?provider=anthropic");
+    const anthropic = await models({ provider: "anthropic" });
     expect(anthropic.length).toBeGreaterThan(0);
     expect(anthropic.every((m) => m.provider === "anthropic")).toBe(true);
     expect(anthropic.map((m) => m.modelId)).toContain("claude-sonnet-4-5");
-    const flagship = await models("?tier=flagship");
+    const flagship = await models({ tier: "flagship" });
     expect(flagship.length).toBeGreaterThan(0);
     expect(flagship.every((m) => m.tier === "flagship")).toBe(true);
     expect(flagship.map((m) => m.modelId)).toContain("mistral-large-latest");
-    const both = await models("?provider=mistral&tier=flagship");
+    const both = await models({ provider: "mistral", tier: "flagship" });
     expect(both.map((m) => m.modelId)).toEqual(["mistral-large-latest"]);
-    expect(await models("?provider=no-such-provider")).toEqual([]);
+    expect(await models({ provider: "no-such-provider" })).toEqual([]);
     const all = await models();
     expect(all.length).toBeGreaterThan(anthropic.length);
   });
 
   it("returns one model by modelId, or 404 MODEL_NOT_FOUND", async () => {
-    const res = await t.api("GET", "/v1/models?modelId=gpt-4o");
-    expect(res.status).toBe(200);
-    expect(res.body.success).toBe(true);
-    expect(res.body.models).toBeUndefined();
-    expect(res.body.model).toMatchObject({
+    expect(await model("gpt-4o")).toMatchObject({
       modelId: "gpt-4o",
       provider: "openai",
       displayName: expect.any(String),
@@ -76,14 +76,13 @@ describe("models", () => {
         contextWindow: expect.any(Number),
       },
     });
-    const mistral = await t.api("GET", "/v1/models?modelId=mistral-large-latest");
-    expect(mistral.body.model.pricing.text).toEqual({
+    const mistral = await model("mistral-large-latest");
+    expect(mistral.pricing.text).toEqual({
       inputPerMillion: 0.5,
       outputPerMillion: 1.5,
     });
-    const missing = await t.api("GET", "/v1/models?modelId=no-such-model");
-    expect(missing.status).toBe(404);
-    expect(missing.body).toMatchObject({ success: false, error: { code: "MODEL_NOT_FOUND" } });
+    const query = { modelId: "no-such-model" };
+    await t.fail(modelRoutes.list, { query }, 404, "MODEL_NOT_FOUND");
   });
 
   it("calculates exact costs", async () => {
@@ -119,16 +118,14 @@ describe("models", () => {
       [{ modelId: "claude-opus-4-1", inputTokens: 1e9, outputTokens: 1e9 }, 90000],
     ];
     for (const [body, cost] of cases) {
-      const res = await calculate(body);
-      expect(res.status, JSON.stringify(body)).toBe(200);
-      expect(res.body.estimatedCostUsd, JSON.stringify(body)).toBe(cost);
+      expect((await calculate(body)).estimatedCostUsd, JSON.stringify(body)).toBe(cost);
     }
     const res = await calculate({
       modelId: "mistral-large-latest",
       inputTokens: 1,
       outputTokens: 1,
     });
-    expect(res.body).toMatchObject({
+    expect(res).toMatchObject({
       success: true,
       modelId: "mistral-large-latest",
       modelName: expect.any(String),
@@ -147,14 +144,9 @@ describe("models", () => {
       { modelId: "gpt-4o", outputTokens: 0 },
       { inputTokens: 1, outputTokens: 1 },
     ];
-    for (const body of bad) {
-      const res = await calculate(body);
-      expect(res.status, JSON.stringify(body)).toBe(400);
-      expect(res.body.error.code).toBe("VALIDATION_ERROR");
-    }
-    const unknown = await calculate({ modelId: "nope", inputTokens: 1, outputTokens: 1 });
-    expect(unknown.status).toBe(404);
-    expect(unknown.body.error.code).toBe("MODEL_NOT_FOUND");
+    for (const body of bad) await calculateFails(body, 400, "VALIDATION_ERROR");
+    const unknown = { modelId: "nope", inputTokens: 1, outputTokens: 1 };
+    await calculateFails(unknown, 404, "MODEL_NOT_FOUND");
   });
 });
 
@@ -165,13 +157,29 @@ describe("usage", () => {
   });
   afterEach(async () => t.close());
 
-  const record = (body: Record<string, unknown>, key?: string) =>
-    t.api("POST", "/v1/usage/record", key === undefined ? { body } : { body, key });
-  const usage = async (query = "") => {
-    const res = await t.api("GET", `/v1/usage${query}`);
-    expect(res.status).toBe(200);
-    expect(res.body.success).toBe(true);
-    return res.body;
+  const record = (body: Record<string, unknown>) => t.call(usageRoutes.record, { body });
+  const recordFails = (
+    body: Record<string, unknown>,
+    status: number,
+    code: ErrorCode,
+    key?: string,
+  ) => t.fail(usageRoutes.record, { body, key }, status, code);
+  const usage = async (query: Query = {}) => {
+    const body = await t.call(usageRoutes.list, { query });
+    expect(body.success).toBe(true);
+    return body;
+  };
+  /** The records of a list (no `summary`). */
+  const usageRecords = async (query: Query = {}) => {
+    const body = await usage(query);
+    if (!("usageRecords" in body)) throw new Error(`no records: ${JSON.stringify(body)}`);
+    return body.usageRecords;
+  };
+  /** The `summary=true` form of the list. */
+  const summary = async (query: Query = {}) => {
+    const body = await usage({ ...query, summary: true });
+    if (!("summary" in body)) throw new Error(`no summary: ${JSON.stringify(body)}`);
+    return body.summary;
   };
 
   it("records customer usage with its cost and does not move credits", async () => {
@@ -183,8 +191,7 @@ describe("usage", () => {
       outputTokens: 500,
       cachedTokens: 200,
     });
-    expect(res.status).toBe(200);
-    expect(res.body).toEqual({
+    expect(res).toEqual({
       success: true,
       usageRecord: expect.objectContaining({
         id: expect.any(String),
@@ -193,70 +200,49 @@ describe("usage", () => {
         estimatedCostUsd: 0.00725,
       }),
     });
-    const balance = await t.api("GET", "/v1/accounts/balance?externalId=u1");
-    expect(balance.body).toMatchObject({ balance: 100, reserved: 0, available: 100 });
-    const txs = await t.api("GET", "/v1/transactions?accountId=u1");
-    expect(txs.body.pagination.totalCount).toBe(1);
+    const balance = await t.call(accountRoutes.balance, { query: { externalId: "u1" } });
+    expect(balance).toMatchObject({ balance: 100, reserved: 0, available: 100 });
+    const txs = await t.call(ledgerRoutes.list, { query: { accountId: "u1" } });
+    expect(txs.pagination.totalCount).toBe(1);
     expect(await t.verify()).toEqual([]);
   });
 
   it("requires accountId for customer usage only, and checks model and transaction", async () => {
     await fundedAccount(t, "u1", 10);
-    const noAccount = await record({ modelId: "gpt-4o", inputTokens: 1, outputTokens: 1 });
-    expect(noAccount.status).toBe(400);
-    expect(noAccount.body.error.code).toBe("VALIDATION_ERROR");
-    const explicit = await record({
-      context: "customer",
-      modelId: "gpt-4o",
-      inputTokens: 1,
-      outputTokens: 1,
-    });
-    expect(explicit.status).toBe(400);
+    const noAccount = { modelId: "gpt-4o", inputTokens: 1, outputTokens: 1 };
+    await recordFails(noAccount, 400, "VALIDATION_ERROR");
+    const explicit = { context: "customer", modelId: "gpt-4o", inputTokens: 1, outputTokens: 1 };
+    await recordFails(explicit, 400, "VALIDATION_ERROR");
     const system = await record({
       context: "system",
       modelId: "gpt-4o",
       inputTokens: 4,
       outputTokens: 0,
     });
-    expect(system.status).toBe(200);
-    expect(system.body.usageRecord).toMatchObject({ modelId: "gpt-4o", estimatedCostUsd: 0.00001 });
-    expect(system.body.usageRecord.accountId ?? null).toBeNull();
+    expect(system.usageRecord).toMatchObject({ modelId: "gpt-4o", estimatedCostUsd: 0.00001 });
+    expect(system.usageRecord.accountId ?? null).toBeNull();
 
-    const model = await record({
-      accountId: "u1",
-      modelId: "nope",
-      inputTokens: 1,
-      outputTokens: 1,
-    });
-    expect(model.status).toBe(404);
-    expect(model.body.error.code).toBe("MODEL_NOT_FOUND");
-    const account = await record({
-      accountId: "ghost",
-      modelId: "gpt-4o",
-      inputTokens: 1,
-      outputTokens: 1,
-    });
-    expect(account.status).toBe(404);
-    expect(account.body.error.code).toBe("ACCOUNT_NOT_FOUND");
+    const model = { accountId: "u1", modelId: "nope", inputTokens: 1, outputTokens: 1 };
+    await recordFails(model, 404, "MODEL_NOT_FOUND");
+    const account = { accountId: "ghost", modelId: "gpt-4o", inputTokens: 1, outputTokens: 1 };
+    await recordFails(account, 404, "ACCOUNT_NOT_FOUND");
     const base = { accountId: "u1", modelId: "gpt-4o", inputTokens: 1, outputTokens: 1 };
-    const txUnknown = await record({ ...base, transactionId: "txn_nope" });
-    expect(txUnknown.status).toBe(404);
-    expect(txUnknown.body.error.code).toBe("TRANSACTION_NOT_FOUND");
-    const cached = await record({ ...base, cachedTokens: 2 });
-    expect(cached.status).toBe(400);
+    await recordFails({ ...base, transactionId: "txn_nope" }, 404, "TRANSACTION_NOT_FOUND");
+    await recordFails({ ...base, cachedTokens: 2 }, 400, "VALIDATION_ERROR");
 
-    const tx = (await t.api("GET", "/v1/transactions?accountId=u1")).body.items[0].id;
-    const linked = await record({ ...base, transactionId: tx });
-    expect(linked.status).toBe(200);
+    const [first] = (await t.call(ledgerRoutes.list, { query: { accountId: "u1" } })).items;
+    const tx = first?.id;
+    expect(tx).toEqual(expect.any(String));
+    await record({ ...base, transactionId: tx });
     // Another project cannot link to this project's transaction.
     const other = await t.newProject("other");
-    const foreign = await record(
+    await recordFails(
       { context: "system", ...base, accountId: undefined, transactionId: tx },
+      404,
+      "TRANSACTION_NOT_FOUND",
       other.key,
     );
-    expect(foreign.status).toBe(404);
-    expect(foreign.body.error.code).toBe("TRANSACTION_NOT_FOUND");
-    expect((await usage()).usageRecords).toHaveLength(2);
+    expect(await usageRecords()).toHaveLength(2);
   });
 
   it("lists newest first with filters, and summarises exactly", async () => {
@@ -288,13 +274,11 @@ describe("usage", () => {
       },
     ];
     for (const body of inputs) {
-      const res = await record(body);
-      expect(res.status).toBe(200);
-      ids.push(res.body.usageRecord.id);
+      ids.push((await record(body)).usageRecord.id);
       t.advance(1000);
     }
-    const all = (await usage()).usageRecords;
-    expect(all.map((r: { id: string }) => r.id)).toEqual([...ids].reverse());
+    const all = await usageRecords();
+    expect(all.map((r) => r.id)).toEqual([...ids].reverse());
     expect(all[3]).toMatchObject({
       context: "customer",
       accountId: a,
@@ -302,17 +286,17 @@ describe("usage", () => {
       outputTokens: 500,
       estimatedCostUsd: 0.00725,
     });
-    const ofA = (await usage("?accountId=a")).usageRecords;
-    expect(ofA.map((r: { id: string }) => r.id)).toEqual([ids[3], ids[0]]);
-    const ofB = (await usage(`?accountId=${b}`)).usageRecords;
-    expect(ofB.map((r: { id: string }) => r.id)).toEqual([ids[1]]);
-    const gpt = (await usage("?modelId=gpt-4o")).usageRecords;
-    expect(gpt.map((r: { id: string }) => r.id)).toEqual([ids[2], ids[0]]);
-    const sys = (await usage("?context=system")).usageRecords;
-    expect(sys.map((r: { id: string }) => r.id)).toEqual([ids[2]]);
+    const ofA = await usageRecords({ accountId: "a" });
+    expect(ofA.map((r) => r.id)).toEqual([ids[3], ids[0]]);
+    const ofB = await usageRecords({ accountId: b });
+    expect(ofB.map((r) => r.id)).toEqual([ids[1]]);
+    const gpt = await usageRecords({ modelId: "gpt-4o" });
+    expect(gpt.map((r) => r.id)).toEqual([ids[2], ids[0]]);
+    const sys = await usageRecords({ context: "system" });
+    expect(sys.map((r) => r.id)).toEqual([ids[2]]);
 
     // 0.00725 + 0.0492 + 0.005 + 0.00065 = 0.0621
-    expect((await usage("?summary=true")).summary).toEqual({
+    expect(await summary()).toEqual({
       totalCostUsd: 0.0621,
       totalInputTokens: 14000,
       totalOutputTokens: 2600,
@@ -323,24 +307,25 @@ describe("usage", () => {
         "mistral-large-latest": { costUsd: 0.00065, count: 1 },
       },
     });
-    expect((await usage("?summary=true&context=system")).summary).toEqual({
+    expect(await summary({ context: "system" })).toEqual({
       totalCostUsd: 0.005,
       totalInputTokens: 2000,
       totalOutputTokens: 0,
       byContext: { customer: 0, system: 0.005 },
       byModel: { "gpt-4o": { costUsd: 0.005, count: 1 } },
     });
-    expect((await usage("?summary=true&context=customer&modelId=gpt-4o")).summary).toMatchObject({
+    expect(await summary({ context: "customer", modelId: "gpt-4o" })).toMatchObject({
       totalCostUsd: 0.00725,
       byContext: { customer: 0.00725, system: 0 },
     });
-    const unknown = await t.api("GET", "/v1/usage?accountId=ghost");
-    expect(unknown.status).toBe(404);
-    expect((await t.api("GET", "/v1/usage?context=robot")).status).toBe(400);
+    const ghost = { accountId: "ghost" };
+    await t.fail(usageRoutes.list, { query: ghost }, 404, "ACCOUNT_NOT_FOUND");
+    const robot = { context: "robot" };
+    await t.fail(usageRoutes.list, { query: robot }, 400, "VALIDATION_ERROR");
   });
 
   it("summarises nothing as zeros with both contexts", async () => {
-    expect((await usage("?summary=true")).summary).toEqual({
+    expect(await summary()).toEqual({
       totalCostUsd: 0,
       totalInputTokens: 0,
       totalOutputTokens: 0,
@@ -353,16 +338,13 @@ describe("usage", () => {
     const body = { context: "system", modelId: "gpt-4.1-nano", inputTokens: 1, outputTokens: 0 };
     for (let i = 0; i < 10; i++) {
       const batch = await Promise.all(Array.from({ length: 100 }, () => record(body)));
-      for (const res of batch) {
-        expect(res.status).toBe(200);
-        expect(res.body.usageRecord.estimatedCostUsd).toBe(0.0000001);
-      }
+      for (const res of batch) expect(res.usageRecord.estimatedCostUsd).toBe(0.0000001);
     }
-    const summary = (await usage("?summary=true")).summary;
-    expect(summary.totalCostUsd).toBe(0.0001);
-    expect(summary.byContext).toEqual({ customer: 0, system: 0.0001 });
-    expect(summary.byModel).toEqual({ "gpt-4.1-nano": { costUsd: 0.0001, count: 1000 } });
-    expect(summary.totalInputTokens).toBe(1000);
+    const total = await summary();
+    expect(total.totalCostUsd).toBe(0.0001);
+    expect(total.byContext).toEqual({ customer: 0, system: 0.0001 });
+    expect(total.byModel).toEqual({ "gpt-4.1-nano": { costUsd: 0.0001, count: 1000 } });
+    expect(total.totalInputTokens).toBe(1000);
   });
 
   it("keeps the price a record was costed at when the model's price changes", async () => {
@@ -370,7 +352,7 @@ describe("usage", () => {
     const body = { accountId: "u1", modelId: "gpt-4o", inputTokens: 1000, outputTokens: 100 };
     const before = await record(body);
     // 1,000 × 2.5 + 100 × 10 = 3,500 µUSD
-    expect(before.body.usageRecord.estimatedCostUsd).toBe(0.0035);
+    expect(before.usageRecord.estimatedCostUsd).toBe(0.0035);
     await t.ledger.queue.run((trx) =>
       trx
         .updateTable("models")
@@ -381,15 +363,11 @@ describe("usage", () => {
     t.advance(1000);
     const after = await record(body);
     // 1,000 × 5 + 100 × 10 = 6,000 µUSD
-    expect(after.body.usageRecord.estimatedCostUsd).toBe(0.006);
-    const records = (await usage("?accountId=u1")).usageRecords;
-    expect(records.map((r: { estimatedCostUsd: number }) => r.estimatedCostUsd)).toEqual([
-      0.006, 0.0035,
-    ]);
-    expect((await usage("?summary=true")).summary.totalCostUsd).toBe(0.0095);
-    const calc = await t.api("POST", "/v1/models/calculate", {
-      body: { ...body, accountId: undefined },
-    });
-    expect(calc.body.estimatedCostUsd).toBe(0.006);
+    expect(after.usageRecord.estimatedCostUsd).toBe(0.006);
+    const records = await usageRecords({ accountId: "u1" });
+    expect(records.map((r) => r.estimatedCostUsd)).toEqual([0.006, 0.0035]);
+    expect((await summary()).totalCostUsd).toBe(0.0095);
+    const calc = await t.call(modelRoutes.calculate, { body: { ...body, accountId: undefined } });
+    expect(calc.estimatedCostUsd).toBe(0.006);
   });
 });
