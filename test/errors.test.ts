@@ -1,10 +1,17 @@
+import type { RouteConfig } from "@hono/zod-openapi";
 import type { CompiledQuery, KyselyPlugin } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { accountRoutes } from "../src/accounts/routes.ts";
 import { createApp } from "../src/app.ts";
+import type { ErrorBody, ErrorCode } from "../src/errors.ts";
 import type { Logger } from "../src/http/context.ts";
+import { ledgerRoutes } from "../src/ledger/routes.ts";
+import { reservationRoutes } from "../src/reservations/routes.ts";
+import { expectError } from "./contract.ts";
 import { type ApiResponse, fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
 
-const STATUS_OF: Record<string, number> = {
+const STATUS_OF: Partial<Record<ErrorCode, number>> = {
   VALIDATION_ERROR: 400,
   UNAUTHORIZED: 401,
   INSUFFICIENT_CREDITS: 402,
@@ -16,20 +23,21 @@ const STATUS_OF: Record<string, number> = {
   INTERNAL_ERROR: 500,
 };
 
-/** Asserts the exact error envelope {success:false, error:{code, message, details?}}. */
-function expectErrorShape(res: ApiResponse, status: number, code: string) {
-  expect(res.status).toBe(status);
+/**
+ * Asserts the exact error envelope {success:false, error:{code, message, details?}} (the shared
+ * `expectError`), and besides: the code's documented status, a JSON Content-Type and a
+ * non-empty message. @returns the error body
+ */
+function expectErrorShape(res: ApiResponse, status: number, code: ErrorCode): ErrorBody {
+  const body = expectError(res, status, code);
   expect(STATUS_OF[code]).toBe(status);
   expect(res.headers.get("content-type")).toMatch(/^application\/json/);
-  expect(Object.keys(res.body).sort()).toEqual(["error", "success"]);
-  expect(res.body.success).toBe(false);
-  const keys = Object.keys(res.body.error);
-  expect(keys).toEqual(expect.arrayContaining(["code", "message"]));
-  expect(keys.every((k) => ["code", "message", "details"].includes(k))).toBe(true);
-  expect(res.body.error.code).toBe(code);
-  expect(typeof res.body.error.message).toBe("string");
-  expect(res.body.error.message.length).toBeGreaterThan(0);
+  expect(body.error.message.length).toBeGreaterThan(0);
+  return body;
 }
+
+/** The `details` of a VALIDATION_ERROR: one `{path, message}` per field problem. */
+const fieldIssues = z.array(z.object({ path: z.string(), message: z.string() }));
 
 describe("errors", () => {
   let t: TestLedger;
@@ -42,14 +50,14 @@ describe("errors", () => {
 
   /** Balance and transaction count of the test account. */
   const state = async () => {
-    const bal = await t.api("GET", "/v1/accounts/balance?accountId=cust");
-    const txns = await t.api("GET", "/v1/transactions?accountId=cust");
-    const accounts = await t.api("GET", "/v1/accounts");
+    const bal = await t.call(accountRoutes.balance, { query: { accountId: "cust" } });
+    const txns = await t.call(ledgerRoutes.list, { query: { accountId: "cust" } });
+    const accounts = await t.call(accountRoutes.list);
     return {
-      balance: bal.body.balance,
-      reserved: bal.body.reserved,
-      txns: txns.body.pagination.totalCount,
-      accounts: accounts.body.accounts.length,
+      balance: bal.balance,
+      reserved: bal.reserved,
+      txns: txns.pagination.totalCount,
+      accounts: accounts.accounts.length,
     };
   };
   const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
@@ -59,8 +67,8 @@ describe("errors", () => {
     const before = await state();
     for (const text of ['{"accountId": "cust", "amount": 5', "not json", ""]) {
       const res = await post("/v1/accounts/credits/add", text);
-      expectErrorShape(res, 400, "VALIDATION_ERROR");
-      expect(res.body.error.details).toEqual([expect.objectContaining({ path: "body" })]);
+      const err = expectErrorShape(res, 400, "VALIDATION_ERROR");
+      expect(err.error.details).toEqual([expect.objectContaining({ path: "body" })]);
     }
     expect(await state()).toEqual(before);
   });
@@ -90,7 +98,7 @@ describe("errors", () => {
       body: JSON.stringify(big),
     });
     expect(res.status).toBe(413);
-    const parsed = await res.json();
+    const parsed: unknown = await res.json();
     expect(parsed).toEqual({
       success: false,
       error: { code: "PAYLOAD_TOO_LARGE", message: expect.any(String) },
@@ -103,7 +111,7 @@ describe("errors", () => {
   });
 
   it("uses the one error envelope for every kind of error", async () => {
-    const cases: [Promise<ApiResponse>, number, string][] = [
+    const cases: [Promise<ApiResponse>, number, ErrorCode][] = [
       [
         post("/v1/accounts/credits/add", { accountId: "cust", amount: -1 }),
         400,
@@ -129,8 +137,9 @@ describe("errors", () => {
 
   it("gives VALIDATION_ERROR details as a list of {path, message}", async () => {
     const res = await post("/v1/accounts/credits/add", { amount: "x", description: 5 });
-    expectErrorShape(res, 400, "VALIDATION_ERROR");
-    const details = res.body.error.details as { path: string; message: string }[];
+    const err = expectErrorShape(res, 400, "VALIDATION_ERROR");
+    expect(Array.isArray(err.error.details)).toBe(true);
+    const details = fieldIssues.parse(err.error.details);
     expect(details.map((d) => d.path).sort()).toEqual([
       "body.accountId",
       "body.amount",
@@ -140,21 +149,24 @@ describe("errors", () => {
   });
 
   it("changes nothing on a failed request (402, 400, 404)", async () => {
-    await t.api("POST", "/v1/reservations/create", { body: { accountId: acc, amount: 4 } });
+    await t.call(reservationRoutes.create, { body: { accountId: acc, amount: 4 } });
     const before = await state();
     expect(before).toEqual({ balance: 10, reserved: 4, txns: 1, accounts: 1 });
-    const failures = [
-      post("/v1/accounts/credits/deduct", { accountId: acc, amount: 7 }),
-      post("/v1/transactions/create", { accountId: acc, amount: 7, type: "debit" }),
-      post("/v1/reservations/create", { accountId: acc, amount: 6.5 }),
-      post("/v1/accounts/credits/add", { accountId: acc, amount: 1.0000001 }),
-      post("/v1/accounts/credits/add", { accountId: acc, amount: 5, metadata: "nope" }),
-      post("/v1/accounts/credits/add", { accountId: "ghost", amount: 5 }),
-      post("/v1/accounts/create", { externalId: "new", email: "bad" }),
+    const failures: [RouteConfig, object, number, ErrorCode][] = [
+      [ledgerRoutes.deduct, { accountId: acc, amount: 7 }, 402, "INSUFFICIENT_CREDITS"],
+      [
+        ledgerRoutes.create,
+        { accountId: acc, amount: 7, type: "debit" },
+        402,
+        "INSUFFICIENT_CREDITS",
+      ],
+      [reservationRoutes.create, { accountId: acc, amount: 6.5 }, 402, "INSUFFICIENT_CREDITS"],
+      [ledgerRoutes.add, { accountId: acc, amount: 1.0000001 }, 400, "VALIDATION_ERROR"],
+      [ledgerRoutes.add, { accountId: acc, amount: 5, metadata: "nope" }, 400, "VALIDATION_ERROR"],
+      [ledgerRoutes.add, { accountId: "ghost", amount: 5 }, 404, "ACCOUNT_NOT_FOUND"],
+      [accountRoutes.create, { externalId: "new", email: "bad" }, 400, "VALIDATION_ERROR"],
     ];
-    const statuses = [];
-    for (const f of failures) statuses.push((await f).status);
-    expect(statuses).toEqual([402, 402, 402, 400, 400, 404, 400]);
+    for (const [route, body, status, code] of failures) await t.fail(route, { body }, status, code);
     expect(await state()).toEqual(before);
     expect(await t.verify()).toEqual([]);
   });
@@ -199,23 +211,24 @@ describe("errors", () => {
       for (const path of ["/v1/accounts", "/v1/accounts/get?accountId=cust"]) {
         const res = await app.request(path, { headers: { "X-API-Key": t.key } });
         const text = await res.text();
-        const parsed = { status: res.status, body: JSON.parse(text), headers: res.headers };
-        expectErrorShape(parsed, 500, "INTERNAL_ERROR");
-        expect(parsed.body.error).toEqual({ code: "INTERNAL_ERROR", message: expect.any(String) });
+        const body: unknown = JSON.parse(text);
+        const parsed = { status: res.status, body, headers: res.headers };
+        const err = expectErrorShape(parsed, 500, "INTERNAL_ERROR");
+        expect(err.error).toEqual({ code: "INTERNAL_ERROR", message: expect.any(String) });
         for (const leak of [t.key, "SELECT", "accounts", "SQLITE", "Error:", "    at ", ".ts:"]) {
           expect(text).not.toContain(leak);
         }
       }
       expect(logged).toHaveLength(2);
       // the real app, over the same database, still works
-      expect((await t.api("GET", "/v1/accounts")).status).toBe(200);
+      await t.call(accountRoutes.list);
     });
 
     it("is still a 401 for a missing key (auth does not touch the broken table)", async () => {
       const app = brokenApp([]);
       const res = await app.request("/v1/accounts");
       expect(res.status).toBe(401);
-      expect(await res.json()).toMatchObject({ success: false, error: { code: "UNAUTHORIZED" } });
+      expectError({ status: res.status, body: await res.json() }, 401, "UNAUTHORIZED");
     });
   });
 });
