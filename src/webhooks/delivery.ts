@@ -30,7 +30,7 @@ import type { Logger } from "../http/context.ts";
 import type { DeliveryOutcome, Metrics } from "../metrics.ts";
 
 /** How much longer than one attempt's timeout a claim holds a delivery, in milliseconds. */
-export const LEASE_MARGIN_MS = 15_000;
+export const LEASE_MARGIN_MS = 10_000;
 
 export interface DeliveryWorkerOptions {
   db: Database;
