@@ -15,6 +15,7 @@ const SPEC_ROUTES: [method: "get" | "post", path: string][] = [
   ["get", "/v1/accounts/balance"],
   ["post", "/v1/accounts/credits/add"],
   ["post", "/v1/accounts/credits/deduct"],
+  ["get", "/v1/accounts/grants"],
   ["get", "/v1/plans"],
   ["post", "/v1/plans/create"],
   ["post", "/v1/plans/archive"],
@@ -32,6 +33,11 @@ const SPEC_ROUTES: [method: "get" | "post", path: string][] = [
   ["get", "/v1/usage"],
   ["get", "/v1/models"],
   ["post", "/v1/models/calculate"],
+  ["post", "/v1/accounts/update"],
+  ["post", "/v1/webhooks/create"],
+  ["get", "/v1/webhooks"],
+  ["post", "/v1/webhooks/delete"],
+  ["get", "/v1/webhooks/deliveries"],
 ];
 
 // biome-ignore lint/suspicious/noExplicitAny: the document is walked as plain JSON.

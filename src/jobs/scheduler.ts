@@ -1,6 +1,7 @@
 /**
- * The in-process schedule (croner): the reservation sweeper, the plan grant job, and the purge of
- * stored idempotent responses older than 24 hours. `protect` keeps a run from overlapping the
+ * The in-process schedule (croner): the reservation sweeper and the grant expiry job (both on
+ * `EXPIRE_CRON`), the plan grant job, and the purge of stored idempotent responses older than
+ * 24 hours. `protect` keeps a run from overlapping the
  * previous one; every job writes through the serial write queue. Each run is logged (at `debug`
  * when it found nothing to do, so an idle service's log stays quiet; at `info` when it changed
  * something; at `error` when it failed) and, with `metrics`, counted (`ledger_job_runs_total`,
@@ -11,6 +12,7 @@ import type { WriteQueue } from "../db/write-queue.ts";
 import type { Logger } from "../http/context.ts";
 import { purgeIdempotencyKeys } from "../http/idempotency.ts";
 import type { Metrics } from "../metrics.ts";
+import { runExpireGrants } from "./expire-grants.ts";
 import { runExpireReservations } from "./expire-reservations.ts";
 import { runGrantPlans } from "./grant-plans.ts";
 
@@ -29,7 +31,11 @@ export interface SchedulerOptions {
   onRun?: (job: string, ok: boolean) => void;
 }
 
-export type JobName = "expire-reservations" | "grant-plans" | "purge-idempotency-keys";
+export type JobName =
+  | "expire-reservations"
+  | "expire-grants"
+  | "grant-plans"
+  | "purge-idempotency-keys";
 
 export interface Scheduler {
   stop(): void;
@@ -52,6 +58,7 @@ export function didNothing(result: unknown): boolean {
 export function startScheduler(opts: SchedulerOptions): Scheduler {
   const runs: Record<JobName, (nowMs: number) => Promise<unknown>> = {
     "expire-reservations": (nowMs) => runExpireReservations({ queue: opts.queue, nowMs }),
+    "expire-grants": (nowMs) => runExpireGrants({ queue: opts.queue, nowMs }),
     "grant-plans": (nowMs) => runGrantPlans({ queue: opts.queue, nowMs }),
     "purge-idempotency-keys": (nowMs) => opts.queue.run((trx) => purgeIdempotencyKeys(trx, nowMs)),
   };
@@ -74,6 +81,7 @@ export function startScheduler(opts: SchedulerOptions): Scheduler {
 
   const schedule: [JobName, string][] = [
     ["expire-reservations", opts.expireCron],
+    ["expire-grants", opts.expireCron],
     ["grant-plans", opts.grantCron],
     ["purge-idempotency-keys", "0 17 * * * *"],
   ];

@@ -6,7 +6,9 @@
  *   row's balanceAfter ± its amount (the row is written with the balance it produces);
  * - 0 ≤ balance ≤ 9e9 credits (a credit past it is 409 BALANCE_LIMIT_EXCEEDED);
  * - debits are checked against `available` = balance − reserved by the callers that must
- *   (deduct, manual debit, confirm overage); `postEntry` itself refuses any debit below zero.
+ *   (deduct, manual debit, confirm overage); `postEntry` itself refuses any debit below zero;
+ * - balance = Σ remaining of the account's grants: a credit makes a grant, a debit draws grants
+ *   down in the spending order (grants.ts, docs/api.md#spending-order), in the same unit.
  *
  * The database repeats these as CHECK constraints, so a bug here fails the unit instead of
  * storing a broken ledger.
@@ -21,6 +23,14 @@ import type { WireOf } from "../http/respond.ts";
 import { newId } from "../ids.ts";
 import { parseJsonColumn, stringifyJson } from "../json.ts";
 import { fromMicros, MAX_BALANCE_MICROS } from "../money.ts";
+import {
+  DEFAULT_PRIORITY,
+  drawDown,
+  type GrantTerms,
+  makeGrant,
+  type Spendable,
+  takeFrom,
+} from "./grants.ts";
 import type { transactionSchema } from "./schemas.ts";
 
 /**
@@ -47,16 +57,30 @@ export interface EntryInput {
   reservationId?: string | null;
   accountPlanId?: string | null;
   nowMs: number;
+  /** A credit: its grant's priority and expiry (default: priority 50, no expiry). */
+  grant?: GrantTerms | undefined;
+  /**
+   * A debit: the account's spendable grants as read earlier in this unit, after its due
+   * expiries were booked (saves the read; see expiry.ts `bookDueExpiries`).
+   */
+  spendable?: Spendable | undefined;
+  /** A debit that removes what is left of one grant (an expiry): that grant's `seq`. */
+  fromGrantSeq?: number | undefined;
 }
 
+/** A stored ledger entry, with the id of the grant a credit made (null for a debit). */
+export type PostedEntry = TransactionRow & { grantId: string | null };
+
 /**
- * Appends one ledger entry and moves the account's balance with it.
- * A debit first spends the unspent credits of a non-accumulating plan grant (docs/api.md#plans-and-grants).
- * @returns the stored transaction row
+ * Appends one ledger entry and moves the account's balance with it. A credit makes a grant; a
+ * debit draws the account's grants down in the spending order (docs/api.md#spending-order), or
+ * takes from the one grant `fromGrantSeq` names.
+ * @returns the stored transaction row and the credit's grant id
  * @throws ApiError BALANCE_LIMIT_EXCEEDED when a credit would pass 9e9 credits;
- *   Error (a bug: callers check `available` first) when a debit would go below zero
+ *   Error (a bug: callers check `available` first) when a debit would go below zero or past
+ *   what the grants hold
  */
-export async function postEntry(trx: Transaction<DB>, input: EntryInput): Promise<TransactionRow> {
+export async function postEntry(trx: Transaction<DB>, input: EntryInput): Promise<PostedEntry> {
   if (!Number.isSafeInteger(input.amountMicros) || input.amountMicros < 0) {
     throw new Error(`ledger invariant: entry amount ${input.amountMicros}`);
   }
@@ -85,8 +109,27 @@ export async function postEntry(trx: Transaction<DB>, input: EntryInput): Promis
   const inserted = await trx.executeQuery(insertTransaction(trx, row));
   const seq = inserted.rows[0]?.seq;
   if (seq === undefined) throw new Error("ledger invariant: the entry's insert returned no seq");
-  return { ...row, seq: Number(seq) };
+  let grantId: string | null = null;
+  if (input.type === "credit") {
+    const credit = {
+      projectId: input.projectId,
+      accountId: input.accountId,
+      transactionId: row.id,
+      accountPlanId: input.source === "plan_grant" ? (input.accountPlanId ?? null) : null,
+      amountMicros: input.amountMicros,
+      createdAtMs: row.created_at_ms,
+    };
+    grantId = await makeGrant(trx, credit, input.grant ?? NO_TERMS);
+  } else if (input.fromGrantSeq !== undefined) {
+    await takeFrom(trx, input.fromGrantSeq, input.amountMicros);
+  } else {
+    await drawDown(trx, input.accountId, input.amountMicros, input.spendable);
+  }
+  return { ...row, seq: Number(seq), grantId };
 }
+
+/** A credit's grant terms when none are given (docs/api.md#grants). */
+const NO_TERMS: GrantTerms = { priority: DEFAULT_PRIORITY, expiresAtMs: null };
 
 /** Why an entry's balance move matched no row: the limit (409), or a bug. */
 async function refusedEntry(trx: Transaction<DB>, input: EntryInput): Promise<Error> {
@@ -134,17 +177,12 @@ const creditBalance = prepared<MoveArgs, Moved>((db, arg, engine) =>
     .returning(["balance_micros", "updated_at_ms"]),
 );
 
-/** A debit also spends the unspent credits of a non-accumulating plan grant first (docs/api.md#plans-and-grants). */
+/** A debit; which grants it spends is decided by `postEntry` (grants.ts). */
 const debitBalance = prepared<MoveArgs, Moved>((db, arg, engine) =>
   db
     .updateTable("accounts")
     .set((eb) => ({
       balance_micros: eb("balance_micros", "-", arg("amount")),
-      // SQLite's two-argument max() is PostgreSQL's greatest().
-      plan_bucket_micros: eb.fn(engine === "postgres" ? "greatest" : "max", [
-        eb.lit(0),
-        eb("plan_bucket_micros", "-", arg("amount")),
-      ]),
       updated_at_ms: movedAt(eb, arg("nowMs"), engine),
     }))
     .where("id", "=", arg("accountId"))

@@ -20,7 +20,7 @@ import {
   listTransactionsQuery,
   listTransactionsResponse,
 } from "./schemas.ts";
-import { listTransactions, moveCredits, withAuditData } from "./service.ts";
+import { grantTerms, listTransactions, moveCredits, withAuditData } from "./service.ts";
 
 const adjustments = resourceRoutes("Balance adjustments");
 const transactions = resourceRoutes("Transactions");
@@ -72,11 +72,16 @@ interface AdjustmentBody {
   description?: string | undefined;
   metadata?: Record<string, unknown> | undefined;
   paymentMethod?: string | undefined;
+  priority?: number | undefined;
+  expiresAt?: string | undefined;
 }
 
 /**
- * The movement of add or deduct: one ledger entry, with `paymentMethod` kept in its metadata.
+ * The movement of add or deduct: one ledger entry, with `paymentMethod` kept in its metadata;
+ * an add makes a grant with the body's `priority` and `expiresAt` (docs/api.md#grants).
  * @returns the account and the stored entry
+ * @throws ApiError VALIDATION_ERROR (expiresAt not ahead of the write, or too far), and those of
+ *   `moveCredits`
  */
 function adjust(
   trx: Transaction<DB>,
@@ -97,6 +102,7 @@ function adjust(
       description: body.description,
       metadata,
       source: type === "credit" ? "add" : "deduct",
+      grant: type === "credit" ? grantTerms(body, nowMs) : undefined,
     },
     nowMs,
   );
@@ -108,6 +114,7 @@ export function registerLedgerRoutes(app: App, deps: AppDeps): void {
     const projectId = c.get("projectId");
     return runWrite(c, deps.queue, addRoute, async (trx, nowMs, reply) => {
       const { account, row } = await adjust(trx, projectId, body, "credit", nowMs);
+      if (row.grantId === null) throw new Error("ledger invariant: a credit without its grant");
       return reply({
         success: true,
         accountId: account.id,
@@ -115,6 +122,7 @@ export function registerLedgerRoutes(app: App, deps: AppDeps): void {
         balance: fromMicros(row.balance_after_micros),
         added: fromMicros(row.amount_micros),
         transactionId: row.id,
+        grantId: row.grantId,
       });
     });
   });
@@ -168,6 +176,7 @@ export function registerLedgerRoutes(app: App, deps: AppDeps): void {
           description: body.description,
           metadata: body.metadata,
           source: "manual",
+          grant: body.type === "credit" ? grantTerms(body, nowMs) : undefined,
         },
         nowMs,
       );
@@ -183,7 +192,8 @@ export function registerLedgerRoutes(app: App, deps: AppDeps): void {
         description,
         metadata,
       };
-      return reply({ success: true, transaction });
+      const grantId = row.grantId ?? undefined;
+      return reply({ success: true, transaction, ...(grantId === undefined ? {} : { grantId }) });
     });
   });
 }

@@ -1,5 +1,6 @@
 /** zod schemas of balance adjustments and transactions (docs/api.md#endpoints, docs/api.md#balance-adjustments-and-transactions). */
 import { z } from "@hono/zod-openapi";
+import { parseDateParam } from "../http/dates.ts";
 import {
   ex,
   exampleAddTransaction,
@@ -22,6 +23,37 @@ import {
 import { reservationSchema } from "../reservations/schemas.ts";
 import { usageRecordSchema } from "../usage/schemas.ts";
 
+/** An example grant id. */
+const exampleGrantId = "grt_01JD7Q2W8R5T3V9X1Z4B6C8E0G";
+
+/**
+ * A date-time `YYYY-MM-DDTHH:MM[:SS[.fff]]` with `Z`, `±HH:MM` or no offset (UTC), checked
+ * against the calendar (src/http/dates.ts); a bare date is refused.
+ */
+const isoDateTime = z
+  .string()
+  .max(64)
+  .refine((s) => parseDateParam(s)?.dateOnly === false, {
+    message:
+      "must be a date-time YYYY-MM-DDTHH:MM[:SS[.fff]] with Z, ±HH:MM or no offset, on the calendar",
+  });
+
+/**
+ * `priority` and `expiresAt` of the grant a credit makes (docs/api.md#grants). That `expiresAt`
+ * is in the future and at most 3,653 days ahead is checked against the clock of the write.
+ */
+const grantTermsFields = {
+  priority: z.number().int().min(0).max(100).optional().openapi({
+    description: "0-100, lower is spent first (default 50)",
+    example: 50,
+  }),
+  expiresAt: isoDateTime.optional().openapi({
+    description:
+      "When what is left of these credits expires: a date-time in the future, at most 3,653 days ahead (default: never)",
+    example: "2027-12-31T23:59:59Z",
+  }),
+};
+
 const accountRef = idString.openapi({
   description: "Internal id or externalId",
   example: ex.externalId,
@@ -36,6 +68,7 @@ export const addCreditsBody = z
       .optional()
       .openapi({ description: "Free text, kept in metadata", example: "card" }),
     metadata: metadataSchema.optional().openapi({ example: { invoiceId: "inv_2026_0042" } }),
+    ...grantTermsFields,
   })
   .openapi("AddCreditsRequest", {
     example: {
@@ -54,6 +87,7 @@ export const addCreditsResponse = z
     balance: z.number(),
     added: z.number(),
     transactionId: z.string(),
+    grantId: z.string().openapi({ description: "The grant these credits make" }),
   })
   .openapi({
     example: {
@@ -63,6 +97,7 @@ export const addCreditsResponse = z
       balance: 25.5,
       added: 25.5,
       transactionId: ex.addTxnId,
+      grantId: exampleGrantId,
     },
   });
 
@@ -193,6 +228,15 @@ export const createTransactionBody = z
       .optional()
       .openapi({ example: "Refund for a failed generation" }),
     metadata: metadataSchema.optional().openapi({ example: { ticket: "SUP-1234" } }),
+    ...grantTermsFields,
+  })
+  .refine((b) => b.type === "credit" || b.priority === undefined, {
+    message: "only a credit takes a priority",
+    path: ["priority"],
+  })
+  .refine((b) => b.type === "credit" || b.expiresAt === undefined, {
+    message: "only a credit takes an expiresAt",
+    path: ["expiresAt"],
   })
   .openapi("CreateTransactionRequest", {
     example: {
@@ -217,5 +261,11 @@ export const createTransactionResponse = z
       description: z.string(),
       metadata: z.record(z.string(), z.unknown()).openapi({ additionalProperties: true }),
     }),
+    grantId: z
+      .string()
+      .optional()
+      .openapi({ description: "A credit: the grant it makes (docs/api.md#grants)" }),
   })
-  .openapi({ example: { success: true, transaction: exampleManualTransaction } });
+  .openapi({
+    example: { success: true, transaction: exampleManualTransaction, grantId: exampleGrantId },
+  });

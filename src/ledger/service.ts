@@ -12,10 +12,15 @@ import type {
   TransactionSource,
   TransactionType,
 } from "../db/schema.ts";
+import { ApiError } from "../errors.ts";
+import { parseDateParam } from "../http/dates.ts";
 import type { WireOf } from "../http/respond.ts";
 import { reservationJson } from "../reservations/service.ts";
 import { usageRecordJson } from "../usage/service.ts";
+import { checkLowBalance } from "../webhooks/events.ts";
 import { postEntry, requireAvailable, transactionJson } from "./core.ts";
+import { bookDueExpiries, expiryAccount } from "./expiry.ts";
+import { DEFAULT_PRIORITY, type GrantTerms, type Spendable } from "./grants.ts";
 import type { transactionSchema } from "./schemas.ts";
 
 export interface MoveInput {
@@ -25,11 +30,20 @@ export interface MoveInput {
   description?: string | undefined;
   metadata?: Record<string, unknown> | undefined;
   source: TransactionSource;
+  /** A credit: its grant's priority and expiry (docs/api.md#grants). */
+  grant?: GrantTerms | undefined;
 }
 
 /**
- * Credits or debits an account (add, deduct, manual transaction). A debit needs
- * `amount ≤ available` (docs/api.md#balance-adjustments-and-transactions).
+ * Credits or debits an account (add, deduct, manual transaction), after booking the account's
+ * due grant expiries (docs/api.md#expiry-of-grants). A credit makes a grant; a debit needs
+ * `amount ≤ available` (docs/api.md#balance-adjustments-and-transactions) and spends grants in
+ * the spending order (docs/api.md#spending-order).
+ *
+ * The deduction's hot path: the account (locked on PostgreSQL) with its holds, one indexed read
+ * of its spendable grants, the balance update, the updates of the grants drawn from, the
+ * ledger row.
+ * @returns the account and the stored entry (with `grantId` for a credit)
  * @throws ApiError ACCOUNT_NOT_FOUND, INSUFFICIENT_CREDITS, BALANCE_LIMIT_EXCEEDED
  */
 export async function moveCredits(
@@ -39,12 +53,19 @@ export async function moveCredits(
   nowMs: number,
 ) {
   let account: AccountRow;
+  let spendable: Spendable | undefined;
+  let availableBefore: number | undefined;
   if (input.type === "debit") {
     const found = await findAccountWithBalance(trx, projectId, input.accountRef, nowMs);
-    requireAvailable(found.available, input.amountMicros);
     account = found.account;
+    availableBefore = found.available;
+    const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
+    requireAvailable(found.available - due.expiredMicros, input.amountMicros);
+    spendable = due.spendable;
   } else {
     account = await findAccount(trx, projectId, input.accountRef);
+    const accountRef = { projectId, accountId: account.id, balanceMicros: account.balance_micros };
+    await bookDueExpiries(trx, accountRef, nowMs);
   }
   const row = await postEntry(trx, {
     projectId,
@@ -55,8 +76,48 @@ export async function moveCredits(
     metadata: input.metadata ?? {},
     source: input.source,
     nowMs,
+    grant: input.grant,
+    spendable,
   });
+  if (availableBefore !== undefined) {
+    await checkLowBalance(trx, account, {
+      nowMs,
+      availableBeforeMicros: availableBefore,
+      transactionId: row.id,
+    });
+  }
   return { account, row };
+}
+
+/** The furthest a credit may expire: 3,653 days (ten years) after the write, in ms. */
+const MAX_EXPIRY_MS = 3653 * 86_400_000;
+
+/**
+ * The grant terms of a credit request (docs/api.md#grants): `priority` (validated 0–100,
+ * default 50) and `expiresAt` (a validated date-time), which must lie after `nowMs` and at most
+ * 3,653 days after it.
+ * @throws ApiError VALIDATION_ERROR on `body.expiresAt` otherwise
+ */
+export function grantTerms(
+  body: { priority?: number | undefined; expiresAt?: string | undefined },
+  nowMs: number,
+): GrantTerms {
+  const priority = body.priority ?? DEFAULT_PRIORITY;
+  if (body.expiresAt === undefined) return { priority, expiresAtMs: null };
+  const parsed = parseDateParam(body.expiresAt);
+  if (parsed === null) throw new Error(`expiresAt ${body.expiresAt} was not validated`);
+  const problem =
+    parsed.ms <= nowMs
+      ? "must be in the future"
+      : parsed.ms > nowMs + MAX_EXPIRY_MS
+        ? "must be at most 3653 days ahead"
+        : undefined;
+  if (problem !== undefined) {
+    throw new ApiError("VALIDATION_ERROR", `Invalid body.expiresAt: ${problem}`, [
+      { path: "body.expiresAt", message: problem },
+    ]);
+  }
+  return { priority, expiresAtMs: parsed.ms };
 }
 
 export interface TransactionFilter {

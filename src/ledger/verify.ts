@@ -5,7 +5,10 @@
  * - each row's balanceAfter = the previous row's balanceAfter ± its amount (the first row's
  *   from 0), and the last row's balanceAfter = the balance;
  * - 0 ≤ balance ≤ 9e9 credits; reserved ≤ balance;
- * - every confirmed reservation names an existing debit of its account.
+ * - every confirmed reservation names an existing debit of its account;
+ * - balance = Σ remaining of the account's grants; 0 ≤ remaining ≤ amount, 0 ≤ priority ≤ 100,
+ *   and a grant's credit transaction is a credit of its account of the same amount
+ *   (docs/api.md#grant-invariant).
  *
  * The ledger is read in `seq` order: on PostgreSQL too, an account's entries ascend in seq along
  * their balanceAfter chain, since each is inserted under the account's row lock.
@@ -137,5 +140,57 @@ async function checkLedger(db: Kysely<DB>, nowMs: number): Promise<VerifyReport>
     )
     .execute();
   for (const o of orphans) problems.push(`reservation ${o.id}: confirmed without its debit`);
+  await checkGrants(db, balances, problems);
   return { accounts: accounts.length, transactions, problems };
+}
+
+/** The grant invariant (docs/api.md#grant-invariant): balance = Σ remaining, each in range. */
+async function checkGrants(db: Kysely<DB>, balances: Map<string, number>, problems: string[]) {
+  const sums = await db
+    .selectFrom("credit_grants")
+    .select((eb) => ["account_id", eb.fn.sum<number>("remaining_micros").as("remaining")])
+    .groupBy("account_id")
+    .execute();
+  const remaining = new Map(sums.map((r) => [r.account_id, Number(r.remaining)]));
+  for (const [accountId, balance] of balances) {
+    const sum = remaining.get(accountId) ?? 0;
+    if (sum !== balance) {
+      problems.push(
+        `account ${accountId}: balance ${fromMicros(balance)} != grants' remaining ${fromMicros(sum)}`,
+      );
+    }
+  }
+  const broken = await db
+    .selectFrom("credit_grants")
+    .select(["id", "amount_micros", "remaining_micros", "priority"])
+    .where((eb) =>
+      eb.or([
+        eb("amount_micros", "<=", 0),
+        eb("remaining_micros", "<", 0),
+        eb("remaining_micros", ">", eb.ref("amount_micros")),
+        eb("priority", "<", 0),
+        eb("priority", ">", 100),
+      ]),
+    )
+    .execute();
+  for (const g of broken) {
+    problems.push(
+      `grant ${g.id}: remaining ${fromMicros(g.remaining_micros)} of amount ${fromMicros(g.amount_micros)}, priority ${g.priority}`,
+    );
+  }
+  const unmatched = await db
+    .selectFrom("credit_grants")
+    .leftJoin("transactions", "transactions.id", "credit_grants.transaction_id")
+    .select(["credit_grants.id as id"])
+    .where("credit_grants.transaction_id", "is not", null)
+    .where((eb) =>
+      eb.or([
+        eb("transactions.id", "is", null),
+        eb("transactions.type", "!=", "credit"),
+        eb("transactions.account_id", "!=", eb.ref("credit_grants.account_id")),
+        eb("transactions.amount_micros", "!=", eb.ref("credit_grants.amount_micros")),
+      ]),
+    )
+    .execute();
+  for (const g of unmatched) problems.push(`grant ${g.id}: not the grant of its credit`);
 }

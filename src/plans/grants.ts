@@ -2,16 +2,21 @@
  * Plan grants (docs/api.md#plans-and-grants): each period of an assignment is granted exactly once,
  * as a `credit` transaction naming the plan and the assignment; `plan_grants` has one row per
  * (assignment, period), so a restart, a second process or an overrunning job never grants a
- * period twice. For `accumulate: false`, what is left of the previous grant of the assignment
- * expires first as a `debit` with `metadata.reason = "plan_credits_expired"`, capped at
- * `available` so that it never takes credits that reservations hold.
+ * period twice. Each grant is a credit grant (docs/api.md#credit-grants-expiry-and-priority):
+ * priority 50 without expiry, or for `accumulate: false` priority 0 expiring at the end of its
+ * period, the instant the next grant is due (docs/api.md#credits-that-do-not-roll-over). The
+ * account's due expiries are booked before each grant, so what is left of the previous grant
+ * expires first (`plan_credits_expired`, capped at `available`). Ending the assignment does not
+ * move a grant's expiry.
  */
 import type { Transaction } from "kysely";
-import { findAccountWithBalance } from "../accounts/lookup.ts";
 import type { AccountPlanRow, DB, PlanRow } from "../db/schema.ts";
 import { iso } from "../http/dates.ts";
 import { postEntry } from "../ledger/core.ts";
-import { nextGrantAt } from "./schedule.ts";
+import { bookDueExpiries } from "../ledger/expiry.ts";
+import { DEFAULT_PRIORITY, PLAN_PRIORITY } from "../ledger/grants.ts";
+import { checkLowBalance, emitPlanGranted } from "../webhooks/events.ts";
+import { addIntervals, nextGrantAt } from "./schedule.ts";
 
 /**
  * Grants period `grants_made` of the assignment (due at its nextGrantAt) and advances the
@@ -34,7 +39,9 @@ export async function grantNextPeriod(
     .where("period_index", "=", period)
     .executeTakeFirst();
   if (!done) {
-    if (plan.accumulate === 0) await expireUnspentGrant(trx, ap, period, nowMs);
+    const account = { projectId: ap.project_id, accountId: ap.account_id };
+    const due = await bookDueExpiries(trx, account, nowMs);
+    const rolls = plan.accumulate !== 0;
     const tx = await postEntry(trx, {
       projectId: ap.project_id,
       accountId: ap.account_id,
@@ -51,14 +58,26 @@ export async function grantNextPeriod(
       source: "plan_grant",
       accountPlanId: ap.id,
       nowMs,
+      grant: rolls
+        ? { priority: DEFAULT_PRIORITY, expiresAtMs: null }
+        : {
+            priority: PLAN_PRIORITY,
+            expiresAtMs: addIntervals(ap.anchor_at_ms, plan.interval, period + 1),
+          },
     });
-    if (plan.accumulate === 0) {
-      await trx
-        .updateTable("accounts")
-        .set({ plan_bucket_micros: plan.credits_micros, plan_bucket_account_plan_id: ap.id })
-        .where("id", "=", ap.account_id)
-        .execute();
-    }
+    await emitPlanGranted(trx, {
+      accountPlanId: ap.id,
+      planId: plan.id,
+      transaction: tx,
+      periodStartMs: dueMs,
+      nowMs,
+    });
+    const lowered = due.expiredMicros - plan.credits_micros;
+    await checkLowBalance(
+      trx,
+      { id: ap.account_id, project_id: ap.project_id },
+      { nowMs, loweredByMicros: lowered, transactionId: tx.id },
+    );
     await trx
       .insertInto("plan_grants")
       .values({
@@ -80,49 +99,9 @@ export async function grantNextPeriod(
   return { ...ap, grants_made: grantsMade, next_grant_at_ms: next };
 }
 
-/** Expires the unspent part of the assignment's previous grant, capped at `available`. */
-async function expireUnspentGrant(
-  trx: Transaction<DB>,
-  ap: AccountPlanRow,
-  period: number,
-  nowMs: number,
-): Promise<void> {
-  const { account, available } = await findAccountWithBalance(
-    trx,
-    ap.project_id,
-    ap.account_id,
-    nowMs,
-  );
-  if (account.plan_bucket_account_plan_id !== ap.id || account.plan_bucket_micros === 0) return;
-  const amount = Math.min(account.plan_bucket_micros, Math.max(0, available));
-  if (amount > 0) {
-    await postEntry(trx, {
-      projectId: ap.project_id,
-      accountId: ap.account_id,
-      type: "debit",
-      amountMicros: amount,
-      description: "Unused plan credits expired",
-      metadata: {
-        reason: "plan_credits_expired",
-        planId: ap.plan_id,
-        accountPlanId: ap.id,
-        period,
-      },
-      source: "plan_expiry",
-      accountPlanId: ap.id,
-      nowMs,
-    });
-  }
-  await trx
-    .updateTable("accounts")
-    .set({ plan_bucket_micros: 0, plan_bucket_account_plan_id: null })
-    .where("id", "=", ap.account_id)
-    .execute();
-}
-
 /**
  * Makes an assignment inactive (replaced, cancelled or completed). Credits already granted
- * stay; a non-accumulating grant's leftover stops being tracked for expiry.
+ * stay, with their expiry: a non-rolling grant still expires at the end of its period.
  */
 export async function endAssignment(
   trx: Transaction<DB>,
@@ -139,12 +118,6 @@ export async function endAssignment(
     next_grant_at_ms: null,
   };
   await trx.updateTable("account_plans").set(ended).where("id", "=", ap.id).execute();
-  await trx
-    .updateTable("accounts")
-    .set({ plan_bucket_micros: 0, plan_bucket_account_plan_id: null })
-    .where("id", "=", ap.account_id)
-    .where("plan_bucket_account_plan_id", "=", ap.id)
-    .execute();
   return { ...ap, ...ended };
 }
 

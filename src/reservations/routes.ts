@@ -110,7 +110,7 @@ export function registerReservationRoutes(app: App, deps: AppDeps): void {
     const projectId = c.get("projectId");
     return runWrite(c, deps.queue, confirmRoute, async (trx, nowMs, reply) => {
       const actual = body.actualAmount;
-      const { hold, transaction } = await confirmReservation(
+      const { hold, transaction, balanceMicros } = await confirmReservation(
         trx,
         projectId,
         body.reservationId,
@@ -123,7 +123,7 @@ export function registerReservationRoutes(app: App, deps: AppDeps): void {
         transactionId: transaction.id,
         reservedAmount: fromMicros(hold.amount_micros),
         actualAmount: fromMicros(actual),
-        balance: fromMicros(transaction.balance_after_micros),
+        balance: fromMicros(balanceMicros),
         amountReleased: fromMicros(Math.max(0, hold.amount_micros - actual)),
       });
     });

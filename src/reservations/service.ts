@@ -14,7 +14,9 @@ import type { WireOf } from "../http/respond.ts";
 import { newId } from "../ids.ts";
 import { parseJsonColumn, stringifyJson } from "../json.ts";
 import { postEntry, requireAvailable } from "../ledger/core.ts";
+import { bookDueExpiries, type DueExpiries, expiryAccount } from "../ledger/expiry.ts";
 import { fromMicros } from "../money.ts";
+import { checkLowBalance, emitReservationsExpired } from "../webhooks/events.ts";
 import type { reservationSchema } from "./schemas.ts";
 
 const insertReservation = prepared<ReservationRow, unknown>((db, arg) =>
@@ -112,13 +114,11 @@ export async function createReservation(
   input: CreateReservationInput,
   nowMs: number,
 ): Promise<ReservationRow> {
-  const { account, available } = await findAccountWithBalance(
-    trx,
-    projectId,
-    input.accountRef,
-    nowMs,
-  );
-  requireAvailable(available, input.amountMicros);
+  const found = await findAccountWithBalance(trx, projectId, input.accountRef, nowMs);
+  const { account } = found;
+  // Credits past their expiresAt are never reserved (docs/api.md#expiry-of-grants).
+  const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
+  requireAvailable(found.available - due.expiredMicros, input.amountMicros);
   const metadata: Record<string, unknown> = { ...input.metadata };
   if (input.operation !== undefined) metadata.operation = input.operation;
   if (input.model !== undefined) metadata.model = input.model;
@@ -136,6 +136,11 @@ export async function createReservation(
     transaction_id: null,
   };
   await trx.executeQuery(insertReservation(trx, row));
+  await checkLowBalance(trx, account, {
+    nowMs,
+    availableBeforeMicros: found.available,
+    transactionId: null,
+  });
   return row;
 }
 
@@ -161,7 +166,10 @@ async function pendingReservation(
 /**
  * Settles a hold with the amount actually used (docs/api.md#reservations): debits `actualMicros` (a debit
  * transaction is always created, even for 0) and releases the rest; an overage beyond the hold
- * must fit in `available`, else 402 and the hold stays pending.
+ * must fit in `available`, else 402 and the hold stays pending. The account's due grant
+ * expiries are booked first; the debit spends first what is left of expired grants, and what
+ * of that no hold covers any more is removed in the same unit (docs/api.md#expiry-of-grants).
+ * @returns the hold, its debit, and the account's balance afterwards (micro-credits)
  * @throws ApiError RESERVATION_NOT_FOUND, RESERVATION_NOT_PENDING, INSUFFICIENT_CREDITS
  */
 export async function confirmReservation(
@@ -172,11 +180,12 @@ export async function confirmReservation(
   nowMs: number,
 ) {
   const hold = await pendingReservation(trx, projectId, reservationId, nowMs);
+  // Locks the account (PostgreSQL) before its grants are read: after the hold, as every unit
+  // that settles a hold does.
+  const found = await findAccountWithBalance(trx, projectId, hold.account_id, nowMs);
+  const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
   const excess = actualMicros - hold.amount_micros;
-  if (excess > 0) {
-    const { available } = await findAccountWithBalance(trx, projectId, hold.account_id, nowMs);
-    requireAvailable(available, excess);
-  }
+  if (excess > 0) requireAvailable(found.available - due.expiredMicros, excess);
   const holdMeta = parseJsonColumn(hold.metadata) ?? {};
   const transaction = await postEntry(trx, {
     projectId,
@@ -192,6 +201,7 @@ export async function confirmReservation(
     source: "reservation",
     reservationId: hold.id,
     nowMs,
+    spendable: due.spendable,
   });
   await trx.executeQuery(
     settleReservation(trx, {
@@ -202,11 +212,40 @@ export async function confirmReservation(
       transactionId: transaction.id,
     }),
   );
-  return { hold, transaction };
+  const released = {
+    balance: transaction.balance_after_micros,
+    reserved: found.reserved - hold.amount_micros,
+  };
+  const removed = await removeUncovered(trx, found.account, due, released, nowMs);
+  await checkLowBalance(trx, found.account, {
+    nowMs,
+    availableBeforeMicros: found.available,
+    transactionId: transaction.id,
+  });
+  return { hold, transaction, balanceMicros: transaction.balance_after_micros - removed };
+}
+
+/**
+ * After a hold ended: removes what is left of expired grants that no hold covers any more
+ * (docs/api.md#expiry-of-grants). Reads nothing more when no expired grant had anything left.
+ * @returns the micro-credits removed
+ */
+async function removeUncovered(
+  trx: Transaction<DB>,
+  account: { id: string; project_id: string },
+  before: DueExpiries,
+  after: { balance: number; reserved: number },
+  nowMs: number,
+): Promise<number> {
+  if (before.spendable.grants[0]?.expiry_booked !== 1) return 0;
+  const { expiredMicros } = await bookDueExpiries(trx, expiryAccount({ account, ...after }), nowMs);
+  return expiredMicros;
 }
 
 /**
  * Voids a pending hold: every held credit returns to `available` (docs/api.md#reservations).
+ * The account's due grant expiries are booked first, and what is left of expired grants that no
+ * hold covers any more is removed in the same unit (docs/api.md#expiry-of-grants).
  * @throws ApiError RESERVATION_NOT_FOUND, RESERVATION_NOT_PENDING
  */
 export async function cancelReservation(
@@ -216,6 +255,8 @@ export async function cancelReservation(
   nowMs: number,
 ): Promise<ReservationRow> {
   const hold = await pendingReservation(trx, projectId, reservationId, nowMs);
+  const found = await findAccountWithBalance(trx, projectId, hold.account_id, nowMs);
+  const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
   await trx.executeQuery(
     settleReservation(trx, {
       id: hold.id,
@@ -225,6 +266,16 @@ export async function cancelReservation(
       transactionId: null,
     }),
   );
+  const released = {
+    balance: found.balance - due.expiredMicros,
+    reserved: found.reserved - hold.amount_micros,
+  };
+  await removeUncovered(trx, found.account, due, released, nowMs);
+  await checkLowBalance(trx, found.account, {
+    nowMs,
+    availableBeforeMicros: found.available,
+    transactionId: null,
+  });
   return hold;
 }
 
@@ -252,8 +303,9 @@ export async function listReservations(
 }
 
 /**
- * Marks up to `limit` pending holds whose expiresAt has passed as `expired` (the sweeper job).
- * Their credits already stopped counting at expiresAt; this only records the ending.
+ * Marks up to `limit` pending holds whose expiresAt has passed as `expired` (the sweeper job),
+ * with a `reservation.expired` event for each (docs/api.md#event-types). Their credits already
+ * stopped counting at expiresAt; this only records the ending.
  * @returns how many were marked
  */
 export async function expireReservations(trx: Transaction<DB>, nowMs: number, limit: number) {
@@ -266,11 +318,13 @@ export async function expireReservations(trx: Transaction<DB>, nowMs: number, li
     .where("expires_at_ms", "<=", nowMs)
     .limit(limit)
     .$if(locksRows(trx), (q) => q.forUpdate().skipLocked());
-  const result = await trx
+  const expired = await trx
     .updateTable("reservations")
     .set((eb) => ({ status: "expired", settled_at_ms: eb.ref("expires_at_ms") }))
     .where("id", "in", due)
     .where("status", "=", "pending")
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows);
+    .returningAll()
+    .execute();
+  await emitReservationsExpired(trx, expired, nowMs);
+  return expired.length;
 }

@@ -1,0 +1,236 @@
+/**
+ * The credit grants table (docs/api.md#credit-grants-expiry-and-priority). Every credit is a
+ * grant with what is left of it (`remaining`), and every debit spends grants in the spending
+ * order (docs/api.md#spending-order) inside the transaction of its ledger row, so that an
+ * account's balance always equals the sum of its grants' remaining (docs/design.md#invariants):
+ *
+ * 1. what is left of grants whose expiry was booked while reservations held them;
+ * 2. then priority ascending; 3. then expiresAt ascending, grants without one last;
+ * 4. then ledger order (the grant's `seq`).
+ *
+ * This module reads and writes the table: a grant made with its credit, an account's grants in
+ * spending order (one indexed query, `credit_grants_spend`), and a debit drawn from them. The
+ * expiry rules, which book ledger rows, are in expiry.ts. Every function runs inside a write unit
+ * that holds the account (its row lock on PostgreSQL, the serial queue on SQLite).
+ */
+import { sql, type Transaction } from "kysely";
+import { prepared } from "../db/prepared.ts";
+import type { CreditGrantRow, DB } from "../db/schema.ts";
+import { newId } from "../ids.ts";
+
+/** The default priority of a credit (docs/api.md#grants). */
+export const DEFAULT_PRIORITY = 50;
+/** The priority of a grant of a non-rolling plan: spent before every other credit. */
+export const PLAN_PRIORITY = 0;
+/** Stands for "no expiry" in the spending order (2^53 − 1 ms, past every real date). */
+const NO_EXPIRY_KEY = 9_007_199_254_740_991;
+/** Grants read per query of a debit: almost every debit is covered by the first one. */
+const SPEND_PAGE = 32;
+
+/** The columns of a grant a debit or an expiry needs. */
+export type SpendableGrant = Pick<
+  CreditGrantRow,
+  | "seq"
+  | "id"
+  | "account_plan_id"
+  | "amount_micros"
+  | "remaining_micros"
+  | "priority"
+  | "expires_at_ms"
+  | "expiry_booked"
+>;
+
+/** An account's grants with something left, in spending order, as read in the current unit. */
+export interface Spendable {
+  /** The first grants in spending order (all of them when `complete`). */
+  grants: SpendableGrant[];
+  /** True when `grants` holds every grant of the account with something left. */
+  complete: boolean;
+  /** The earliest expiresAt (epoch ms) among grants whose expiry is not booked yet, or null. */
+  nextDueMs: number | null;
+}
+
+const SPEND_COLUMNS = [
+  "seq",
+  "id",
+  "account_plan_id",
+  "amount_micros",
+  "remaining_micros",
+  "priority",
+  "expires_at_ms",
+  "expiry_booked",
+] as const;
+
+type PageArgs = { accountId: string; offset: number };
+
+/**
+ * A page of the account's grants with something left, in spending order (the order of the
+ * partial index `credit_grants_spend`, so no sort), each row carrying the earliest expiry still
+ * to be booked (an uncorrelated subquery on `credit_grants_account_due`, evaluated once).
+ * The literals (0, 2^53 − 1) stay in the SQL text so that the partial and expression indexes
+ * match.
+ */
+const spendPage = prepared<PageArgs, SpendableGrant & { next_due_ms: number | null }>((db, arg) =>
+  db
+    .selectFrom("credit_grants")
+    .select(SPEND_COLUMNS)
+    .select((eb) =>
+      eb
+        .selectFrom("credit_grants as d")
+        .select((d) => d.fn.min<number | null>("d.expires_at_ms").as("m"))
+        .where("d.account_id", "=", arg("accountId"))
+        .where("d.remaining_micros", ">", sql.lit(0))
+        .where("d.expiry_booked", "=", sql.lit(0))
+        .where("d.expires_at_ms", "is not", null)
+        .as("next_due_ms"),
+    )
+    .where("account_id", "=", arg("accountId"))
+    .where("remaining_micros", ">", sql.lit(0))
+    .orderBy("expiry_booked", "desc")
+    .orderBy("priority")
+    .orderBy((eb) => eb.fn.coalesce("expires_at_ms", sql.lit(NO_EXPIRY_KEY)))
+    .orderBy("seq")
+    .limit(SPEND_PAGE)
+    .offset(arg("offset")),
+);
+
+/**
+ * The account's grants with something left, in spending order: the first page, and whether it
+ * holds them all. One indexed query.
+ */
+export async function readSpendable(
+  trx: Transaction<DB>,
+  accountId: string,
+  offset = 0,
+): Promise<Spendable> {
+  const { rows } = await trx.executeQuery(spendPage(trx, { accountId, offset }));
+  const first = rows[0];
+  return {
+    grants: rows.map(({ next_due_ms: _, ...grant }) => grant),
+    complete: rows.length < SPEND_PAGE,
+    nextDueMs: first?.next_due_ms == null ? null : Number(first.next_due_ms),
+  };
+}
+
+/** What a debit took from one grant. */
+export interface Draw {
+  grant: SpendableGrant;
+  takenMicros: number;
+}
+
+const takeFromGrant = prepared<{ seq: number; take: number }, unknown>((db, arg) =>
+  db
+    .updateTable("credit_grants")
+    .set((eb) => ({ remaining_micros: eb("remaining_micros", "-", arg("take")) }))
+    .where("seq", "=", arg("seq"))
+    .where("remaining_micros", ">=", arg("take")),
+);
+
+/**
+ * Spends `amountMicros` of the account's grants in spending order: updates only the grants it
+ * draws from. `known` is the account's spendable grants as read earlier in this unit (after its
+ * expiries were booked), which saves the read.
+ * @returns what was taken from each grant, in order
+ * @throws Error (a broken ledger invariant) when the grants hold less than `amountMicros`
+ */
+export async function drawDown(
+  trx: Transaction<DB>,
+  accountId: string,
+  amountMicros: number,
+  known?: Spendable,
+): Promise<Draw[]> {
+  const draws: Draw[] = [];
+  let left = amountMicros;
+  let page = known ?? (left > 0 ? await readSpendable(trx, accountId) : undefined);
+  let offset = 0;
+  while (left > 0 && page) {
+    for (const grant of page.grants) {
+      if (left === 0) break;
+      const take = Math.min(grant.remaining_micros, left);
+      draws.push({ grant, takenMicros: take });
+      left -= take;
+    }
+    if (left === 0 || page.complete) break;
+    offset += page.grants.length;
+    page = await readSpendable(trx, accountId, offset);
+  }
+  if (left > 0) {
+    throw new Error(
+      `ledger invariant: account ${accountId}'s grants lack ${left} micro-credits of a debit of ${amountMicros}`,
+    );
+  }
+  for (const draw of draws) await takeFrom(trx, draw.grant.seq, draw.takenMicros);
+  return draws;
+}
+
+/**
+ * Takes `takeMicros` from one grant (an expiry takes from the grant it removes).
+ * @throws Error (a broken ledger invariant) when the grant holds less
+ */
+export async function takeFrom(trx: Transaction<DB>, seq: number, takeMicros: number) {
+  const result = await trx.executeQuery(takeFromGrant(trx, { seq, take: takeMicros }));
+  if (Number(result.numAffectedRows ?? 0) !== 1) {
+    throw new Error(`ledger invariant: grant ${seq} holds less than ${takeMicros} micro-credits`);
+  }
+}
+
+/** What a credit's grant is made of (docs/api.md#grants). */
+export interface GrantTerms {
+  /** 0–100, lower is spent first; default 50. */
+  priority: number;
+  /** Epoch ms after which what is left expires, or null. */
+  expiresAtMs: number | null;
+}
+
+const insertGrant = prepared<Omit<CreditGrantRow, "seq" | "expiry_booked">, { seq: number }>(
+  (db, arg) =>
+    db
+      .insertInto("credit_grants")
+      .values({
+        id: arg("id"),
+        project_id: arg("project_id"),
+        account_id: arg("account_id"),
+        transaction_id: arg("transaction_id"),
+        account_plan_id: arg("account_plan_id"),
+        amount_micros: arg("amount_micros"),
+        remaining_micros: arg("remaining_micros"),
+        priority: arg("priority"),
+        expires_at_ms: arg("expires_at_ms"),
+        created_at_ms: arg("created_at_ms"),
+      })
+      .returning("seq"),
+);
+
+/**
+ * Makes the grant of a credit transaction: `remaining` = `amount`.
+ * @returns the new grant's id (`grt_…`)
+ */
+export async function makeGrant(
+  trx: Transaction<DB>,
+  credit: {
+    projectId: string;
+    accountId: string;
+    transactionId: string;
+    accountPlanId: string | null;
+    amountMicros: number;
+    createdAtMs: number;
+  },
+  terms: GrantTerms,
+): Promise<string> {
+  const id = newId("grt");
+  await trx.executeQuery(
+    insertGrant(trx, {
+      id,
+      project_id: credit.projectId,
+      account_id: credit.accountId,
+      transaction_id: credit.transactionId,
+      account_plan_id: credit.accountPlanId,
+      amount_micros: credit.amountMicros,
+      remaining_micros: credit.amountMicros,
+      priority: terms.priority,
+      expires_at_ms: terms.expiresAtMs,
+      created_at_ms: credit.createdAtMs,
+    }),
+  );
+  return id;
+}
