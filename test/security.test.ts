@@ -1,76 +1,84 @@
+import type { RouteConfig } from "@hono/zod-openapi";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { accountRoutes } from "../src/accounts/routes.ts";
+import type { ErrorCode } from "../src/errors.ts";
 import { hashApiKey } from "../src/http/auth.ts";
-import { type ApiResponse, fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
+import { ledgerRoutes } from "../src/ledger/routes.ts";
+import { planRoutes } from "../src/plans/routes.ts";
+import { reservationRoutes } from "../src/reservations/routes.ts";
+import { usageRoutes } from "../src/usage/routes.ts";
+import { expectError, type RegisteredRoute, registeredRoutes } from "./contract.ts";
+import { type CallInput, fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
 
-/** Every /v1 route of the service (GET routes with a query where one is required). */
-const ROUTES: [method: "GET" | "POST", path: string][] = [
-  ["POST", "/v1/accounts/create"],
-  ["GET", "/v1/accounts"],
-  ["GET", "/v1/accounts/get?accountId=x"],
-  ["GET", "/v1/accounts/balance?accountId=x"],
-  ["POST", "/v1/accounts/credits/add"],
-  ["POST", "/v1/accounts/credits/deduct"],
-  ["GET", "/v1/plans"],
-  ["POST", "/v1/plans/create"],
-  ["POST", "/v1/plans/archive"],
-  ["POST", "/v1/plans/activate"],
-  ["GET", "/v1/accounts/plans?accountId=x"],
-  ["POST", "/v1/accounts/plans/assign"],
-  ["POST", "/v1/accounts/plans/cancel"],
-  ["POST", "/v1/reservations/create"],
-  ["GET", "/v1/reservations?accountId=x"],
-  ["POST", "/v1/reservations/confirm"],
-  ["POST", "/v1/reservations/cancel"],
-  ["GET", "/v1/transactions"],
-  ["POST", "/v1/transactions/create"],
-  ["POST", "/v1/usage/record"],
-  ["GET", "/v1/usage"],
-  ["GET", "/v1/models"],
-  ["POST", "/v1/models/calculate"],
-];
-
-function expectError(res: ApiResponse, status: number, code: string) {
-  expect(res.status).toBe(status);
-  expect(res.body).toEqual({ success: false, error: expect.objectContaining({ code }) });
-  expect(typeof res.body.error.message).toBe("string");
-  expect(Object.keys(res.body.error).every((k) => ["code", "message", "details"].includes(k))).toBe(
-    true,
-  );
-}
+/** How many /v1 routes the matrix covered when it was a hand-kept list: it may only grow. */
+const ROUTES_COVERED_BEFORE = 23;
 
 describe("authentication", () => {
   let t: TestLedger;
+  /** Every /v1 route of the app, from its OpenAPI registry. */
+  let routes: RegisteredRoute[];
   beforeAll(async () => {
     t = await makeLedger();
+    routes = registeredRoutes(t.app).filter((r) => r.path.startsWith("/v1/"));
   });
   afterAll(async () => t.close());
 
-  const call = (method: string, path: string, key: string | null) =>
-    t.api(method, path, { key, ...(method === "POST" ? { body: {} } : {}) });
+  /** Calls a route with no query (a POST with an empty JSON object), any path parameter "x". */
+  const call = (r: RegisteredRoute, key: string | null) =>
+    t.api(r.method, r.path.replace(/\{[^}]+\}/g, "x"), {
+      key,
+      ...(r.method === "POST" ? { body: {} } : {}),
+    });
 
-  describe.each(ROUTES)("%s %s", (method, path) => {
-    it("is 401 UNAUTHORIZED without a key", async () => {
-      expectError(await call(method, path, null), 401, "UNAUTHORIZED");
+  /** Runs `check` on every route. @throws listing every route it failed on, with why */
+  async function onEveryRoute(check: (r: RegisteredRoute) => Promise<void>) {
+    const failures: string[] = [];
+    for (const r of routes) {
+      try {
+        await check(r);
+      } catch (err) {
+        failures.push(`${r.method} ${r.path}: ${err instanceof Error ? err.message : err}`);
+      }
+    }
+    expect(failures).toEqual([]);
+  }
+
+  it("covers every registered /v1 route, at least as many as the hand-kept list did", () => {
+    expect(routes.length).toBeGreaterThanOrEqual(ROUTES_COVERED_BEFORE);
+    const names = routes.map((r) => `${r.method} ${r.path}`);
+    expect(new Set(names).size).toBe(names.length);
+    expect(names).toEqual(
+      expect.arrayContaining(["POST /v1/accounts/create", "GET /v1/accounts", "GET /v1/models"]),
+    );
+  });
+
+  it("is 401 UNAUTHORIZED without a key on every /v1 route", async () => {
+    await onEveryRoute(async (r) => {
+      expectError(await call(r, null), 401, "UNAUTHORIZED");
     });
-    it("is 401 UNAUTHORIZED with a wrong key", async () => {
-      expectError(await call(method, path, "ldg_not-a-real-key"), 401, "UNAUTHORIZED");
-      expectError(await call(method, path, ""), 401, "UNAUTHORIZED");
+  });
+
+  it("is 401 UNAUTHORIZED with a wrong key on every /v1 route", async () => {
+    await onEveryRoute(async (r) => {
+      expectError(await call(r, "ldg_not-a-real-key"), 401, "UNAUTHORIZED");
+      expectError(await call(r, ""), 401, "UNAUTHORIZED");
     });
-    it("is not 401 with the project's key", async () => {
-      const res = await call(method, path, t.key);
-      expect(res.status).not.toBe(401);
-      expect(res.status).toBeLessThan(500);
+  });
+
+  it("is not 401 (nor a 5xx) with the project's key on every /v1 route", async () => {
+    await onEveryRoute(async (r) => {
+      const res = await call(r, t.key);
+      expect(res.status, JSON.stringify(res.body)).not.toBe(401);
+      expect(res.status, JSON.stringify(res.body)).toBeLessThan(500);
     });
   });
 
   it("creates nothing on an unauthenticated write", async () => {
-    const res = await t.api("POST", "/v1/accounts/create", {
-      body: { externalId: "sneaky" },
-      key: null,
-    });
-    expectError(res, 401, "UNAUTHORIZED");
-    const get = await t.api("GET", "/v1/accounts/get?accountId=sneaky");
-    expectError(get, 404, "ACCOUNT_NOT_FOUND");
+    const body = { externalId: "sneaky" };
+    await t.fail(accountRoutes.create, { body, key: null }, 401, "UNAUTHORIZED");
+    const query = { accountId: "sneaky" };
+    await t.fail(accountRoutes.get, { query }, 404, "ACCOUNT_NOT_FOUND");
   });
 
   it("answers an unknown /v1 route 401 without a key and 404 NOT_FOUND with one", async () => {
@@ -86,8 +94,11 @@ describe("authentication", () => {
     expect(health.body).toEqual({ status: "ok" });
     const doc = await t.api("GET", "/openapi.json", { key: null });
     expect(doc.status).toBe(200);
-    expect(doc.body.openapi).toMatch(/^3\./);
-    expect(Object.keys(doc.body.paths)).toContain("/v1/accounts/create");
+    const { openapi, paths } = z
+      .object({ openapi: z.string(), paths: z.record(z.string(), z.unknown()) })
+      .parse(doc.body);
+    expect(openapi).toMatch(/^3\./);
+    expect(Object.keys(paths)).toContain("/v1/accounts/create");
   });
 
   it("works over a real HTTP server with the header and refuses without", async () => {
@@ -101,7 +112,7 @@ describe("authentication", () => {
 
   it("refuses a revoked key with 401 while other keys keep working", async () => {
     const p = await t.newProject("to-revoke");
-    expect((await t.api("GET", "/v1/accounts", { key: p.key })).status).toBe(200);
+    await t.call(accountRoutes.list, { key: p.key });
     const revoked = await t.ledger.queue.run(async (trx, nowMs) => {
       const r = await trx
         .updateTable("api_keys")
@@ -112,154 +123,151 @@ describe("authentication", () => {
       return Number(r.numUpdatedRows);
     });
     expect(revoked).toBe(1);
-    expectError(await t.api("GET", "/v1/accounts", { key: p.key }), 401, "UNAUTHORIZED");
-    expectError(
-      await t.api("POST", "/v1/accounts/create", { key: p.key, body: { externalId: "r" } }),
+    await t.fail(accountRoutes.list, { key: p.key }, 401, "UNAUTHORIZED");
+    await t.fail(
+      accountRoutes.create,
+      { key: p.key, body: { externalId: "r" } },
       401,
       "UNAUTHORIZED",
     );
-    expect((await t.api("GET", "/v1/accounts")).status).toBe(200);
+    await t.call(accountRoutes.list);
   });
 });
 
 describe("project isolation", () => {
   let t: TestLedger;
   let bKey: string;
-  const a: Record<string, string> = {};
+  /** Project A's objects, by kind. */
+  const a = { account: "", reservation: "", plan: "", accountPlan: "", transaction: "" };
   beforeAll(async () => {
     t = await makeLedger();
     a.account = await fundedAccount(t, "a_cust", 100);
-    const res = await t.api("POST", "/v1/reservations/create", {
+    const res = await t.call(reservationRoutes.create, {
       body: { accountId: a.account, amount: 10 },
     });
-    a.reservation = res.body.reservation.id;
-    const plan = await t.api("POST", "/v1/plans/create", {
+    a.reservation = res.reservation.id;
+    const plan = await t.call(planRoutes.create, {
       body: { name: "A plan", amount: 5, interval: "month" },
     });
-    a.plan = plan.body.plan.id;
-    const ap = await t.api("POST", "/v1/accounts/plans/assign", {
+    a.plan = plan.plan.id;
+    const ap = await t.call(planRoutes.assign, {
       body: { accountId: a.account, planId: a.plan },
     });
-    a.accountPlan = ap.body.accountPlan.id;
-    const txn = await t.api("POST", "/v1/transactions/create", {
+    a.accountPlan = ap.accountPlan.id;
+    const txn = await t.call(ledgerRoutes.create, {
       body: { accountId: a.account, amount: 1, type: "credit" },
     });
-    a.transaction = txn.body.transaction.id;
-    for (const [k, v] of Object.entries(a)) if (typeof v !== "string") throw new Error(k);
+    a.transaction = txn.transaction.id;
+    for (const [k, v] of Object.entries(a)) if (!v) throw new Error(k);
     bKey = (await t.newProject("B")).key;
-    await t.api("POST", "/v1/accounts/create", { key: bKey, body: { externalId: "b_cust" } });
-    await t.api("POST", "/v1/accounts/credits/add", {
-      key: bKey,
-      body: { accountId: "b_cust", amount: 50 },
-    });
+    await t.call(accountRoutes.create, { key: bKey, body: { externalId: "b_cust" } });
+    await t.call(ledgerRoutes.add, { key: bKey, body: { accountId: "b_cust", amount: 50 } });
   });
   afterAll(async () => t.close());
 
-  const asB = (method: string, path: string, body?: unknown) =>
-    t.api(method, path, { key: bKey, ...(body === undefined ? {} : { body }) });
+  /** `route` called with B's key: a body for a POST, a query for a GET. */
+  const asB = <R extends RouteConfig>(route: R, input: Record<string, unknown> = {}) =>
+    t.call(route, { key: bKey, ...inputOf(route, input) });
+  const asBFails = (
+    route: RouteConfig,
+    input: Record<string, unknown>,
+    status: number,
+    code: ErrorCode,
+  ) => t.fail(route, { key: bKey, ...inputOf(route, input) }, status, code);
+  function inputOf(route: RouteConfig, input: Record<string, unknown>): CallInput {
+    if (route.method === "post") return { body: input };
+    const query: Record<string, string> = {};
+    for (const [k, v] of Object.entries(input)) query[k] = String(v);
+    return { query };
+  }
 
-  /** Requests naming an account, as functions of the account reference. */
-  const accountRequests: [string, (ref: string) => Promise<ApiResponse>][] = [
-    ["get", (ref) => asB("GET", `/v1/accounts/get?accountId=${ref}`)],
-    ["get by externalId=", (ref) => asB("GET", `/v1/accounts/get?externalId=${ref}`)],
-    ["balance", (ref) => asB("GET", `/v1/accounts/balance?accountId=${ref}`)],
-    ["add", (ref) => asB("POST", "/v1/accounts/credits/add", { accountId: ref, amount: 1 })],
-    ["deduct", (ref) => asB("POST", "/v1/accounts/credits/deduct", { accountId: ref, amount: 1 })],
-    ["reserve", (ref) => asB("POST", "/v1/reservations/create", { accountId: ref, amount: 1 })],
-    ["list reservations", (ref) => asB("GET", `/v1/reservations?accountId=${ref}`)],
-    ["list transactions", (ref) => asB("GET", `/v1/transactions?accountId=${ref}`)],
+  /** Requests naming an account: the route, and its input as a function of the reference. */
+  const accountRequests: [string, RouteConfig, (ref: string) => Record<string, unknown>][] = [
+    ["get", accountRoutes.get, (ref) => ({ accountId: ref })],
+    ["get by externalId=", accountRoutes.get, (ref) => ({ externalId: ref })],
+    ["balance", accountRoutes.balance, (ref) => ({ accountId: ref })],
+    ["add", ledgerRoutes.add, (ref) => ({ accountId: ref, amount: 1 })],
+    ["deduct", ledgerRoutes.deduct, (ref) => ({ accountId: ref, amount: 1 })],
+    ["reserve", reservationRoutes.create, (ref) => ({ accountId: ref, amount: 1 })],
+    ["list reservations", reservationRoutes.list, (ref) => ({ accountId: ref })],
+    ["list transactions", ledgerRoutes.list, (ref) => ({ accountId: ref })],
     [
       "manual transaction",
-      (ref) =>
-        asB("POST", "/v1/transactions/create", { accountId: ref, amount: 1, type: "credit" }),
+      ledgerRoutes.create,
+      (ref) => ({ accountId: ref, amount: 1, type: "credit" }),
     ],
-    ["list account plans", (ref) => asB("GET", `/v1/accounts/plans?accountId=${ref}`)],
+    ["list account plans", planRoutes.listAssigned, (ref) => ({ accountId: ref })],
   ];
 
-  it.each(accountRequests)("%s with A's account is 404 ACCOUNT_NOT_FOUND", async (_n, request) => {
-    for (const ref of [a.account as string, "a_cust"]) {
-      const res = await request(ref);
-      expectError(res, 404, "ACCOUNT_NOT_FOUND");
-      const unknown = await request("zz_unknown");
-      expect(unknown.status).toBe(404);
-      expect(res.body.error.message.replace(ref, "ID")).toBe(
-        unknown.body.error.message.replace("zz_unknown", "ID"),
-      );
-    }
-  });
+  it.each(accountRequests)(
+    "%s with A's account is 404 ACCOUNT_NOT_FOUND",
+    async (_n, route, input) => {
+      for (const ref of [a.account, "a_cust"]) {
+        const res = await asBFails(route, input(ref), 404, "ACCOUNT_NOT_FOUND");
+        const unknown = await asBFails(route, input("zz_unknown"), 404, "ACCOUNT_NOT_FOUND");
+        expect(res.error.message.replace(ref, "ID")).toBe(
+          unknown.error.message.replace("zz_unknown", "ID"),
+        );
+      }
+    },
+  );
 
   it("cannot confirm or cancel A's reservation (404 RESERVATION_NOT_FOUND)", async () => {
-    const id = a.reservation as string;
-    const confirm = await asB("POST", "/v1/reservations/confirm", {
-      reservationId: id,
-      actualAmount: 1,
-    });
-    expectError(confirm, 404, "RESERVATION_NOT_FOUND");
-    expectError(
-      await asB("POST", "/v1/reservations/cancel", { reservationId: id }),
-      404,
-      "RESERVATION_NOT_FOUND",
-    );
-    expectError(
-      await asB("POST", "/v1/reservations/cancel", { reservationId: "res_unknown" }),
-      404,
-      "RESERVATION_NOT_FOUND",
-    );
-    const list = await t.api("GET", `/v1/reservations?accountId=${a.account}`);
-    expect(list.body.reservations[0]).toMatchObject({ id, status: "pending" });
+    const id = a.reservation;
+    const notFound = "RESERVATION_NOT_FOUND";
+    const confirm = { reservationId: id, actualAmount: 1 };
+    await asBFails(reservationRoutes.confirm, confirm, 404, notFound);
+    await asBFails(reservationRoutes.cancel, { reservationId: id }, 404, notFound);
+    await asBFails(reservationRoutes.cancel, { reservationId: "res_unknown" }, 404, notFound);
+    const list = await t.call(reservationRoutes.list, { query: { accountId: a.account } });
+    expect(list.reservations[0]).toMatchObject({ id, status: "pending" });
   });
 
   it("cannot archive, activate or assign A's plan (404 PLAN_NOT_FOUND)", async () => {
-    const planId = a.plan as string;
-    expectError(await asB("POST", "/v1/plans/archive", { planId }), 404, "PLAN_NOT_FOUND");
-    expectError(await asB("POST", "/v1/plans/activate", { planId }), 404, "PLAN_NOT_FOUND");
-    const assign = await asB("POST", "/v1/accounts/plans/assign", {
-      accountId: "b_cust",
-      planId,
-    });
-    expectError(assign, 404, "PLAN_NOT_FOUND");
-    const plans = await t.api("GET", "/v1/plans");
-    expect(plans.body.plans).toEqual([expect.objectContaining({ id: planId, isActive: true })]);
-    expect((await asB("GET", "/v1/plans")).body.plans).toEqual([]);
+    const planId = a.plan;
+    await asBFails(planRoutes.archive, { planId }, 404, "PLAN_NOT_FOUND");
+    await asBFails(planRoutes.activate, { planId }, 404, "PLAN_NOT_FOUND");
+    const assign = { accountId: "b_cust", planId };
+    await asBFails(planRoutes.assign, assign, 404, "PLAN_NOT_FOUND");
+    const plans = await t.call(planRoutes.list);
+    expect(plans.plans).toEqual([expect.objectContaining({ id: planId, isActive: true })]);
+    expect((await asB(planRoutes.list)).plans).toEqual([]);
   });
 
   it("cannot cancel A's account plan (404 ACCOUNT_PLAN_NOT_FOUND)", async () => {
-    const res = await asB("POST", "/v1/accounts/plans/cancel", { accountPlanId: a.accountPlan });
-    expectError(res, 404, "ACCOUNT_PLAN_NOT_FOUND");
-    const plans = await t.api("GET", `/v1/accounts/plans?accountId=${a.account}`);
-    expect(plans.body.plans[0]).toMatchObject({ id: a.accountPlan, active: true });
+    const cancel = { accountPlanId: a.accountPlan };
+    await asBFails(planRoutes.cancel, cancel, 404, "ACCOUNT_PLAN_NOT_FOUND");
+    const plans = await t.call(planRoutes.listAssigned, { query: { accountId: a.account } });
+    expect(plans.plans[0]).toMatchObject({ id: a.accountPlan, active: true });
   });
 
   it("cannot attach usage to A's transaction (404 TRANSACTION_NOT_FOUND)", async () => {
-    const res = await asB("POST", "/v1/usage/record", {
+    const usage = {
       accountId: "b_cust",
       modelId: "gpt-4o",
       inputTokens: 10,
       outputTokens: 10,
       transactionId: a.transaction,
-    });
-    expectError(res, 404, "TRANSACTION_NOT_FOUND");
-    expect((await asB("GET", "/v1/usage")).body.usageRecords).toEqual([]);
+    };
+    await asBFails(usageRoutes.record, usage, 404, "TRANSACTION_NOT_FOUND");
+    expect(await asB(usageRoutes.list)).toMatchObject({ usageRecords: [] });
   });
 
   it("B's account and transaction lists hold none of A's data", async () => {
-    const accounts = await asB("GET", "/v1/accounts");
-    expect(accounts.body.accounts.map((x: { externalId: string }) => x.externalId)).toEqual([
-      "b_cust",
-    ]);
-    const txns = await asB("GET", "/v1/transactions");
-    expect(txns.body.pagination.totalCount).toBe(1);
-    expect(txns.body.items).toEqual([expect.objectContaining({ amount: 50, type: "credit" })]);
-    expect(JSON.stringify(txns.body)).not.toContain(a.account as string);
-    const mine = await t.api("GET", "/v1/transactions");
-    expect(mine.body.items.map((x: { accountId: string }) => x.accountId)).not.toContain(
-      accounts.body.accounts[0].id,
-    );
+    const accounts = await asB(accountRoutes.list);
+    expect(accounts.accounts.map((x) => x.externalId)).toEqual(["b_cust"]);
+    const txns = await asB(ledgerRoutes.list);
+    expect(txns.pagination.totalCount).toBe(1);
+    expect(txns.items).toEqual([expect.objectContaining({ amount: 50, type: "credit" })]);
+    expect(JSON.stringify(txns)).not.toContain(a.account);
+    const mine = await t.call(ledgerRoutes.list);
+    expect(accounts.accounts[0]?.id).toEqual(expect.any(String));
+    expect(mine.items.map((x) => x.accountId)).not.toContain(accounts.accounts[0]?.id);
   });
 
   it("left A's ledger untouched by B's attempts", async () => {
-    const bal = await t.api("GET", `/v1/accounts/balance?accountId=${a.account}`);
-    expect(bal.body).toMatchObject({ balance: 106, reserved: 10, available: 96 });
+    const bal = await t.call(accountRoutes.balance, { query: { accountId: a.account } });
+    expect(bal).toMatchObject({ balance: 106, reserved: 10, available: 96 });
     expect(await t.verify()).toEqual([]);
   });
 });
