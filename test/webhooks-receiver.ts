@@ -1,0 +1,173 @@
+/**
+ * A webhook receiver for tests: a real node:http server on 127.0.0.1 that verifies every
+ * delivery with the `standardwebhooks` library and the endpoint's secret, records what arrived,
+ * answers as each test tells it (a status, or never), and counts how many attempts of one event
+ * (`webhook-id`) are on the wire at once.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Webhook } from "standardwebhooks";
+import { startDeliveryWorker } from "../src/webhooks/delivery.ts";
+import type { EventType } from "../src/webhooks/events.ts";
+import type { TestLedger } from "./harness.ts";
+
+export interface Received {
+  path: string;
+  /** The `webhook-id` header: the event id. */
+  id: string;
+  // biome-ignore lint/suspicious/noExplicitAny: events are inspected field by field.
+  event: any;
+  /** The raw body, as signed. */
+  body: string;
+}
+
+/** What the receiver answers an attempt with: a status, or `hang` (never answers). */
+export type Answer = number | "hang";
+
+export interface Receiver {
+  port: number;
+  /** The URL of `path` on this receiver. */
+  url(path?: string): string;
+  /** The secret deliveries to `path` are verified with. */
+  setSecret(path: string, secret: string): void;
+  /** How to answer the `n`th attempt (1-based) at `path`; default 200. */
+  answer: (path: string, n: number, id: string) => Answer;
+  /** Milliseconds each answer waits on the wire (default 5). */
+  delayMs: number;
+  /** Verified deliveries answered 2xx, in arrival order (duplicates kept). */
+  delivered: Received[];
+  /** Every attempt per path. */
+  attempts: Map<string, number>;
+  /** Attempts whose signature did not verify (or had no secret). */
+  invalid: string[];
+  /** The most attempts of one event on the wire at once, over all events. */
+  maxInFlightPerEvent: number;
+  /** Waits until `check()` holds. @throws Error after `timeoutMs` */
+  waitFor(check: () => boolean, timeoutMs?: number, what?: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Starts a receiver on a loopback port (`port`, or a random one). */
+export async function startReceiver(port = 0): Promise<Receiver> {
+  const secrets = new Map<string, string>();
+  const inFlight = new Map<string, number>();
+  const hanging = new Set<ServerResponse>();
+  const receiver: Receiver = {
+    port: 0,
+    url: (path = "/hook") => `http://127.0.0.1:${receiver.port}${path}`,
+    setSecret: (path, secret) => secrets.set(path, secret),
+    answer: () => 200,
+    delayMs: 5,
+    delivered: [],
+    attempts: new Map(),
+    invalid: [],
+    maxInFlightPerEvent: 0,
+    waitFor: async (check, timeoutMs = 10_000, what = "condition") => {
+      const deadline = Date.now() + timeoutMs;
+      while (!check()) {
+        if (Date.now() > deadline) throw new Error(`receiver: no ${what} within ${timeoutMs} ms`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    },
+    close: async () => {
+      for (const res of hanging) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks).toString("utf8");
+    const path = req.url ?? "/";
+    const id = String(req.headers["webhook-id"] ?? "");
+    const n = (receiver.attempts.get(path) ?? 0) + 1;
+    receiver.attempts.set(path, n);
+    const now = (inFlight.get(id) ?? 0) + 1;
+    inFlight.set(id, now);
+    receiver.maxInFlightPerEvent = Math.max(receiver.maxInFlightPerEvent, now);
+    const done = () => inFlight.set(id, (inFlight.get(id) ?? 1) - 1);
+    let event: unknown;
+    try {
+      const secret = secrets.get(path);
+      if (!secret) throw new Error("no secret for this path");
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers[k] = v;
+      event = new Webhook(secret).verify(body, headers);
+    } catch (err) {
+      receiver.invalid.push(`${path}: ${(err as Error).message}`);
+      done();
+      res.writeHead(400).end();
+      return;
+    }
+    const answer = receiver.answer(path, n, id);
+    if (answer === "hang") {
+      hanging.add(res);
+      res.on("close", () => {
+        hanging.delete(res);
+        done();
+      });
+      return;
+    }
+    // A short pause on the wire, so that two processes attempting one event would overlap.
+    await new Promise((r) => setTimeout(r, receiver.delayMs));
+    if (answer >= 200 && answer < 300) receiver.delivered.push({ path, id, event, body });
+    done();
+    res.writeHead(
+      answer,
+      answer >= 300 && answer < 400 ? { Location: receiver.url("/moved") } : {},
+    );
+    res.end("ok");
+  };
+
+  const server = createServer((req, res) => {
+    void handle(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  receiver.port = (server.address() as AddressInfo).port;
+  return receiver;
+}
+
+/** A port on 127.0.0.1 where nothing listens (bound once, then closed). */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Starts the delivery worker of a test ledger, with short delays. @returns its stop */
+export function startWorker(
+  t: TestLedger,
+  options: { retrySeconds?: number[]; timeoutSeconds?: number; concurrency?: number } = {},
+) {
+  return startDeliveryWorker({
+    db: t.ledger.db,
+    queue: t.ledger.queue,
+    clock: t.ledger.deps.clock,
+    logger: t.ledger.deps.logger,
+    metrics: t.ledger.deps.metrics,
+    retrySeconds: options.retrySeconds ?? [0.2, 0.2],
+    timeoutSeconds: options.timeoutSeconds ?? 5,
+    concurrency: options.concurrency ?? 8,
+    pollMs: 20,
+  });
+}
+
+/** Creates a webhook endpoint at `receiver`'s `path` and gives the receiver its secret. */
+export async function createHook(
+  t: TestLedger,
+  receiver: Receiver,
+  path: string,
+  events?: EventType[],
+  url = receiver.url(path),
+): Promise<string> {
+  const res = await t.api("POST", "/v1/webhooks/create", {
+    body: { url, ...(events ? { events } : {}) },
+  });
+  if (res.status !== 200) throw new Error(`webhook create: ${JSON.stringify(res.body)}`);
+  receiver.setSecret(path, res.body.webhook.secret);
+  return res.body.webhook.id as string;
+}
