@@ -1,0 +1,254 @@
+/**
+ * Migration 0002 on a database built by the previous version (docs/api.md#grants): a database
+ * with migration 0001 only, filled by SQL as the previous code left it (balances, a non-rolling
+ * plan's unspent bucket), then migrated: per account one grant of the balance with priority 50
+ * and no expiry, except the unspent part of the plan grant, which keeps priority 0 and expires
+ * at the end of its period; `ledger verify` passes, and the ledger runs on from there.
+ */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Kysely } from "kysely";
+import { afterEach, expect, it } from "vitest";
+import { createApp } from "../src/app.ts";
+import { createProjectKey } from "../src/bootstrap.ts";
+import { loadConfig } from "../src/config.ts";
+import { openDatabase } from "../src/db/client.ts";
+import { migrateToLatest, migrationsDirOf } from "../src/db/migrator.ts";
+import type { DB, TransactionType } from "../src/db/schema.ts";
+import { runGrantPlans } from "../src/jobs/grant-plans.ts";
+import { verifyLedger } from "../src/ledger/verify.ts";
+import { openLedger } from "../src/runtime.ts";
+import { freshDatabase, TEST_ENGINE } from "./pg-harness.ts";
+
+const T0 = Date.parse("2026-01-01T00:00:00Z");
+const DAY = 86_400_000;
+const M = 1_000_000;
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+/** Appends ledger rows to an account of the old schema, with their balanceAfter chain. */
+async function ledgerRows(
+  db: Kysely<DB>,
+  accountId: string,
+  rows: [TransactionType, number, string?][],
+): Promise<string[]> {
+  let balance = 0;
+  const ids: string[] = [];
+  for (const [i, [type, credits, source]] of rows.entries()) {
+    balance += (type === "credit" ? 1 : -1) * credits * M;
+    const id = `txn_OLD${accountId.slice(-3)}${String(i).padStart(19, "0")}`;
+    ids.push(id);
+    await db
+      .insertInto("transactions")
+      .values({
+        id,
+        project_id: "prj_OLD",
+        account_id: accountId,
+        type,
+        amount_micros: credits * M,
+        balance_after_micros: balance,
+        description: "",
+        metadata: "{}",
+        source: source === "plan_grant" ? "plan_grant" : type === "credit" ? "add" : "deduct",
+        reservation_id: null,
+        account_plan_id: source === "plan_grant" ? "ap_OLD" : null,
+        created_at_ms: T0 + i,
+      })
+      .execute();
+  }
+  return ids;
+}
+
+async function account(db: Kysely<DB>, id: string, balanceCredits: number, bucketCredits = 0) {
+  await db
+    .insertInto("accounts")
+    .values({
+      id,
+      project_id: "prj_OLD",
+      external_id: id.toLowerCase(),
+      name: "",
+      email: "",
+      metadata: null,
+      balance_micros: balanceCredits * M,
+      plan_bucket_micros: bucketCredits * M,
+      plan_bucket_account_plan_id: bucketCredits > 0 ? "ap_OLD" : null,
+      created_at_ms: T0,
+      updated_at_ms: T0 + 10,
+    })
+    .execute();
+}
+
+/** A database of the previous version (migration 0001 only), filled as its code left it. */
+async function oldDatabase(url: string) {
+  const db = await openDatabase({ url, driver: "auto", synchronous: "NORMAL" });
+  const init = readFileSync(join(migrationsDirOf(TEST_ENGINE), "0001_init.sql"), "utf8");
+  expect(await migrateToLatest(db.write, { "0001_init.sql": init })).toEqual(["0001_init"]);
+  const w = db.write;
+  await w
+    .insertInto("projects")
+    .values({ id: "prj_OLD", name: "old", created_at_ms: T0 })
+    .execute();
+  // Purchased credits, partly spent.
+  await account(w, "acc_OLDAAA", 75);
+  await ledgerRows(w, "acc_OLDAAA", [
+    ["credit", 100],
+    ["debit", 25],
+  ]);
+  // Everything spent: no grant.
+  await account(w, "acc_OLDBBB", 0);
+  await ledgerRows(w, "acc_OLDBBB", [
+    ["credit", 10],
+    ["debit", 10],
+  ]);
+  // A non-rolling daily plan of 100: 40 purchased, the grant, 30 spent from the grant first.
+  await w
+    .insertInto("plans")
+    .values({
+      id: "plan_OLD",
+      project_id: "prj_OLD",
+      name: "Daily",
+      description: "",
+      credits_micros: 100 * M,
+      price_micros: 0,
+      billing_period: "1d",
+      interval: "1d",
+      occurrences: null,
+      accumulate: 0,
+      is_active: 1,
+      created_at_ms: T0,
+      updated_at_ms: T0,
+    })
+    .execute();
+  await account(w, "acc_OLDCCC", 110, 70);
+  await w
+    .insertInto("account_plans")
+    .values({
+      id: "ap_OLD",
+      project_id: "prj_OLD",
+      account_id: "acc_OLDCCC",
+      plan_id: "plan_OLD",
+      active: 1,
+      start_mode: "immediate",
+      started_at_ms: T0,
+      anchor_at_ms: T0,
+      grants_made: 1,
+      next_grant_at_ms: T0 + DAY,
+      expires_at_ms: null,
+      cancelled_at_ms: null,
+      ended_at_ms: null,
+      end_reason: null,
+      created_at_ms: T0,
+    })
+    .execute();
+  const [, grantTxn] = await ledgerRows(w, "acc_OLDCCC", [
+    ["credit", 40],
+    ["credit", 100, "plan_grant"],
+    ["debit", 30],
+  ]);
+  await w
+    .insertInto("plan_grants")
+    .values({
+      account_plan_id: "ap_OLD",
+      period_index: 0,
+      due_at_ms: T0,
+      transaction_id: grantTxn ?? "",
+      granted_at_ms: T0 + 1,
+    })
+    .execute();
+  return { db, grantTxn: grantTxn ?? "" };
+}
+
+it("turns balances and the plan bucket into grants; verify passes; the ledger runs on", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "ledger-migration-"));
+  const database = await freshDatabase(dir);
+  cleanups.push(async () => {
+    await database.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const { db, grantTxn } = await oldDatabase(database.url);
+  try {
+    const applied = await migrateToLatest(db.write);
+    expect(applied[0]).toBe("0002_grants");
+    const grants = await db.write.selectFrom("credit_grants").selectAll().orderBy("seq").execute();
+    expect(
+      grants.map((g) => [
+        g.account_id,
+        g.amount_micros / M,
+        g.remaining_micros / M,
+        g.priority,
+        g.expires_at_ms,
+        g.transaction_id,
+        g.account_plan_id,
+      ]),
+    ).toEqual([
+      ["acc_OLDAAA", 75, 75, 50, null, null, null],
+      ["acc_OLDCCC", 40, 40, 50, null, null, null],
+      ["acc_OLDCCC", 100, 70, 0, T0 + DAY, grantTxn, "ap_OLD"],
+    ]);
+    // Ids made from the account's id (balance) and the plan grant's transaction id (bucket).
+    expect(grants.map((g) => g.id)).toEqual([
+      "grt_OLDAAA",
+      "grt_OLDCCC",
+      `grt_${grantTxn.slice(4)}`,
+    ]);
+    const buckets = await db.write
+      .selectFrom("accounts")
+      .select(["plan_bucket_micros", "plan_bucket_account_plan_id"])
+      .execute();
+    expect(buckets.every((b) => b.plan_bucket_micros === 0)).toBe(true);
+    expect(buckets.every((b) => b.plan_bucket_account_plan_id === null)).toBe(true);
+    expect((await verifyLedger(db.read, T0 + DAY / 2)).problems).toEqual([]);
+  } finally {
+    await db.close();
+  }
+
+  // The service on the migrated database: the plan period ends, what is left of the old grant
+  // expires before the next grant, and debits spend the new plan grant first.
+  let now = T0 + DAY;
+  const ledger = await openLedger(loadConfig({ DATABASE_URL: database.url }), { clock: () => now });
+  cleanups.unshift(() => ledger.close());
+  const { apiKey } = await createProjectKey(ledger.queue, "migrated");
+  await ledger.db.write
+    .updateTable("api_keys")
+    .set({ project_id: "prj_OLD" })
+    .where("project_id", "!=", "prj_OLD")
+    .execute();
+  const app = createApp(ledger.deps);
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await app.request(path, {
+      method,
+      headers: { "X-API-Key": apiKey, "Content-Type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    expect(res.status, path).toBe(200);
+    return res.json() as Promise<Record<string, never>>;
+  };
+  expect(await runGrantPlans({ queue: ledger.queue, nowMs: now })).toMatchObject({ grants: 1 });
+  const items = (await call("GET", "/v1/transactions?accountId=acc_oldccc")).items as {
+    type: string;
+    amount: number;
+    metadata: Record<string, unknown>;
+  }[];
+  expect(items.slice(0, 2).map((x) => [x.type, x.amount, x.metadata.reason])).toEqual([
+    ["credit", 100, "plan_grant"],
+    ["debit", 70, "plan_credits_expired"],
+  ]);
+  now += 1000;
+  await call("POST", "/v1/accounts/credits/deduct", { accountId: "acc_oldccc", amount: 120 });
+  const listed = (await call("GET", "/v1/accounts/grants?accountId=acc_oldccc")).grants as {
+    amount: number;
+    remaining: number;
+    priority: number;
+    status: string;
+  }[];
+  expect(listed.map((g) => [g.amount, g.remaining, g.priority, g.status])).toEqual([
+    [100, 0, 0, "spent"],
+    [100, 0, 0, "expired"],
+    [40, 20, 50, "active"],
+  ]);
+  expect((await verifyLedger(ledger.db.read, now)).problems).toEqual([]);
+});
