@@ -20,14 +20,16 @@ afterEach(async () => {
   for (const step of cleanup.splice(0).reverse()) await step();
 });
 
-/** A JSON call to a running server. */
 // biome-ignore lint/suspicious/noExplicitAny: responses are inspected field by field.
+type Json = any;
+
+/** A JSON call to a running server. */
 async function call(
   server: RunningProcess,
   method: string,
   path: string,
   body?: unknown,
-): Promise<any> {
+): Promise<Json> {
   const res = await fetch(`${server.base}${path}`, {
     method,
     headers: { "X-API-Key": apiKey, "Content-Type": "application/json" },
