@@ -1,15 +1,27 @@
+import type { RouteConfig } from "@hono/zod-openapi";
 import type { Transaction } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { accountRoutes } from "../src/accounts/routes.ts";
 import type { DB } from "../src/db/schema.ts";
+import { ledgerRoutes } from "../src/ledger/routes.ts";
+import { reservationRoutes } from "../src/reservations/routes.ts";
+import { expectError, type OkBody, responseProblems } from "./contract.ts";
 import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
 import { sqliteOnly } from "./pg-harness.ts";
 
 interface HttpResult {
   status: number;
-  // biome-ignore lint/suspicious/noExplicitAny: responses are inspected field by field.
-  body: any;
+  /** The parsed JSON: read it through `okBody` or `expectError`. */
+  body: unknown;
   text: string;
   replayed: string | null;
+}
+
+/** Asserts that `res`, an answer of `route`, is 200 with the route's 200 body. @returns it */
+function okBody<R extends RouteConfig>(route: R, res: HttpResult): OkBody<R> {
+  expect(res.status, res.text).toBe(200);
+  expect(responseProblems(route, 200, res.body)).toEqual([]);
+  return res.body as OkBody<R>;
 }
 
 describe("concurrency over a real HTTP server", () => {
@@ -24,30 +36,31 @@ describe("concurrency over a real HTTP server", () => {
     await t.close();
   });
 
+  /** Calls `route` over HTTP: `query` for a GET, `body` (JSON) for a POST. */
   const http = async (
-    method: string,
-    path: string,
-    body?: unknown,
-    headers: Record<string, string> = {},
+    route: RouteConfig,
+    input: {
+      query?: Record<string, string | number | boolean>;
+      body?: unknown;
+      headers?: Record<string, string>;
+    } = {},
   ): Promise<HttpResult> => {
-    const res = await fetch(base + path, {
-      method,
-      headers: { "X-API-Key": t.key, "Content-Type": "application/json", ...headers },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    const query = new URLSearchParams(
+      Object.entries(input.query ?? {}).map(([k, v]): [string, string] => [k, String(v)]),
+    ).toString();
+    const res = await fetch(base + route.path + (query ? `?${query}` : ""), {
+      method: route.method.toUpperCase(),
+      headers: { "X-API-Key": t.key, "Content-Type": "application/json", ...input.headers },
+      ...(input.body === undefined ? {} : { body: JSON.stringify(input.body) }),
     });
     const text = await res.text();
-    return {
-      status: res.status,
-      body: JSON.parse(text),
-      text,
-      replayed: res.headers.get("Idempotent-Replayed"),
-    };
+    const body: unknown = JSON.parse(text);
+    return { status: res.status, body, text, replayed: res.headers.get("Idempotent-Replayed") };
   };
-  const balanceView = async (ref: string) => {
-    const res = await http("GET", `/v1/accounts/balance?accountId=${ref}`);
-    expect(res.status).toBe(200);
-    return res.body as { balance: number; reserved: number; available: number };
-  };
+  const balanceView = async (ref: string) =>
+    okBody(accountRoutes.balance, await http(accountRoutes.balance, { query: { accountId: ref } }));
+  const txns = async (query: Record<string, string | number>) =>
+    okBody(ledgerRoutes.list, await http(ledgerRoutes.list, { query }));
   const countStatuses = (results: HttpResult[]) => {
     const counts: Record<number, number> = {};
     for (const r of results) counts[r.status] = (counts[r.status] ?? 0) + 1;
@@ -58,47 +71,47 @@ describe("concurrency over a real HTTP server", () => {
     await fundedAccount(t, "u1", 500);
     const results = await Promise.all(
       Array.from({ length: 20 }, () =>
-        http("POST", "/v1/reservations/create", { accountId: "u1", amount: 75 }),
+        http(reservationRoutes.create, { body: { accountId: "u1", amount: 75 } }),
       ),
     );
     expect(countStatuses(results)).toEqual({ 200: 6, 402: 14 });
     for (const r of results.filter((x) => x.status === 402)) {
-      expect(r.body.error.code).toBe("INSUFFICIENT_CREDITS");
-      expect(r.body.error.details).toEqual({ available: 50, requested: 75 });
+      const err = expectError(r, 402, "INSUFFICIENT_CREDITS");
+      expect(err.error.details).toEqual({ available: 50, requested: 75 });
     }
     expect(await balanceView("u1")).toEqual(
       expect.objectContaining({ balance: 500, reserved: 450, available: 50 }),
     );
-    const list = await http("GET", "/v1/reservations?accountId=u1&activeOnly=true");
-    expect(list.body.reservations).toHaveLength(6);
+    const query = { accountId: "u1", activeOnly: true };
+    const list = await http(reservationRoutes.list, { query });
+    expect(okBody(reservationRoutes.list, list).reservations).toHaveLength(6);
   });
 
   it("lets exactly 100 of 300 simultaneous deductions of 1 through from 100", async () => {
     await fundedAccount(t, "u1", 100);
     const results = await Promise.all(
       Array.from({ length: 300 }, () =>
-        http("POST", "/v1/accounts/credits/deduct", { accountId: "u1", amount: 1 }),
+        http(ledgerRoutes.deduct, { body: { accountId: "u1", amount: 1 } }),
       ),
     );
     expect(countStatuses(results)).toEqual({ 200: 100, 402: 200 });
-    const balances = results.filter((r) => r.status === 200).map((r) => r.body.balance as number);
+    const balances = results
+      .filter((r) => r.status === 200)
+      .map((r) => okBody(ledgerRoutes.deduct, r).balance);
     // Each success saw a distinct balance: 99, 98, …, 0.
     expect([...balances].sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i));
     expect((await balanceView("u1")).balance).toBe(0);
-    const txs = await http("GET", "/v1/transactions?accountId=u1&limit=1");
-    expect(txs.body.pagination.totalCount).toBe(101);
+    expect((await txns({ accountId: "u1", limit: 1 })).pagination.totalCount).toBe(101);
   });
 
   it("applies 10 simultaneous requests with one Idempotency-Key once", async () => {
     await fundedAccount(t, "u1", 100);
     const results = await Promise.all(
       Array.from({ length: 10 }, () =>
-        http(
-          "POST",
-          "/v1/accounts/credits/deduct",
-          { accountId: "u1", amount: 30 },
-          { "Idempotency-Key": "same-key" },
-        ),
+        http(ledgerRoutes.deduct, {
+          body: { accountId: "u1", amount: 30 },
+          headers: { "Idempotency-Key": "same-key" },
+        }),
       ),
     );
     expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));
@@ -107,8 +120,7 @@ describe("concurrency over a real HTTP server", () => {
     expect(results.filter((r) => r.replayed === null)).toHaveLength(1);
     expect(results.filter((r) => r.replayed === "true")).toHaveLength(9);
     expect((await balanceView("u1")).balance).toBe(70);
-    const txs = await http("GET", "/v1/transactions?accountId=u1");
-    expect(txs.body.pagination.totalCount).toBe(2);
+    expect((await txns({ accountId: "u1" })).pagination.totalCount).toBe(2);
   });
 
   it("keeps every invariant under a mixed concurrent load on 10 accounts", async () => {
@@ -130,13 +142,13 @@ describe("concurrency over a real HTTP server", () => {
       const kind = rand(4);
       if (kind === 0) {
         ops.push(async () => {
-          const r = await http("POST", "/v1/accounts/credits/add", { accountId: id, amount });
-          expect(r.status).toBe(200);
+          const r = await http(ledgerRoutes.add, { body: { accountId: id, amount } });
+          okBody(ledgerRoutes.add, r);
           move(id, micros);
         });
       } else if (kind === 1) {
         ops.push(async () => {
-          const r = await http("POST", "/v1/accounts/credits/deduct", { accountId: id, amount });
+          const r = await http(ledgerRoutes.deduct, { body: { accountId: id, amount } });
           expect([200, 402]).toContain(r.status);
           if (r.status === 200) move(id, -micros);
         });
@@ -144,25 +156,21 @@ describe("concurrency over a real HTTP server", () => {
         const confirmIt = kind === 2;
         const actual = (rand(6000) + 0) / 100; // may exceed the hold
         ops.push(async () => {
-          const r = await http("POST", "/v1/reservations/create", { accountId: id, amount });
+          const r = await http(reservationRoutes.create, { body: { accountId: id, amount } });
           expect([200, 402]).toContain(r.status);
           if (r.status !== 200) return;
-          const reservationId = r.body.reservation.id;
+          const reservationId = okBody(reservationRoutes.create, r).reservation.id;
+          const cancel = reservationRoutes.cancel;
           if (confirmIt) {
-            const c = await http("POST", "/v1/reservations/confirm", {
-              reservationId,
-              actualAmount: actual,
+            const c = await http(reservationRoutes.confirm, {
+              body: { reservationId, actualAmount: actual },
             });
             expect([200, 402]).toContain(c.status);
             if (c.status === 200) move(id, -Math.round(actual * 1e6));
-            else {
-              const x = await http("POST", "/v1/reservations/cancel", { reservationId });
-              expect(x.status).toBe(200);
-            }
+            else okBody(cancel, await http(cancel, { body: { reservationId } }));
           } else {
-            const x = await http("POST", "/v1/reservations/cancel", { reservationId });
-            expect(x.status).toBe(200);
-            expect(x.body.amountReleased).toBe(amount);
+            const x = await http(cancel, { body: { reservationId } });
+            expect(okBody(cancel, x).amountReleased).toBe(amount);
           }
         });
       }
@@ -176,14 +184,14 @@ describe("concurrency over a real HTTP server", () => {
       expect(view.reserved).toBe(0);
       expect(view.reserved).toBeLessThanOrEqual(view.balance);
       expect(view.balance).toBeGreaterThanOrEqual(0);
-      const txs = await http("GET", `/v1/transactions?accountId=${id}&limit=500`);
-      expect(txs.body.pagination.hasMore).toBe(false);
+      const txs = await txns({ accountId: id, limit: 500 });
+      expect(txs.pagination.hasMore).toBe(false);
       let sum = 0;
-      for (const tx of txs.body.items as Array<{ type: string; amount: number }>) {
+      for (const tx of txs.items) {
         sum += (tx.type === "credit" ? 1 : -1) * Math.round(tx.amount * 1e6);
       }
       expect(sum).toBe(expected.get(id));
-      expect(Math.round((txs.body.items[0]?.balanceAfter ?? 0) * 1e6)).toBe(expected.get(id));
+      expect(Math.round((txs.items[0]?.balanceAfter ?? 0) * 1e6)).toBe(expected.get(id));
     }
   });
 });
