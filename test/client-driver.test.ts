@@ -3,6 +3,8 @@
  * concurrency and invariants as the default native driver.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { accountRoutes } from "../src/accounts/routes.ts";
+import { reservationRoutes } from "../src/reservations/routes.ts";
 import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
 import { sqliteOnly } from "./pg-harness.ts";
 
@@ -19,17 +21,15 @@ describe.runIf(sqliteOnly)("DATABASE_DRIVER=client (SQLite only: a libSQL driver
 
   it("reserves, confirms and reads back exact balances", async () => {
     await fundedAccount(t, "c1", 10);
-    const hold = await t.api("POST", "/v1/reservations/create", {
+    const hold = await t.call(reservationRoutes.create, {
       body: { accountId: "c1", amount: 2.5, operation: "chat", model: "gpt-4o" },
     });
-    expect(hold.status).toBe(200);
-    const confirm = await t.api("POST", "/v1/reservations/confirm", {
-      body: { reservationId: hold.body.reservation.id, actualAmount: 1.75 },
+    const confirm = await t.call(reservationRoutes.confirm, {
+      body: { reservationId: hold.reservation.id, actualAmount: 1.75 },
     });
-    expect(confirm.status).toBe(200);
-    expect(confirm.body.balance).toBe(8.25);
-    const balance = await t.api("GET", "/v1/accounts/balance?accountId=c1");
-    expect(balance.body).toMatchObject({ balance: 8.25, reserved: 0, available: 8.25 });
+    expect(confirm.balance).toBe(8.25);
+    const balance = await t.call(accountRoutes.balance, { query: { accountId: "c1" } });
+    expect(balance).toMatchObject({ balance: 8.25, reserved: 0, available: 8.25 });
   });
 
   it("100 concurrent deductions of 1 from 60 over real HTTP succeed exactly 60 times", async () => {
@@ -46,8 +46,8 @@ describe.runIf(sqliteOnly)("DATABASE_DRIVER=client (SQLite only: a libSQL driver
     );
     expect(results.filter((s) => s === 200)).toHaveLength(60);
     expect(results.filter((s) => s === 402)).toHaveLength(40);
-    const balance = await t.api("GET", "/v1/accounts/balance?accountId=c2");
-    expect(balance.body.balance).toBe(0);
+    const balance = await t.call(accountRoutes.balance, { query: { accountId: "c2" } });
+    expect(balance.balance).toBe(0);
     expect(await t.verify()).toEqual([]);
   });
 });

@@ -5,10 +5,14 @@
  * ledger has its own registry.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { accountRoutes } from "../src/accounts/routes.ts";
 import type { WriteQueue } from "../src/db/write-queue.ts";
 import { silentLogger } from "../src/http/context.ts";
 import { startScheduler } from "../src/jobs/scheduler.ts";
+import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { createMetrics } from "../src/metrics.ts";
+import { reservationRoutes } from "../src/reservations/routes.ts";
+import { expectError } from "./contract.ts";
 import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
 
 /** The value of the sample `name{labels}` in the exposition text (labels in any order). */
@@ -43,28 +47,30 @@ describe("GET /metrics", () => {
     await fundedAccount(t, "customer-42", 100);
     const hold = async (amount: number, ttlSeconds = 900) =>
       (
-        await t.api("POST", "/v1/reservations/create", {
+        await t.call(reservationRoutes.create, {
           body: { accountId: "customer-42", amount, ttlSeconds },
         })
-      ).body.reservation.id as string;
+      ).reservation.id;
     const confirmed = await hold(9.6);
-    await t.api("POST", "/v1/reservations/confirm", {
+    await t.call(reservationRoutes.confirm, {
       body: { reservationId: confirmed, actualAmount: 6.96 },
     });
     const cancelled = await hold(1.5);
-    await t.api("POST", "/v1/reservations/cancel", { body: { reservationId: cancelled } });
+    await t.call(reservationRoutes.cancel, { body: { reservationId: cancelled } });
     await hold(2.25, 60); // pending, past its expiresAt once the clock moves
     t.advance(120_000);
     await hold(4.8); // pending
     // A 402 (a unit that rolls back alone), a 404 of a known route, a 404 of no route, a 401.
-    const refused = await t.api("POST", "/v1/accounts/credits/deduct", {
-      body: { accountId: "customer-42", amount: 1_000 },
-    });
-    expect(refused.status).toBe(402);
-    expect((await t.api("GET", "/v1/accounts/get?accountId=ada@example.com")).status).toBe(404);
-    expect((await t.api("GET", "/v1/accounts/acc_01M7YK07B38628KR5DHES0CNDB")).status).toBe(404);
-    expect((await t.api("GET", "/v1/accounts", { key: null })).status).toBe(401);
-    for (let i = 0; i < 3; i++) await t.api("GET", "/v1/accounts/balance?accountId=customer-42");
+    const refused = { accountId: "customer-42", amount: 1_000 };
+    await t.fail(ledgerRoutes.deduct, { body: refused }, 402, "INSUFFICIENT_CREDITS");
+    // The raw query (not URL-encoded): the metrics must not hold the email as it was sent.
+    const unknown = await t.api("GET", "/v1/accounts/get?accountId=ada@example.com");
+    expectError(unknown, 404, "ACCOUNT_NOT_FOUND");
+    const noRoute = await t.api("GET", "/v1/accounts/acc_01M7YK07B38628KR5DHES0CNDB");
+    expectError(noRoute, 404, "NOT_FOUND");
+    await t.fail(accountRoutes.list, { key: null }, 401, "UNAUTHORIZED");
+    const balance = { accountId: "customer-42" };
+    for (let i = 0; i < 3; i++) await t.call(accountRoutes.balance, { query: balance });
     text = await scrape(t);
   });
   afterAll(async () => t.close());
