@@ -6,16 +6,17 @@
  */
 import { sql } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
+import { accountRoutes } from "../src/accounts/routes.ts";
 import { loadConfig } from "../src/config.ts";
 import { runGrantPlans } from "../src/jobs/grant-plans.ts";
+import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { grantNextPeriod } from "../src/plans/grants.ts";
+import { planRoutes } from "../src/plans/routes.ts";
 import { addIntervals } from "../src/plans/schedule.ts";
+import { reservationRoutes } from "../src/reservations/routes.ts";
 import { openLedger } from "../src/runtime.ts";
 import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
 import { TEST_ENGINE } from "./pg-harness.ts";
-
-// biome-ignore lint/suspicious/noExplicitAny: response bodies are inspected field by field.
-type Json = any;
 
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
@@ -36,37 +37,34 @@ async function ledger(start = "2026-01-31T09:00:00Z", credits = 0) {
   return t;
 }
 
-/** Calls the API and expects a 200. @returns the body */
-async function ok(t: TestLedger, method: string, path: string, body?: unknown): Promise<Json> {
-  const res = await t.api(method, path, body === undefined ? {} : { body });
-  expect(res.status, `${path}: ${JSON.stringify(res.body)}`).toBe(200);
-  return res.body;
-}
-
 /** Creates a plan (`amount`, `interval`, …) and assigns it. @returns the assignment id */
 async function assignNew(t: TestLedger, ref: string, plan: object, startMode?: string) {
-  const planId = (await ok(t, "POST", "/v1/plans/create", { name: "P", ...plan })).plan.id;
-  const body = { accountId: ref, planId, ...(startMode ? { startMode } : {}) };
-  return (await ok(t, "POST", "/v1/accounts/plans/assign", body)).accountPlan.id as string;
+  const created = await t.call(planRoutes.create, { body: { name: "P", ...plan } });
+  const body = { accountId: ref, planId: created.plan.id, ...(startMode ? { startMode } : {}) };
+  return (await t.call(planRoutes.assign, { body })).accountPlan.id;
 }
 
 const run = (t: TestLedger) => runGrantPlans({ queue: t.ledger.queue, nowMs: t.now() });
-const view = (t: TestLedger, ref = "u1") => ok(t, "GET", `/v1/accounts/balance?accountId=${ref}`);
-const bal = async (t: TestLedger, ref = "u1") => (await view(t, ref)).balance as number;
+const view = (t: TestLedger, ref = "u1") =>
+  t.call(accountRoutes.balance, { query: { accountId: ref } });
+const bal = async (t: TestLedger, ref = "u1") => (await view(t, ref)).balance;
 const deduct = (t: TestLedger, amount: number) =>
-  ok(t, "POST", "/v1/accounts/credits/deduct", { accountId: "u1", amount });
+  t.call(ledgerRoutes.deduct, { body: { accountId: "u1", amount } });
+const confirm = (t: TestLedger, reservationId: string, actualAmount: number) =>
+  t.call(reservationRoutes.confirm, { body: { reservationId, actualAmount } });
 
 /** Reserves `amount` of u1 for a day. @returns the reservation id */
 async function reserve(t: TestLedger, amount: number): Promise<string> {
   const body = { accountId: "u1", amount, operation: "op", model: "m", ttlSeconds: 86_400 };
-  return (await ok(t, "POST", "/v1/reservations/create", body)).reservation.id;
+  return (await t.call(reservationRoutes.create, { body })).reservation.id;
 }
 
 /** The account's transactions, oldest first. */
-async function txns(t: TestLedger, ref = "u1"): Promise<Json[]> {
-  return [...(await ok(t, "GET", `/v1/transactions?accountId=${ref}&limit=500`)).items].reverse();
+async function txns(t: TestLedger, ref = "u1") {
+  const { items } = await t.call(ledgerRoutes.list, { query: { accountId: ref, limit: 500 } });
+  return [...items].reverse();
 }
-const moves = (list: Json[]) => list.map((x) => [x.type, x.amount]);
+const moves = (list: { type: string; amount: number }[]) => list.map((x) => [x.type, x.amount]);
 
 /** Amounts of the plan expiry debits, oldest first. */
 async function expiries(t: TestLedger) {
@@ -75,10 +73,11 @@ async function expiries(t: TestLedger) {
   return expired.map((x) => x.amount);
 }
 
-async function assignment(t: TestLedger, ref: string, apId: string): Promise<Json> {
-  const { plans } = await ok(t, "GET", `/v1/accounts/plans?accountId=${ref}`);
-  const ap = plans.find((p: Json) => p.id === apId);
+async function assignment(t: TestLedger, ref: string, apId: string) {
+  const { plans } = await t.call(planRoutes.listAssigned, { query: { accountId: ref } });
+  const ap = plans.find((p) => p.id === apId);
   expect(ap).toBeDefined();
+  if (!ap) throw new Error(`no account plan ${apId}`);
   return ap;
 }
 
@@ -214,7 +213,7 @@ describe("accumulate: false", () => {
     const [expiry, grant, ...rest] = (await txns(t)).slice(2);
     expect(rest).toEqual([]);
     expect(expiry).toMatchObject({ type: "debit", amount: 70, balanceAfter: 0 });
-    expect(expiry.metadata).toMatchObject({ reason: "plan_credits_expired", accountPlanId: ap });
+    expect(expiry?.metadata).toMatchObject({ reason: "plan_credits_expired", accountPlanId: ap });
     expect(grant).toMatchObject({ type: "credit", amount: 100, balanceAfter: 100 });
     // Nothing spent the next day: the whole previous grant expires.
     t.advance(DAY);
@@ -241,7 +240,7 @@ describe("accumulate: false", () => {
     expect(await bal(t)).toBe(130);
     // A confirmed reservation also spends plan credits first.
     const reservationId = await reserve(t, 40);
-    await ok(t, "POST", "/v1/reservations/confirm", { reservationId, actualAmount: 40 });
+    await confirm(t, reservationId, 40);
     t.advance(DAY);
     await run(t);
     expect(await expiries(t)).toEqual([70, 60]);
@@ -258,7 +257,7 @@ describe("accumulate: false", () => {
     expect((await run(t)).grants).toBe(1);
     expect(await expiries(t)).toEqual([20]);
     expect(await view(t)).toMatchObject({ balance: 180, reserved: 80, available: 100 });
-    const c = await ok(t, "POST", "/v1/reservations/confirm", { reservationId, actualAmount: 80 });
+    const c = await confirm(t, reservationId, 80);
     expect(c.balance).toBe(100);
     expect(await t.verify()).toEqual([]);
   });
@@ -298,12 +297,11 @@ describe("catch-up and exactly-once", () => {
   });
 
   async function setupMany(t: TestLedger, n: number) {
-    const planId = (
-      await ok(t, "POST", "/v1/plans/create", { name: "D", amount: 1, interval: "1d" })
-    ).plan.id;
+    const body = { name: "D", amount: 1, interval: "1d" };
+    const planId = (await t.call(planRoutes.create, { body })).plan.id;
     for (let i = 0; i < n; i++) {
       await fundedAccount(t, `m${i}`);
-      await ok(t, "POST", "/v1/accounts/plans/assign", { accountId: `m${i}`, planId });
+      await t.call(planRoutes.assign, { body: { accountId: `m${i}`, planId } });
     }
   }
 
@@ -412,7 +410,7 @@ describe("startMode next_interval", () => {
       expect(await bal(t)).toBe(balance);
       const last = (await txns(t)).at(-1);
       expect(last).toMatchObject({ type: "credit", amount: 25, createdAt: isoAt(at) });
-      expect(last.metadata).toMatchObject({ accountPlanId: b });
+      expect(last?.metadata).toMatchObject({ accountPlanId: b });
     }
     expect((await assignment(t, "u1", b)).nextGrantAt).toBe(isoAt(day0 + 15 * DAY));
     expect(await t.verify()).toEqual([]);
