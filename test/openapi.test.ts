@@ -3,9 +3,17 @@
  * route of the specification, and an example for each request (body and query parameters) and
  * each 200 response; every example conforms to the schema it illustrates.
  */
+import type { RouteConfig } from "@hono/zod-openapi";
 import { dereference, validate } from "@readme/openapi-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { makeLedger, type TestLedger } from "./harness.ts";
+import { z } from "zod";
+import { accountRoutes } from "../src/accounts/routes.ts";
+import { ledgerRoutes } from "../src/ledger/routes.ts";
+import { modelRoutes } from "../src/models/routes.ts";
+import { planRoutes } from "../src/plans/routes.ts";
+import { reservationRoutes } from "../src/reservations/routes.ts";
+import { usageRoutes } from "../src/usage/routes.ts";
+import { type CallInput, makeLedger, type TestLedger } from "./harness.ts";
 
 /** The routes of the API (docs/api.md#endpoints). */
 const SPEC_ROUTES: [method: "get" | "post", path: string][] = [
@@ -40,17 +48,107 @@ const SPEC_ROUTES: [method: "get" | "post", path: string][] = [
   ["get", "/v1/webhooks/deliveries"],
 ];
 
-// biome-ignore lint/suspicious/noExplicitAny: the document is walked as plain JSON.
-type Json = any;
+/** The JSON Schema subset zod-to-openapi emits, as far as these checks read it. */
+interface JsonSchema {
+  type?: string | string[];
+  anyOf?: JsonSchema[];
+  oneOf?: JsonSchema[];
+  allOf?: JsonSchema[];
+  enum?: unknown[];
+  const?: unknown;
+  minLength?: number;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
+  exclusiveMinimum?: number;
+  items?: JsonSchema;
+  properties?: Record<string, JsonSchema>;
+  additionalProperties?: boolean | JsonSchema;
+  required?: string[];
+  example?: unknown;
+  examples?: unknown;
+}
+
+const jsonSchema: z.ZodType<JsonSchema> = z.lazy(() =>
+  z.looseObject({
+    type: z.union([z.string(), z.array(z.string())]).optional(),
+    anyOf: z.array(jsonSchema).optional(),
+    oneOf: z.array(jsonSchema).optional(),
+    allOf: z.array(jsonSchema).optional(),
+    enum: z.array(z.unknown()).optional(),
+    const: z.unknown().optional(),
+    minLength: z.number().optional(),
+    maxLength: z.number().optional(),
+    minimum: z.number().optional(),
+    maximum: z.number().optional(),
+    exclusiveMinimum: z.number().optional(),
+    items: jsonSchema.optional(),
+    properties: z.record(z.string(), jsonSchema).optional(),
+    additionalProperties: z.union([z.boolean(), jsonSchema]).optional(),
+    required: z.array(z.string()).optional(),
+    example: z.unknown().optional(),
+    examples: z.unknown().optional(),
+  }),
+);
+
+/** A media type object: its schema and its example(s). */
+const mediaSchema = z.looseObject({
+  schema: jsonSchema.optional(),
+  example: z.unknown().optional(),
+  examples: z.record(z.string(), z.looseObject({ value: z.unknown() })).optional(),
+});
+type Media = z.infer<typeof mediaSchema>;
+const contentSchema = z.record(z.string(), mediaSchema);
+
+/** The parts of an OpenAPI document these checks read; `validate` checks the whole. */
+const documentSchema = z.looseObject({
+  openapi: z.unknown(),
+  security: z.unknown().optional(),
+  paths: z.record(
+    z.string(),
+    z.record(
+      z.string(),
+      z.looseObject({
+        summary: z.unknown().optional(),
+        tags: z.unknown().optional(),
+        requestBody: z.looseObject({ content: contentSchema }).optional(),
+        parameters: z
+          .array(
+            z.looseObject({
+              name: z.string(),
+              example: z.unknown().optional(),
+              schema: jsonSchema.optional(),
+            }),
+          )
+          .optional(),
+        responses: z.record(z.string(), z.looseObject({ content: contentSchema.optional() })),
+      }),
+    ),
+  ),
+});
+type Document = z.infer<typeof documentSchema>;
+
+/** What the parser takes: a document object (or a file name, not used here). */
+type ApiDocument = Exclude<Parameters<typeof dereference>[0], string>;
+
+/** Whether `value` has the top level of an OpenAPI document (`validate` checks all of it). */
+function isApiDocument(value: unknown): value is ApiDocument {
+  return (
+    isObject(value) &&
+    typeof value.openapi === "string" &&
+    isObject(value.info) &&
+    isObject(value.paths)
+  );
+}
 
 /** The example a media type or its schema carries, if any. */
-function exampleOf(media: Json): unknown {
+function exampleOf(media: Media | undefined): unknown {
   if (!media) return undefined;
   if (media.example !== undefined) return media.example;
-  if (media.examples) return (Object.values(media.examples)[0] as Json)?.value;
-  const schema = media.schema ?? media;
-  if (schema.example !== undefined) return schema.example;
-  if (Array.isArray(schema.examples)) return schema.examples[0];
+  if (media.examples) return Object.values(media.examples)[0]?.value;
+  const schema = media.schema;
+  if (schema?.example !== undefined) return schema.example;
+  if (Array.isArray(schema?.examples)) return schema.examples[0];
   return undefined;
 }
 
@@ -61,19 +159,19 @@ const isObject = (v: unknown): v is Record<string, unknown> =>
  * Problems of `value` against `schema` (the JSON Schema subset zod-to-openapi emits); an
  * object example may only have the properties its schema declares.
  */
-function conformance(schema: Json, value: unknown, at: string): string[] {
+function conformance(schema: JsonSchema | undefined, value: unknown, at: string): string[] {
   if (typeof schema !== "object" || schema === null) return [];
-  const alternatives = (schema.anyOf ?? schema.oneOf) as Json[] | undefined;
+  const alternatives = schema.anyOf ?? schema.oneOf;
   if (alternatives) {
     const fits = alternatives.some((s) => conformance(s, value, at).length === 0);
     return fits ? [] : [`${at}: matches none of the alternatives`];
   }
   const problems: string[] = [];
-  for (const part of (schema.allOf ?? []) as Json[]) problems.push(...conformance(part, value, at));
+  for (const part of schema.allOf ?? []) problems.push(...conformance(part, value, at));
   if (schema.enum && !schema.enum.includes(value)) problems.push(`${at}: not in enum`);
   if ("const" in schema && schema.const !== value) problems.push(`${at}: not the const`);
   if (schema.type !== undefined) {
-    const types: string[] = Array.isArray(schema.type) ? schema.type : [schema.type];
+    const types = Array.isArray(schema.type) ? schema.type : [schema.type];
     const actual =
       value === null
         ? "null"
@@ -103,7 +201,7 @@ function conformance(schema: Json, value: unknown, at: string): string[] {
     });
   }
   if (isObject(value) && (schema.properties || schema.additionalProperties !== undefined)) {
-    for (const key of (schema.required ?? []) as string[]) {
+    for (const key of schema.required ?? []) {
       if (!(key in value)) problems.push(`${at}.${key}: required but missing`);
     }
     for (const [key, v] of Object.entries(value)) {
@@ -119,7 +217,7 @@ function conformance(schema: Json, value: unknown, at: string): string[] {
 }
 
 /** Every schema of the (dereferenced) document that carries an example, with its location. */
-function schemasWithExamples(node: Json, at: string, out: [string, Json][] = []) {
+function schemasWithExamples(node: unknown, at: string, out: [string, unknown][] = []) {
   if (Array.isArray(node)) {
     node.forEach((n, i) => {
       schemasWithExamples(n, `${at}[${i}]`, out);
@@ -137,21 +235,28 @@ function schemasWithExamples(node: Json, at: string, out: [string, Json][] = [])
 
 describe("GET /openapi.json", () => {
   let t: TestLedger;
-  let doc: Json;
-  let deref: Json;
+  /** The document as served. */
+  let raw: ApiDocument;
+  /** Its dereferenced form: every `$ref` replaced by what it points at. */
+  let derefRaw: ApiDocument;
+  let doc: Document;
+  let deref: Document;
 
   beforeAll(async () => {
     t = await makeLedger();
     const res = await t.api("GET", "/openapi.json", { key: null });
     expect(res.status).toBe(200);
-    doc = res.body;
-    deref = await dereference(structuredClone(doc));
+    if (!isApiDocument(res.body)) throw new Error("/openapi.json is not an OpenAPI document");
+    raw = res.body;
+    derefRaw = await dereference(structuredClone(raw));
+    doc = documentSchema.parse(raw);
+    deref = documentSchema.parse(derefRaw);
   });
   afterAll(async () => t.close());
 
   it("is a valid OpenAPI 3.1 document", async () => {
     expect(doc.openapi).toBe("3.1.0");
-    const result = await validate(structuredClone(doc));
+    const result = await validate(structuredClone(raw));
     expect(result.valid ? [] : result.errors).toEqual([]);
   });
 
@@ -167,54 +272,58 @@ describe("GET /openapi.json", () => {
 
   describe.each(SPEC_ROUTES)("%s %s", (method, path) => {
     it("has a summary, a tag and the API key requirement", () => {
-      const op = doc.paths[path][method];
-      expect(op.summary).toEqual(expect.any(String));
-      expect(op.tags).toHaveLength(1);
+      const op = doc.paths[path]?.[method];
+      expect(op?.summary).toEqual(expect.any(String));
+      expect(op?.tags).toHaveLength(1);
       expect(doc.security).toEqual([{ ApiKey: [] }]);
     });
 
     it("has an example for its request body or query parameters", () => {
-      const op = deref.paths[path][method];
+      const op = deref.paths[path]?.[method];
+      expect(op).toBeDefined();
       if (method === "post") {
-        expect(op.requestBody, "POST routes take a JSON body").toBeDefined();
-        expect(exampleOf(op.requestBody.content["application/json"])).toBeDefined();
+        expect(op?.requestBody, "POST routes take a JSON body").toBeDefined();
+        expect(exampleOf(op?.requestBody?.content["application/json"])).toBeDefined();
       } else {
-        expect(op.requestBody).toBeUndefined();
+        expect(op?.requestBody).toBeUndefined();
       }
-      for (const param of op.parameters ?? []) {
+      for (const param of op?.parameters ?? []) {
         expect(param.example ?? param.schema?.example, `parameter ${param.name}`).toBeDefined();
       }
     });
 
     it("has an example for its 200 response", () => {
-      const ok = deref.paths[path][method].responses["200"];
+      const ok = deref.paths[path]?.[method]?.responses["200"];
       expect(ok).toBeDefined();
-      expect(exampleOf(ok.content["application/json"])).toBeDefined();
+      expect(exampleOf(ok?.content?.["application/json"])).toBeDefined();
     });
 
     it("has an example for its error responses", () => {
-      const { responses } = deref.paths[path][method];
+      const responses = deref.paths[path]?.[method]?.responses ?? {};
       for (const status of ["400", "401", "500"]) {
-        expect(exampleOf(responses[status]?.content["application/json"]), status).toBeDefined();
+        expect(exampleOf(responses[status]?.content?.["application/json"]), status).toBeDefined();
       }
     });
   });
 
   it("has examples that conform to their schemas", () => {
-    const found = schemasWithExamples(deref.paths, "paths");
+    const found = schemasWithExamples(isObject(derefRaw) ? derefRaw.paths : undefined, "paths");
     expect(found.length).toBeGreaterThan(100);
-    const problems = found.flatMap(([at, schema]) => conformance(schema, schema.example, at));
+    const problems = found.flatMap(([at, node]) => {
+      const schema = jsonSchema.safeParse(node);
+      if (!schema.success) return [`${at}: not a schema: ${schema.error.message}`];
+      return conformance(schema.data, schema.data.example, at);
+    });
     // The examples of media types (each error code's body).
-    for (const [path, ops] of Object.entries(deref.paths as Json)) {
-      for (const [method, op] of Object.entries(ops as Json)) {
-        const media: [string, Json][] = Object.entries((op as Json).responses).map(
-          ([status, r]) => [status, (r as Json).content?.["application/json"]],
-        );
-        for (const [status, m] of media) {
-          for (const [name, e] of Object.entries((m?.examples ?? {}) as Json)) {
+    const errorCode = z.object({ error: z.object({ code: z.string() }) });
+    for (const [path, ops] of Object.entries(deref.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        for (const [status, r] of Object.entries(op.responses)) {
+          const m = r.content?.["application/json"];
+          for (const [name, e] of Object.entries(m?.examples ?? {})) {
             const at = `${method} ${path} ${status} ${name}`;
-            problems.push(...conformance(m.schema, (e as Json).value, at));
-            if (/^[A-Z_]+$/.test(name)) expect((e as Json).value.error.code, at).toBe(name);
+            problems.push(...conformance(m?.schema, e.value, at));
+            if (/^[A-Z_]+$/.test(name)) expect(errorCode.parse(e.value).error.code, at).toBe(name);
           }
         }
       }
@@ -224,83 +333,86 @@ describe("GET /openapi.json", () => {
 
   it("describes the real responses: the README tour conforms to the documented schemas", async () => {
     const problems: string[] = [];
-    const call = async (method: "get" | "post", path: string, body?: unknown) => {
-      const res = await t.api(method.toUpperCase(), path, body === undefined ? {} : { body });
-      expect(res.status, `${method} ${path}: ${JSON.stringify(res.body)}`).toBe(200);
-      const route = path.split("?")[0] as string;
-      const schema = deref.paths[route][method].responses["200"].content["application/json"].schema;
-      problems.push(...conformance(schema, res.body, `${method} ${path}`));
-      return res.body;
+    /** Calls `route` (expecting 200) and checks the body against the documented 200 schema. */
+    const call = async <R extends RouteConfig>(route: R, input: CallInput = {}) => {
+      const body = await t.call(route, input);
+      const at = `${route.method} ${route.path} ${JSON.stringify(input.query ?? {})}`;
+      const media = deref.paths[route.path]?.[route.method]?.responses["200"]?.content;
+      const schema = media?.["application/json"]?.schema;
+      expect(schema, at).toBeDefined();
+      problems.push(...conformance(schema, body, at));
+      return body;
     };
-    await call("post", "/v1/accounts/create", {
-      externalId: "customer-42",
-      name: "Ada Lovelace",
-      email: "ada@example.com",
-      metadata: { crmId: "hs_9921" },
+    await call(accountRoutes.create, {
+      body: {
+        externalId: "customer-42",
+        name: "Ada Lovelace",
+        email: "ada@example.com",
+        metadata: { crmId: "hs_9921" },
+      },
     });
-    await call("post", "/v1/accounts/credits/add", {
-      accountId: "customer-42",
-      amount: 25.5,
-      paymentMethod: "card",
+    await call(ledgerRoutes.add, {
+      body: { accountId: "customer-42", amount: 25.5, paymentMethod: "card" },
     });
-    const { reservation } = await call("post", "/v1/reservations/create", {
-      accountId: "customer-42",
-      amount: 9.6,
-      operation: "chat.completion",
-      model: "claude-sonnet-4-5",
+    const { reservation } = await call(reservationRoutes.create, {
+      body: {
+        accountId: "customer-42",
+        amount: 9.6,
+        operation: "chat.completion",
+        model: "claude-sonnet-4-5",
+      },
     });
-    const confirmed = await call("post", "/v1/reservations/confirm", {
-      reservationId: reservation.id,
-      actualAmount: 6.96,
+    const confirmed = await call(reservationRoutes.confirm, {
+      body: { reservationId: reservation.id, actualAmount: 6.96 },
     });
-    await call("post", "/v1/usage/record", {
-      accountId: "customer-42",
-      transactionId: confirmed.transactionId,
-      modelId: "claude-sonnet-4-5",
-      inputTokens: 9500,
-      outputTokens: 3100,
-      cachedTokens: 2000,
+    await call(usageRoutes.record, {
+      body: {
+        accountId: "customer-42",
+        transactionId: confirmed.transactionId,
+        modelId: "claude-sonnet-4-5",
+        inputTokens: 9500,
+        outputTokens: 3100,
+        cachedTokens: 2000,
+      },
     });
-    await call("post", "/v1/accounts/credits/deduct", { accountId: "customer-42", amount: 1.25 });
-    await call("post", "/v1/transactions/create", {
-      accountId: "customer-42",
-      amount: 5.5,
-      type: "credit",
+    await call(ledgerRoutes.deduct, { body: { accountId: "customer-42", amount: 1.25 } });
+    await call(ledgerRoutes.create, {
+      body: { accountId: "customer-42", amount: 5.5, type: "credit" },
     });
-    const hold = await call("post", "/v1/reservations/create", {
-      accountId: "customer-42",
-      amount: 4.8,
+    const hold = await call(reservationRoutes.create, {
+      body: { accountId: "customer-42", amount: 4.8 },
     });
-    const { plan } = await call("post", "/v1/plans/create", {
-      name: "Pro monthly",
-      amount: 500,
-      interval: "month",
+    const { plan } = await call(planRoutes.create, {
+      body: { name: "Pro monthly", amount: 500, interval: "month" },
     });
-    await call("post", "/v1/plans/archive", { planId: plan.id });
-    await call("post", "/v1/plans/activate", { planId: plan.id });
-    const { accountPlan } = await call("post", "/v1/accounts/plans/assign", {
-      accountId: "customer-42",
-      planId: plan.id,
+    await call(planRoutes.archive, { body: { planId: plan.id } });
+    await call(planRoutes.activate, { body: { planId: plan.id } });
+    const { accountPlan } = await call(planRoutes.assign, {
+      body: { accountId: "customer-42", planId: plan.id },
     });
-    await call("get", "/v1/accounts/plans?accountId=customer-42");
-    await call("post", "/v1/accounts/plans/cancel", { accountPlanId: accountPlan.id });
-    await call("get", "/v1/plans");
-    await call("get", "/v1/reservations?accountId=customer-42");
-    await call("post", "/v1/reservations/cancel", { reservationId: hold.reservation.id });
-    await call("get", "/v1/accounts");
-    await call("get", "/v1/accounts?limit=10");
-    await call("get", "/v1/accounts/get?accountId=customer-42");
-    await call("get", "/v1/accounts/balance?externalId=customer-42");
-    await call("get", "/v1/transactions?accountId=customer-42&include=reservation,usage");
-    await call("get", "/v1/usage");
-    await call("get", "/v1/usage?summary=true");
-    await call("get", "/v1/models?provider=anthropic");
-    await call("get", "/v1/models?modelId=claude-sonnet-4-5");
-    await call("post", "/v1/models/calculate", {
-      modelId: "claude-sonnet-4-5",
-      inputTokens: 9500,
-      outputTokens: 3100,
-      cachedTokens: 2000,
+    await call(planRoutes.listAssigned, { query: { accountId: "customer-42" } });
+    await call(planRoutes.cancel, { body: { accountPlanId: accountPlan.id } });
+    await call(planRoutes.list);
+    await call(reservationRoutes.list, { query: { accountId: "customer-42" } });
+    await call(reservationRoutes.cancel, { body: { reservationId: hold.reservation.id } });
+    await call(accountRoutes.list);
+    await call(accountRoutes.list, { query: { limit: 10 } });
+    await call(accountRoutes.get, { query: { accountId: "customer-42" } });
+    await call(accountRoutes.balance, { query: { externalId: "customer-42" } });
+    await call(ledgerRoutes.list, {
+      query: { accountId: "customer-42", include: "reservation,usage" },
+    });
+    await call(usageRoutes.list);
+    await call(usageRoutes.list, { query: { summary: true } });
+    await call(modelRoutes.list, { query: { provider: "anthropic" } });
+    await call(modelRoutes.list, { query: { modelId: "claude-sonnet-4-5" } });
+    await call(modelRoutes.calculate, {
+      body: {
+        modelId: "claude-sonnet-4-5",
+        inputTokens: 9500,
+        outputTokens: 3100,
+        cachedTokens: 2000,
+      },
     });
     expect(problems).toEqual([]);
   });
