@@ -6,12 +6,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { RouteConfig } from "@hono/zod-openapi";
+import { accountRoutes } from "../src/accounts/routes.ts";
 import { createApp } from "../src/app.ts";
 import { createProjectKey, seedModels } from "../src/bootstrap.ts";
 import { loadConfig } from "../src/config.ts";
 import type { ErrorBody, ErrorCode } from "../src/errors.ts";
 import type { App } from "../src/http/context.ts";
 import { type HttpServer, serveHttp } from "../src/http/serve.ts";
+import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
 import { type Ledger, openLedger } from "../src/runtime.ts";
 import { expectError, findRoute, type OkBody, responseProblems } from "./contract.ts";
@@ -168,13 +170,9 @@ export async function makeLedger(
 
 /** Creates an account (externalId) and optionally funds it. @returns the account id */
 export async function fundedAccount(t: TestLedger, externalId: string, credits = 0) {
-  const res = await t.api("POST", "/v1/accounts/create", { body: { externalId } });
-  if (res.status !== 200) throw new Error(`create failed: ${JSON.stringify(res.body)}`);
+  const { account } = await t.call(accountRoutes.create, { body: { externalId } });
   if (credits > 0) {
-    const add = await t.api("POST", "/v1/accounts/credits/add", {
-      body: { accountId: externalId, amount: credits },
-    });
-    if (add.status !== 200) throw new Error(`add failed: ${JSON.stringify(add.body)}`);
+    await t.call(ledgerRoutes.add, { body: { accountId: externalId, amount: credits } });
   }
-  return res.body.account.id as string;
+  return account.id;
 }
