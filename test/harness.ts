@@ -19,10 +19,14 @@ import { type Ledger, openLedger } from "../src/runtime.ts";
 import { expectError, findRoute, type OkBody, responseProblems } from "./contract.ts";
 import { freshDatabase } from "./pg-harness.ts";
 
+/**
+ * A raw response of `t.api`. The body is the parsed JSON (or the text when it is not JSON), of
+ * no known type: read an error through `expectError` (test/contract.ts), anything else through
+ * a typed `t.call`, or a zod parse where a typed call cannot express the request.
+ */
 export interface ApiResponse {
   status: number;
-  // biome-ignore lint/suspicious/noExplicitAny: test responses are inspected field by field.
-  body: any;
+  body: unknown;
   headers: Headers;
 }
 
