@@ -44,8 +44,10 @@ function undeclared(raw: unknown, parsed: unknown, path: string): string[] {
     return raw.flatMap((item, i) => undeclared(item, parsed[i], `${path}[${i}]`));
   }
   if (raw && typeof raw === "object" && parsed && typeof parsed === "object") {
+    // zod builds its output by assignment, so a `__proto__` key (plain data in metadata) never
+    // becomes an own key of the parsed copy; it is declared wherever its object is.
     return Object.entries(raw).flatMap(([key, value]) =>
-      Object.hasOwn(parsed, key)
+      Object.hasOwn(parsed, key) || key === "__proto__"
         ? undeclared(value, (parsed as Record<string, unknown>)[key], `${path}.${key}`)
         : [`${path}.${key}`],
     );
