@@ -9,6 +9,7 @@ import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
 import { startDeliveryWorker } from "../src/webhooks/delivery.ts";
 import type { EventType } from "../src/webhooks/events.ts";
+import { webhookRoutes } from "../src/webhooks/routes.ts";
 import type { TestLedger } from "./harness.ts";
 
 export interface Received {
@@ -164,10 +165,9 @@ export async function createHook(
   events?: EventType[],
   url = receiver.url(path),
 ): Promise<string> {
-  const res = await t.api("POST", "/v1/webhooks/create", {
+  const { webhook } = await t.call(webhookRoutes.create, {
     body: { url, ...(events ? { events } : {}) },
   });
-  if (res.status !== 200) throw new Error(`webhook create: ${JSON.stringify(res.body)}`);
-  receiver.setSecret(path, res.body.webhook.secret);
-  return res.body.webhook.id as string;
+  receiver.setSecret(path, webhook.secret);
+  return webhook.id;
 }
