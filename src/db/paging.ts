@@ -1,30 +1,37 @@
 /**
- * The one paging rule of the ledger-like lists (transactions, usage records; docs/api.md#balance-adjustments-and-transactions, docs/api.md#usage-and-models):
- * newest first, ties in insertion order (seq), with the total count of the filtered rows.
+ * The one paging rule of every list (docs/api.md#transaction-list): a page of a filtered
+ * selection of one table, in the list's own order, with the number of rows the filter selects.
  */
-import type { Selectable, SelectQueryBuilder } from "kysely";
+import type { SelectQueryBuilder } from "kysely";
 import type { DB } from "./schema.ts";
 
-type Timeline = "transactions" | "usage_records";
+/** A filtered selection of one table, before its columns are chosen. */
+type Filtered<T extends keyof DB> = SelectQueryBuilder<DB, T, object>;
 
 /**
- * A page of `base` (a filtered selection of one table) and the number of rows it filters to.
- * @param page `limit` rows from `offset`
+ * `limit` rows of `base` from `offset`, in the order `order` gives, and how many rows `base`
+ * selects in all.
+ * @returns `{ rows, totalCount }`
  */
-export async function newestFirstPage<T extends Timeline>(
-  base: SelectQueryBuilder<DB, T, object>,
+export async function countedPage<T extends keyof DB>(
+  base: Filtered<T>,
+  order: (query: Filtered<T>) => Filtered<T>,
   page: { limit: number; offset: number },
-): Promise<{ rows: Selectable<DB[T]>[]; totalCount: number }> {
-  const timeline = base as unknown as SelectQueryBuilder<DB, Timeline, object>;
-  const rows = await timeline
-    .selectAll()
-    .orderBy("created_at_ms", "desc")
-    .orderBy("seq", "desc")
-    .limit(page.limit)
-    .offset(page.offset)
-    .execute();
-  const { count } = await timeline
+) {
+  const rows = await order(base).selectAll().limit(page.limit).offset(page.offset).execute();
+  const { count } = await base
     .select((eb) => eb.fn.countAll<number>().as("count"))
     .executeTakeFirstOrThrow();
-  return { rows: rows as Selectable<DB[T]>[], totalCount: Number(count) };
+  return { rows, totalCount: Number(count) };
+}
+
+/**
+ * A page of a ledger-like list (transactions, usage records): newest first, ties in insertion
+ * order (`seq`).
+ */
+export function newestFirstPage<T extends "transactions" | "usage_records">(
+  base: Filtered<T>,
+  page: { limit: number; offset: number },
+) {
+  return countedPage(base, (q) => q.orderBy("created_at_ms", "desc").orderBy("seq", "desc"), page);
 }

@@ -1,5 +1,6 @@
 /** The grant list (docs/api.md#grant-list): an account's credit grants, newest first. */
 import type { Kysely } from "kysely";
+import { countedPage } from "../db/paging.ts";
 import type { CreditGrantRow, DB } from "../db/schema.ts";
 import { iso } from "../http/dates.ts";
 import type { WireOf } from "../http/respond.ts";
@@ -49,14 +50,5 @@ export async function listGrants(
         eb.or([eb("expires_at_ms", "is", null), eb("expires_at_ms", ">", options.nowMs)]),
       );
   }
-  const rows = await base
-    .selectAll()
-    .orderBy("seq", "desc")
-    .limit(options.limit)
-    .offset(options.offset)
-    .execute();
-  const { count } = await base
-    .select((eb) => eb.fn.countAll<number>().as("count"))
-    .executeTakeFirstOrThrow();
-  return { rows, totalCount: Number(count) };
+  return countedPage(base, (q) => q.orderBy("seq", "desc"), options);
 }

@@ -6,6 +6,7 @@
 import type { Kysely, Transaction } from "kysely";
 import { findAccountWithBalance } from "../accounts/lookup.ts";
 import { locksRows } from "../db/engine.ts";
+import { countedPage } from "../db/paging.ts";
 import { prepared } from "../db/prepared.ts";
 import type { DB, ReservationRow, ReservationStatus } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
@@ -289,17 +290,11 @@ export async function listReservations(
   if (options.activeOnly) {
     base = base.where("status", "=", "pending").where("expires_at_ms", ">", options.nowMs);
   }
-  const rows = await base
-    .selectAll()
-    .orderBy("created_at_ms", "desc")
-    .orderBy("id", "desc")
-    .limit(options.limit)
-    .offset(options.offset)
-    .execute();
-  const { count } = await base
-    .select((eb) => eb.fn.countAll<number>().as("count"))
-    .executeTakeFirstOrThrow();
-  return { rows, totalCount: Number(count) };
+  return countedPage(
+    base,
+    (q) => q.orderBy("created_at_ms", "desc").orderBy("id", "desc"),
+    options,
+  );
 }
 
 /**

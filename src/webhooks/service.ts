@@ -5,6 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Kysely, Transaction } from "kysely";
+import { countedPage } from "../db/paging.ts";
 import type { DB, WebhookDeliveryRow, WebhookRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { iso } from "../http/dates.ts";
@@ -156,15 +157,5 @@ export async function listDeliveries(
 ) {
   await findWebhook(db, projectId, webhookId);
   const base = db.selectFrom("webhook_deliveries").where("webhook_id", "=", webhookId);
-  const rows = await base
-    .selectAll()
-    .orderBy("created_at_ms", "desc")
-    .orderBy("id", "desc")
-    .limit(page.limit)
-    .offset(page.offset)
-    .execute();
-  const { count } = await base
-    .select((eb) => eb.fn.countAll<number>().as("count"))
-    .executeTakeFirstOrThrow();
-  return { rows, totalCount: Number(count) };
+  return countedPage(base, (q) => q.orderBy("created_at_ms", "desc").orderBy("id", "desc"), page);
 }
