@@ -7,8 +7,10 @@
 import { sql } from "kysely";
 import pg from "pg";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { accountRoutes } from "../src/accounts/routes.ts";
 import { MAX_ATTEMPTS } from "../src/db/pg-write-path.ts";
 import { ApiError } from "../src/errors.ts";
+import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
 import { TEST_ENGINE } from "./pg-harness.ts";
 
@@ -115,21 +117,22 @@ describe.runIf(TEST_ENGINE === "postgres")("PostgreSQL write path", () => {
       await other.query("BEGIN");
       await other.query("SELECT id FROM accounts WHERE id = $1 FOR UPDATE", [id]);
       const started = performance.now();
-      const res = await t.api("POST", "/v1/accounts/credits/deduct", {
-        body: { accountId: "held", amount: 1 },
-      });
+      await t.fail(
+        ledgerRoutes.deduct,
+        { body: { accountId: "held", amount: 1 } },
+        503,
+        "SERVICE_UNAVAILABLE",
+      );
       const seconds = (performance.now() - started) / 1000;
-      expect(res.status).toBe(503);
-      expect(res.body.error.code).toBe("SERVICE_UNAVAILABLE");
       expect(seconds).toBeLessThan(5.5);
       await other.query("ROLLBACK");
     } finally {
       await other.end();
     }
-    const view = await t.api("GET", "/v1/accounts/balance?externalId=held");
-    expect(view.body.balance).toBe(10);
-    const txs = await t.api("GET", "/v1/transactions?externalId=held");
-    expect(txs.body.pagination.totalCount).toBe(1);
+    const view = await t.call(accountRoutes.balance, { query: { externalId: "held" } });
+    expect(view.balance).toBe(10);
+    const txs = await t.call(ledgerRoutes.list, { query: { externalId: "held" } });
+    expect(txs.pagination.totalCount).toBe(1);
   }, 20_000);
 
   it("reads BIGINT counts as numbers and stores every amount exactly", async () => {
