@@ -11,6 +11,7 @@
  */
 import { sql, type Transaction } from "kysely";
 import { tryLockAccount } from "../db/locks.ts";
+import { inSavepoint } from "../db/savepoint.ts";
 import type { DB } from "../db/schema.ts";
 import type { WriteQueue } from "../db/write-queue.ts";
 import { bookDueExpiries } from "../ledger/expiry.ts";
@@ -68,8 +69,7 @@ async function runBatch(
   for (const { account_id: accountId, project_id: projectId } of accounts) {
     result.lastId = accountId;
     if (!(await tryLockAccount(trx, accountId))) continue;
-    await sql.raw("SAVEPOINT expire_grants").execute(trx);
-    try {
+    const booked = await inSavepoint(trx, "expire_grants", async () => {
       const { expiries, expiredMicros } = await bookDueExpiries(
         trx,
         { projectId, accountId },
@@ -81,13 +81,10 @@ async function runBatch(
         transactionId: expiries.at(-1)?.id ?? null,
       };
       await checkLowBalance(trx, { id: accountId, project_id: projectId }, lowered);
-      await sql.raw("RELEASE expire_grants").execute(trx);
-      result.expiries += expiries.length;
-    } catch {
-      await sql.raw("ROLLBACK TO expire_grants").execute(trx);
-      await sql.raw("RELEASE expire_grants").execute(trx);
-      result.failed++;
-    }
+      return expiries.length;
+    });
+    if (booked.ok) result.expiries += booked.value;
+    else result.failed++;
   }
   return result;
 }

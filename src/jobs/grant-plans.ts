@@ -8,8 +8,9 @@
  * taken with SKIP LOCKED, and read again under it, so two processes never grant one period
  * twice (`plan_grants` refuses it anyway) and never wait on each other; see docs/operations.md.
  */
-import { sql, type Transaction } from "kysely";
+import type { Transaction } from "kysely";
 import { tryLockAccount } from "../db/locks.ts";
+import { inSavepoint } from "../db/savepoint.ts";
 import type { AccountPlanRow, DB } from "../db/schema.ts";
 import type { WriteQueue } from "../db/write-queue.ts";
 import { settleDue } from "../plans/grants.ts";
@@ -61,15 +62,11 @@ async function runBatch(trx: Transaction<DB>, nowMs: number, batch: number, skip
       .where("id", "=", candidate.id)
       .executeTakeFirst();
     if (!ap || !isDue(ap, nowMs)) continue;
-    await sql.raw("SAVEPOINT grant_one").execute(trx);
-    try {
-      const r = await settleDue(trx, ap, nowMs);
-      await sql.raw("RELEASE grant_one").execute(trx);
-      result.grants += r.grants;
-      if (r.completed) result.completed++;
-    } catch {
-      await sql.raw("ROLLBACK TO grant_one").execute(trx);
-      await sql.raw("RELEASE grant_one").execute(trx);
+    const settled = await inSavepoint(trx, "grant_one", () => settleDue(trx, ap, nowMs));
+    if (settled.ok) {
+      result.grants += settled.value.grants;
+      if (settled.value.completed) result.completed++;
+    } else {
       skip.add(ap.id);
       result.failed++;
     }

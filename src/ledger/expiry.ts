@@ -21,7 +21,7 @@ import { prepared } from "../db/prepared.ts";
 import type { DB, TransactionRow } from "../db/schema.ts";
 import { emitCreditsExpired } from "../webhooks/events.ts";
 import { postEntry } from "./core.ts";
-import { readSpendable, type Spendable, type SpendableGrant } from "./grants.ts";
+import { readSpendable, SPEND_COLUMNS, type Spendable, type SpendableGrant } from "./grants.ts";
 
 /** The account a unit books expiries for, and what the unit already knows of it. */
 export interface ExpiryAccount {
@@ -193,16 +193,7 @@ async function grantsWhere(
 ): Promise<SpendableGrant[]> {
   let query = trx
     .selectFrom("credit_grants")
-    .select([
-      "seq",
-      "id",
-      "account_plan_id",
-      "amount_micros",
-      "remaining_micros",
-      "priority",
-      "expires_at_ms",
-      "expiry_booked",
-    ])
+    .select(SPEND_COLUMNS)
     .where("account_id", "=", accountId)
     .where("remaining_micros", ">", sql.lit(0));
   query =

@@ -50,7 +50,8 @@ export interface Spendable {
   nextDueMs: number | null;
 }
 
-const SPEND_COLUMNS = [
+/** The columns of a grant that spending and expiry read. */
+export const SPEND_COLUMNS = [
   "seq",
   "id",
   "account_plan_id",
