@@ -26,42 +26,36 @@ import {
 
 const route = resourceRoutes("Accounts");
 
-const createRoute_ = route.post("/v1/accounts/create", {
-  summary: "Create an account",
+const createRoute_ = route.post("/v1/accounts/create", "Create an account", {
   body: createAccountBody,
   ok: createAccountResponse,
-  description: "The new account, balance 0",
   errors: ["DUPLICATE_EXTERNAL_ID"],
 });
 
-const updateRoute = route.post("/v1/accounts/update", {
-  summary: "Change an account's name, email, metadata or low-balance threshold",
-  body: updateAccountBody,
-  ok: updateAccountResponse,
-  description: "The account as updated (only the fields given change)",
-  errors: ["ACCOUNT_NOT_FOUND"],
-});
+const updateRoute = route.post(
+  "/v1/accounts/update",
+  "Change an account's name, email, metadata or low-balance threshold",
+  {
+    body: updateAccountBody,
+    ok: updateAccountResponse,
+    errors: ["ACCOUNT_NOT_FOUND"],
+  },
+);
 
-const listRoute = route.get("/v1/accounts", {
-  summary: "List the project's accounts",
+const listRoute = route.get("/v1/accounts", "List the project's accounts", {
   query: listAccountsQuery,
   ok: listAccountsResponse,
-  description: "Accounts, oldest first",
 });
 
-const getRoute = route.get("/v1/accounts/get", {
-  summary: "Get an account by internal id or externalId",
+const getRoute = route.get("/v1/accounts/get", "Get an account by internal id or externalId", {
   query: accountRefQuery,
   ok: accountSchema,
-  description: "The account",
   errors: ["ACCOUNT_NOT_FOUND"],
 });
 
-const balanceRoute = route.get("/v1/accounts/balance", {
-  summary: "Balance, reserved and available credits",
+const balanceRoute = route.get("/v1/accounts/balance", "Balance, reserved and available credits", {
   query: accountRefQuery,
   ok: balanceSchema,
-  description: "The balance view",
   errors: ["ACCOUNT_NOT_FOUND"],
 });
 

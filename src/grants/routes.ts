@@ -9,13 +9,15 @@ import { grantJson, listGrants } from "./service.ts";
 
 const route = resourceRoutes("Credit grants");
 
-const listRoute = route.get("/v1/accounts/grants", {
-  summary: "List an account's credit grants, newest first",
-  query: listGrantsQuery,
-  ok: listGrantsResponse,
-  description: "Grants",
-  errors: ["ACCOUNT_NOT_FOUND"],
-});
+const listRoute = route.get(
+  "/v1/accounts/grants",
+  "List an account's credit grants, newest first",
+  {
+    query: listGrantsQuery,
+    ok: listGrantsResponse,
+    errors: ["ACCOUNT_NOT_FOUND"],
+  },
+);
 
 /** The grant routes. */
 export const grantRoutes = { list: listRoute };

@@ -16,17 +16,17 @@ type QuerySchema = NonNullable<NonNullable<RouteConfig["request"]>["query"]>;
 
 /** The parts of a route definition that every route has. */
 interface RouteDef<S extends z.ZodType, C extends ErrorCode> {
-  summary: string;
-  /** The schema of the 200 body, and what that body is. */
+  /** The schema of the 200 body. */
   ok: S;
-  description: string;
+  /** What the 200 body is, for the reference (default: the route's summary). */
+  description?: string;
   /** Codes answered besides those every route answers (400, 401, 500, 503). */
   errors?: C[];
 }
 
 /**
  * The route definers of one resource (its OpenAPI tag).
- * @returns `get(path, {query, …})` and `post(path, {body, …})`
+ * @returns `get(path, summary, {query, ok, errors?})` and `post(path, summary, {body, ok, errors?})`
  */
 export function resourceRoutes(tag: string) {
   const tags = [tag];
@@ -36,14 +36,15 @@ export function resourceRoutes(tag: string) {
       Q extends QuerySchema,
       S extends z.ZodType,
       C extends ErrorCode = never,
-    >(path: P, def: RouteDef<S, C> & { query: Q }) {
+    >(path: P, summary: string, def: RouteDef<S, C> & { query: Q }) {
+      const ok = okJson(def.ok, def.description ?? summary);
       return createRoute({
         method: "get",
         path,
         tags,
-        summary: def.summary,
+        summary,
         request: { query: def.query },
-        responses: { ...okJson(def.ok, def.description), ...errorResponses(...(def.errors ?? [])) },
+        responses: { ...ok, ...errorResponses(...(def.errors ?? [])) },
       });
     },
     post<
@@ -51,7 +52,7 @@ export function resourceRoutes(tag: string) {
       B extends z.ZodType,
       S extends z.ZodType,
       C extends ErrorCode = never,
-    >(path: P, def: RouteDef<S, C> & { body: B }) {
+    >(path: P, summary: string, def: RouteDef<S, C> & { body: B }) {
       const errors = errorResponses<C | "IDEMPOTENCY_KEY_REUSED">(
         ...(def.errors ?? []),
         "IDEMPOTENCY_KEY_REUSED",
@@ -60,9 +61,9 @@ export function resourceRoutes(tag: string) {
         method: "post",
         path,
         tags,
-        summary: def.summary,
+        summary,
         request: { body: jsonBody(def.body) },
-        responses: { ...okJson(def.ok, def.description), ...errors },
+        responses: { ...okJson(def.ok, def.description ?? summary), ...errors },
       });
     },
   };

@@ -25,37 +25,41 @@ import { grantTerms, listTransactions, moveCredits, withAuditData } from "./serv
 const adjustments = resourceRoutes("Balance adjustments");
 const transactions = resourceRoutes("Transactions");
 
-const addRoute = adjustments.post("/v1/accounts/credits/add", {
-  summary: "Add credits (purchase, refund, bonus)",
-  body: addCreditsBody,
-  ok: addCreditsResponse,
-  description: "The new balance",
-  errors: ["ACCOUNT_NOT_FOUND", "BALANCE_LIMIT_EXCEEDED"],
-});
+const addRoute = adjustments.post(
+  "/v1/accounts/credits/add",
+  "Add credits (purchase, refund, bonus)",
+  {
+    body: addCreditsBody,
+    ok: addCreditsResponse,
+    errors: ["ACCOUNT_NOT_FOUND", "BALANCE_LIMIT_EXCEEDED"],
+  },
+);
 
-const deductRoute = adjustments.post("/v1/accounts/credits/deduct", {
-  summary: "Deduct credits without a reservation",
-  body: deductCreditsBody,
-  ok: deductCreditsResponse,
-  description: "The new balance",
-  errors: ["INSUFFICIENT_CREDITS", "ACCOUNT_NOT_FOUND"],
-});
+const deductRoute = adjustments.post(
+  "/v1/accounts/credits/deduct",
+  "Deduct credits without a reservation",
+  {
+    body: deductCreditsBody,
+    ok: deductCreditsResponse,
+    errors: ["INSUFFICIENT_CREDITS", "ACCOUNT_NOT_FOUND"],
+  },
+);
 
-const listRoute = transactions.get("/v1/transactions", {
-  summary: "List ledger entries, newest first",
+const listRoute = transactions.get("/v1/transactions", "List ledger entries, newest first", {
   query: listTransactionsQuery,
   ok: listTransactionsResponse,
-  description: "A page of transactions",
   errors: ["ACCOUNT_NOT_FOUND"],
 });
 
-const createTxRoute = transactions.post("/v1/transactions/create", {
-  summary: "Create a manual transaction (adjustment, refund, migration)",
-  body: createTransactionBody,
-  ok: createTransactionResponse,
-  description: "The new transaction",
-  errors: ["ACCOUNT_NOT_FOUND", "INSUFFICIENT_CREDITS", "BALANCE_LIMIT_EXCEEDED"],
-});
+const createTxRoute = transactions.post(
+  "/v1/transactions/create",
+  "Create a manual transaction (adjustment, refund, migration)",
+  {
+    body: createTransactionBody,
+    ok: createTransactionResponse,
+    errors: ["ACCOUNT_NOT_FOUND", "INSUFFICIENT_CREDITS", "BALANCE_LIMIT_EXCEEDED"],
+  },
+);
 
 /** The balance adjustment and transaction routes. */
 export const ledgerRoutes = {

@@ -10,21 +10,21 @@ import { findModel, listModels, modelJson, priceOf } from "./service.ts";
 
 const route = resourceRoutes("Models");
 
-const listRoute = route.get("/v1/models", {
-  summary: "List models with pricing, or get one with ?modelId=",
+const listRoute = route.get("/v1/models", "List models with pricing, or get one with ?modelId=", {
   query: modelsQuery,
   ok: modelsResponse,
-  description: "Models (or one model)",
   errors: ["MODEL_NOT_FOUND"],
 });
 
-const calculateRoute = route.post("/v1/models/calculate", {
-  summary: "Estimate a call's cost in USD without recording usage",
-  body: calculateBody,
-  ok: calculateResponse,
-  description: "The estimate",
-  errors: ["MODEL_NOT_FOUND"],
-});
+const calculateRoute = route.post(
+  "/v1/models/calculate",
+  "Estimate a call's cost in USD without recording usage",
+  {
+    body: calculateBody,
+    ok: calculateResponse,
+    errors: ["MODEL_NOT_FOUND"],
+  },
+);
 
 /** The model routes. */
 export const modelRoutes = { list: listRoute, calculate: calculateRoute };

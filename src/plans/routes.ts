@@ -30,26 +30,20 @@ import {
 
 const route = resourceRoutes("Plans");
 
-const listRoute = route.get("/v1/plans", {
-  summary: "List the project's plans",
+const listRoute = route.get("/v1/plans", "List the project's plans", {
   query: listPlansQuery,
   ok: listPlansResponse,
-  description: "Plans, oldest first",
 });
 
-const createPlanRoute = route.post("/v1/plans/create", {
-  summary: "Create a recurring credit plan",
+const createPlanRoute = route.post("/v1/plans/create", "Create a recurring credit plan", {
   body: createPlanBody,
   ok: createPlanResponse,
-  description: "The new plan",
 });
 
 function planStateRoute<const P extends string>(path: P, summary: string) {
-  return route.post(path, {
-    summary,
+  return route.post(path, summary, {
     body: planIdBody,
     ok: createPlanResponse,
-    description: "The plan",
     errors: ["PLAN_NOT_FOUND"],
   });
 }
@@ -57,29 +51,35 @@ function planStateRoute<const P extends string>(path: P, summary: string) {
 const archiveRoute = planStateRoute("/v1/plans/archive", "Archive a plan (isActive false)");
 const activateRoute = planStateRoute("/v1/plans/activate", "Re-activate an archived plan");
 
-const listAssignedRoute = route.get("/v1/accounts/plans", {
-  summary: "List an account's plan assignments, active and historical",
-  query: listAccountPlansQuery,
-  ok: listAccountPlansResponse,
-  description: "Assignments, newest first",
-  errors: ["ACCOUNT_NOT_FOUND"],
-});
+const listAssignedRoute = route.get(
+  "/v1/accounts/plans",
+  "List an account's plan assignments, active and historical",
+  {
+    query: listAccountPlansQuery,
+    ok: listAccountPlansResponse,
+    errors: ["ACCOUNT_NOT_FOUND"],
+  },
+);
 
-const assignRoute = route.post("/v1/accounts/plans/assign", {
-  summary: "Assign a plan to an account (replaces its active plan)",
-  body: assignPlanBody,
-  ok: assignPlanResponse,
-  description: "The new assignment",
-  errors: ["ACCOUNT_NOT_FOUND", "PLAN_NOT_FOUND", "PLAN_INACTIVE", "BALANCE_LIMIT_EXCEEDED"],
-});
+const assignRoute = route.post(
+  "/v1/accounts/plans/assign",
+  "Assign a plan to an account (replaces its active plan)",
+  {
+    body: assignPlanBody,
+    ok: assignPlanResponse,
+    errors: ["ACCOUNT_NOT_FOUND", "PLAN_NOT_FOUND", "PLAN_INACTIVE", "BALANCE_LIMIT_EXCEEDED"],
+  },
+);
 
-const cancelRoute = route.post("/v1/accounts/plans/cancel", {
-  summary: "Cancel an active assignment (granted credits stay)",
-  body: cancelAccountPlanBody,
-  ok: cancelAccountPlanResponse,
-  description: "The cancelled assignment",
-  errors: ["ACCOUNT_PLAN_NOT_FOUND", "ACCOUNT_PLAN_NOT_ACTIVE"],
-});
+const cancelRoute = route.post(
+  "/v1/accounts/plans/cancel",
+  "Cancel an active assignment (granted credits stay)",
+  {
+    body: cancelAccountPlanBody,
+    ok: cancelAccountPlanResponse,
+    errors: ["ACCOUNT_PLAN_NOT_FOUND", "ACCOUNT_PLAN_NOT_ACTIVE"],
+  },
+);
 
 /** The plan and assignment routes. */
 export const planRoutes = {

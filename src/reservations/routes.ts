@@ -26,35 +26,35 @@ import {
 
 const route = resourceRoutes("Reservations");
 
-const createRoute_ = route.post("/v1/reservations/create", {
-  summary: "Hold credits before an expensive operation",
-  body: createReservationBody,
-  ok: createReservationResponse,
-  description: "The pending reservation",
-  errors: ["ACCOUNT_NOT_FOUND", "INSUFFICIENT_CREDITS"],
-});
+const createRoute_ = route.post(
+  "/v1/reservations/create",
+  "Hold credits before an expensive operation",
+  {
+    body: createReservationBody,
+    ok: createReservationResponse,
+    errors: ["ACCOUNT_NOT_FOUND", "INSUFFICIENT_CREDITS"],
+  },
+);
 
-const listRoute = route.get("/v1/reservations", {
-  summary: "List an account's reservations, newest first",
+const listRoute = route.get("/v1/reservations", "List an account's reservations, newest first", {
   query: listReservationsQuery,
   ok: listReservationsResponse,
-  description: "Reservations",
   errors: ["ACCOUNT_NOT_FOUND"],
 });
 
-const confirmRoute = route.post("/v1/reservations/confirm", {
-  summary: "Settle a reservation with the actual amount",
-  body: confirmReservationBody,
-  ok: confirmReservationResponse,
-  description: "The settlement",
-  errors: ["RESERVATION_NOT_FOUND", "RESERVATION_NOT_PENDING", "INSUFFICIENT_CREDITS"],
-});
+const confirmRoute = route.post(
+  "/v1/reservations/confirm",
+  "Settle a reservation with the actual amount",
+  {
+    body: confirmReservationBody,
+    ok: confirmReservationResponse,
+    errors: ["RESERVATION_NOT_FOUND", "RESERVATION_NOT_PENDING", "INSUFFICIENT_CREDITS"],
+  },
+);
 
-const cancelRoute = route.post("/v1/reservations/cancel", {
-  summary: "Release a reservation",
+const cancelRoute = route.post("/v1/reservations/cancel", "Release a reservation", {
   body: cancelReservationBody,
   ok: cancelReservationResponse,
-  description: "The release",
   errors: ["RESERVATION_NOT_FOUND", "RESERVATION_NOT_PENDING"],
 });
 

@@ -11,21 +11,25 @@ import { listUsage, recordUsage, summarizeUsage, usageRecordJson } from "./servi
 
 const route = resourceRoutes("Usage");
 
-const recordRoute = route.post("/v1/usage/record", {
-  summary: "Record LLM usage; the cost is computed from the model's current prices",
-  body: recordBody,
-  ok: recordResponse,
-  description: "The usage record",
-  errors: ["ACCOUNT_NOT_FOUND", "MODEL_NOT_FOUND", "TRANSACTION_NOT_FOUND"],
-});
+const recordRoute = route.post(
+  "/v1/usage/record",
+  "Record LLM usage; the cost is computed from the model's current prices",
+  {
+    body: recordBody,
+    ok: recordResponse,
+    errors: ["ACCOUNT_NOT_FOUND", "MODEL_NOT_FOUND", "TRANSACTION_NOT_FOUND"],
+  },
+);
 
-const listRoute = route.get("/v1/usage", {
-  summary: "List usage records, newest first, or their summary with summary=true",
-  query: usageQuery,
-  ok: usageResponse,
-  description: "Usage records or summary",
-  errors: ["ACCOUNT_NOT_FOUND"],
-});
+const listRoute = route.get(
+  "/v1/usage",
+  "List usage records, newest first, or their summary with summary=true",
+  {
+    query: usageQuery,
+    ok: usageResponse,
+    errors: ["ACCOUNT_NOT_FOUND"],
+  },
+);
 
 /** The usage routes. */
 export const usageRoutes = { record: recordRoute, list: listRoute };

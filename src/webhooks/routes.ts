@@ -28,35 +28,43 @@ import {
 
 const route = resourceRoutes("Webhooks");
 
-const createRoute_ = route.post("/v1/webhooks/create", {
-  summary: "Create a webhook endpoint (its signing secret is shown only here)",
-  body: createWebhookBody,
-  ok: createWebhookResponse,
-  description: "The new endpoint, with its secret",
-});
+const createRoute_ = route.post(
+  "/v1/webhooks/create",
+  "Create a webhook endpoint (its signing secret is shown only here)",
+  {
+    body: createWebhookBody,
+    ok: createWebhookResponse,
+  },
+);
 
-const listRoute = route.get("/v1/webhooks", {
-  summary: "List the project's webhook endpoints (without secrets)",
-  query: listWebhooksQuery,
-  ok: listWebhooksResponse,
-  description: "Endpoints, oldest first",
-});
+const listRoute = route.get(
+  "/v1/webhooks",
+  "List the project's webhook endpoints (without secrets)",
+  {
+    query: listWebhooksQuery,
+    ok: listWebhooksResponse,
+  },
+);
 
-const deleteRoute = route.post("/v1/webhooks/delete", {
-  summary: "Delete a webhook endpoint and stop every delivery to it",
-  body: deleteWebhookBody,
-  ok: deleteWebhookResponse,
-  description: "The endpoint was deleted",
-  errors: ["WEBHOOK_NOT_FOUND"],
-});
+const deleteRoute = route.post(
+  "/v1/webhooks/delete",
+  "Delete a webhook endpoint and stop every delivery to it",
+  {
+    body: deleteWebhookBody,
+    ok: deleteWebhookResponse,
+    errors: ["WEBHOOK_NOT_FOUND"],
+  },
+);
 
-const deliveriesRoute = route.get("/v1/webhooks/deliveries", {
-  summary: "An endpoint's deliveries, newest first",
-  query: deliveriesQuery,
-  ok: listDeliveriesResponse,
-  description: "A page of deliveries",
-  errors: ["WEBHOOK_NOT_FOUND"],
-});
+const deliveriesRoute = route.get(
+  "/v1/webhooks/deliveries",
+  "An endpoint's deliveries, newest first",
+  {
+    query: deliveriesQuery,
+    ok: listDeliveriesResponse,
+    errors: ["WEBHOOK_NOT_FOUND"],
+  },
+);
 
 /** The webhook routes, for tests and tools that call them by definition. */
 export const webhookRoutes = {
