@@ -87,7 +87,12 @@ describe("ledger backup while the service takes writes", () => {
     };
     try {
       const writers = [0, 1, 2, 3, 4, 5, 6, 7].map(writer);
-      await new Promise((r) => setTimeout(r, 400));
+      // Start the backup once the writers have a history behind them (on a busy machine that
+      // takes longer than on an idle one), bounded so a stuck writer fails the test.
+      const deadline = performance.now() + 20_000;
+      while (acknowledged.length <= 60 && performance.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
       const began = performance.now();
       const backup = await runCliAsync(["backup", join(dir, "copy.db")], env);
       const writesDuringBackup = acknowledged.filter((a) => a.at > began).length;
