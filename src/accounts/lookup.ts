@@ -3,7 +3,7 @@
  * unit, or with the credits their holds reserve (docs/api.md#naming-an-account,
  * docs/design.md#the-write-path).
  */
-import type { CompiledQuery, Kysely, Transaction } from "kysely";
+import { type CompiledQuery, type Kysely, sql, type Transaction } from "kysely";
 import { locksRows } from "../db/engine.ts";
 import { type Arg, prepared } from "../db/prepared.ts";
 import type { AccountRow, DB } from "../db/schema.ts";
@@ -14,7 +14,7 @@ import { INTERNAL_ACCOUNT_ID } from "../ids.ts";
 export type Reader = Kysely<DB> | Transaction<DB>;
 
 type AccountKey = { projectId: string; ref: string; nowMs: number };
-type AccountWithHeld = AccountRow & { held_micros: number };
+type AccountWithHeld = AccountRow & { held_micros: number; grant_work?: number };
 
 type AccountColumn = "id" | "external_id";
 
@@ -30,7 +30,10 @@ function accountWhere(db: Kysely<DB>, arg: Arg<AccountKey>, column: AccountColum
 /**
  * The prepared account lookups by `column`: `plain`; `locked`, which also takes the row's lock
  * (`FOR UPDATE`, PostgreSQL write units only); `held`, which adds `held_micros`, the credits held
- * by pending, unexpired reservations at `nowMs` (one query instead of two).
+ * by pending, unexpired reservations at `nowMs` (one query instead of two), and `grant_work`,
+ * 1 when a grant of the account is past its expiry and not booked yet, or booked and still held
+ * (docs/api.md#expiry-of-grants): 0 lets a debit skip the expiry step. The literals (0, 1) stay
+ * in the SQL text so that the grants' partial indexes match.
  */
 function accountLookups(column: AccountColumn) {
   return {
@@ -39,15 +42,40 @@ function accountLookups(column: AccountColumn) {
       accountWhere(db, arg, column).forUpdate(),
     ),
     held: prepared<AccountKey, AccountWithHeld>((db, arg) =>
-      accountWhere(db, arg, column).select((eb) =>
-        eb
-          .selectFrom("reservations")
-          .select((r) => r.fn.coalesce(r.fn.sum<number>("amount_micros"), r.lit(0)).as("held"))
-          .whereRef("reservations.account_id", "=", "accounts.id")
-          .where("reservations.status", "=", "pending")
-          .where("reservations.expires_at_ms", ">", arg("nowMs"))
-          .as("held_micros"),
-      ),
+      accountWhere(db, arg, column)
+        .select((eb) =>
+          eb
+            .selectFrom("reservations")
+            .select((r) => r.fn.coalesce(r.fn.sum<number>("amount_micros"), r.lit(0)).as("held"))
+            .whereRef("reservations.account_id", "=", "accounts.id")
+            .where("reservations.status", "=", "pending")
+            .where("reservations.expires_at_ms", ">", arg("nowMs"))
+            .as("held_micros"),
+        )
+        .select((eb) =>
+          eb
+            .or([
+              eb.exists(
+                eb
+                  .selectFrom("credit_grants as d")
+                  .select(sql.lit(1).as("one"))
+                  .whereRef("d.account_id", "=", "accounts.id")
+                  .where("d.remaining_micros", ">", sql.lit(0))
+                  .where("d.expiry_booked", "=", sql.lit(0))
+                  .where("d.expires_at_ms", "is not", null)
+                  .where("d.expires_at_ms", "<=", arg("nowMs")),
+              ),
+              eb.exists(
+                eb
+                  .selectFrom("credit_grants as h")
+                  .select(sql.lit(1).as("one"))
+                  .whereRef("h.account_id", "=", "accounts.id")
+                  .where("h.remaining_micros", ">", sql.lit(0))
+                  .where("h.expiry_booked", "=", sql.lit(1)),
+              ),
+            ])
+            .as("grant_work"),
+        ),
     ),
   };
 }
@@ -103,7 +131,8 @@ export async function findAccountByExternalId(
  * account's row is locked first and its holds are summed by a second statement, which sees every
  * hold committed before the lock was granted (a subquery of the locking statement would read
  * the snapshot taken before it waited for the lock).
- * @returns the account and its balance, reserved and available credits in micro-credits
+ * @returns the account, its balance, reserved and available credits in micro-credits, and
+ *   whether a grant expiry is due or held (`grantWork`; undefined where not read)
  * @throws ApiError ACCOUNT_NOT_FOUND
  */
 export async function findAccountWithBalance(
@@ -113,7 +142,7 @@ export async function findAccountWithBalance(
   nowMs: number,
 ) {
   const key = { projectId, ref, nowMs };
-  const { held_micros, ...account } = locksRows(db)
+  const { held_micros, grant_work, ...account } = locksRows(db)
     ? await lockedWithHeld(db, key)
     : await lookupAccount(db, key, byId.held, byExternalId.held);
   const reserved = Number(held_micros);
@@ -122,6 +151,8 @@ export async function findAccountWithBalance(
     balance: account.balance_micros,
     reserved,
     available: account.balance_micros - reserved,
+    /** False when no grant expiry is due or held (read on SQLite; undefined: not known). */
+    grantWork: grant_work === undefined ? undefined : Number(grant_work) === 1,
   };
 }
 

@@ -139,7 +139,12 @@ export async function drawDown(
   accountId: string,
   amountMicros: number,
   known?: Spendable,
-): Promise<Draw[]> {
+): Promise<void> {
+  // The common case in one statement: the first grant in spending order covers the debit.
+  if (known === undefined && amountMicros > 0) {
+    const first = await trx.executeQuery(takeFromFirst(trx, { accountId, take: amountMicros }));
+    if (Number(first.numAffectedRows ?? 0) === 1) return;
+  }
   const draws: Draw[] = [];
   let left = amountMicros;
   let page = known ?? (left > 0 ? await readSpendable(trx, accountId) : undefined);
@@ -161,8 +166,30 @@ export async function drawDown(
     );
   }
   for (const draw of draws) await takeFrom(trx, draw.grant.seq, draw.takenMicros);
-  return draws;
 }
+
+/**
+ * Takes `take` micro-credits from the account's first grant in spending order (the order of
+ * `spendPage`), when that grant holds at least as much; changes no row otherwise.
+ */
+const takeFromFirst = prepared<{ accountId: string; take: number }, unknown>((db, arg) =>
+  db
+    .updateTable("credit_grants")
+    .set((eb) => ({ remaining_micros: eb("remaining_micros", "-", arg("take")) }))
+    .where("seq", "=", (eb) =>
+      eb
+        .selectFrom("credit_grants as f")
+        .select("f.seq")
+        .where("f.account_id", "=", arg("accountId"))
+        .where("f.remaining_micros", ">", sql.lit(0))
+        .orderBy("f.expiry_booked", "desc")
+        .orderBy("f.priority")
+        .orderBy((o) => o.fn.coalesce("f.expires_at_ms", sql.lit(NO_EXPIRY_KEY)))
+        .orderBy("f.seq")
+        .limit(1),
+    )
+    .where("remaining_micros", ">=", arg("take")),
+);
 
 /**
  * Takes `takeMicros` from one grant (an expiry takes from the grant it removes).

@@ -40,8 +40,9 @@ export interface MoveInput {
  * `amount ≤ available` (docs/api.md#balance-adjustments-and-transactions) and spends grants in
  * the spending order (docs/api.md#spending-order).
  *
- * The deduction's hot path: the account (locked on PostgreSQL) with its holds, one indexed read
- * of its spendable grants, the balance update, the updates of the grants drawn from, the
+ * The deduction's hot path: the account (locked on PostgreSQL) with its holds and whether an
+ * expiry is due or held, the balance update, one update of the first grant in spending order
+ * when it covers the debit (else a read of the grants and an update of each drawn from), the
  * ledger row.
  * @returns the account and the stored entry (with `grantId` for a credit)
  * @throws ApiError ACCOUNT_NOT_FOUND, INSUFFICIENT_CREDITS, BALANCE_LIMIT_EXCEEDED
@@ -59,9 +60,15 @@ export async function moveCredits(
     const found = await findAccountWithBalance(trx, projectId, input.accountRef, nowMs);
     account = found.account;
     availableBefore = found.available;
-    const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
-    requireAvailable(found.available - due.expiredMicros, input.amountMicros);
-    spendable = due.spendable;
+    if (found.grantWork === false) {
+      // Nothing is due or held: no expiry to book first, and the debit draws its grants in the
+      // plain spending order without reading them beforehand (grants.ts `drawDown`).
+      requireAvailable(found.available, input.amountMicros);
+    } else {
+      const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
+      requireAvailable(found.available - due.expiredMicros, input.amountMicros);
+      spendable = due.spendable;
+    }
   } else {
     account = await findAccount(trx, projectId, input.accountRef);
     const accountRef = { projectId, accountId: account.id, balanceMicros: account.balance_micros };
