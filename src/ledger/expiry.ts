@@ -31,6 +31,11 @@ export interface ExpiryAccount {
   balanceMicros?: number | undefined;
   /** Micro-credits held by pending, unexpired holds at `nowMs` (read when missing and needed). */
   reservedMicros?: number | undefined;
+  /**
+   * False when the account lookup found no grant expiry due and none held (`grantWork` of
+   * `findAccountWithBalance`): then there is nothing to book and nothing is read.
+   */
+  grantWork?: boolean | undefined;
 }
 
 /** The ExpiryAccount of an account read with its balances (`findAccountWithBalance`). */
@@ -38,12 +43,14 @@ export function expiryAccount(found: {
   account: { id: string; project_id: string };
   balance: number;
   reserved: number;
+  grantWork?: boolean | undefined;
 }): ExpiryAccount {
   return {
     projectId: found.account.project_id,
     accountId: found.account.id,
     balanceMicros: found.balance,
     reservedMicros: found.reserved,
+    grantWork: found.grantWork,
   };
 }
 
@@ -52,15 +59,20 @@ export interface DueExpiries {
   expiredMicros: number;
   /** The expiry transactions booked now, in order. */
   expiries: TransactionRow[];
-  /** The account's spendable grants after them, for the debit that follows in the unit. */
-  spendable: Spendable;
+  /**
+   * The account's spendable grants after them, for the debit that follows in the unit
+   * (undefined when the lookup already showed nothing due or held, and nothing was read: the
+   * debit then draws in plain spending order, grants.ts `drawDown`).
+   */
+  spendable: Spendable | undefined;
 }
 
 /**
  * Books the account's due expiries at `nowMs`: first what no hold covers any more of the grants
  * booked earlier, then each grant past expiresAt whose expiry is not booked yet (earliest
  * first), each capped at what is still available. The common case (nothing due) costs one
- * indexed query, whose result the caller's debit reuses. The unit must hold the account (its
+ * indexed query, whose result the caller's debit reuses, or none when the account lookup
+ * already showed nothing due or held (`grantWork` false). The unit must hold the account (its
  * row lock on PostgreSQL: callers find it with `findAccount`/`findAccountWithBalance` first).
  * @returns what was removed, the expiry transactions, and the spendable grants after them
  */
@@ -69,6 +81,7 @@ export async function bookDueExpiries(
   account: ExpiryAccount,
   nowMs: number,
 ): Promise<DueExpiries> {
+  if (account.grantWork === false) return { expiredMicros: 0, expiries: [], spendable: undefined };
   const spendable = await readSpendable(trx, account.accountId);
   const due = spendable.nextDueMs !== null && spendable.nextDueMs <= nowMs;
   const held = spendable.grants[0]?.expiry_booked === 1;

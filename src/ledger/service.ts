@@ -60,15 +60,9 @@ export async function moveCredits(
     const found = await findAccountWithBalance(trx, projectId, input.accountRef, nowMs);
     account = found.account;
     availableBefore = found.available;
-    if (found.grantWork === false) {
-      // Nothing is due or held: no expiry to book first, and the debit draws its grants in the
-      // plain spending order without reading them beforehand (grants.ts `drawDown`).
-      requireAvailable(found.available, input.amountMicros);
-    } else {
-      const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
-      requireAvailable(found.available - due.expiredMicros, input.amountMicros);
-      spendable = due.spendable;
-    }
+    const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
+    requireAvailable(found.available - due.expiredMicros, input.amountMicros);
+    spendable = due.spendable;
   } else {
     account = await findAccount(trx, projectId, input.accountRef);
     const accountRef = { projectId, accountId: account.id, balanceMicros: account.balance_micros };

@@ -238,7 +238,7 @@ async function removeUncovered(
   after: { balance: number; reserved: number },
   nowMs: number,
 ): Promise<number> {
-  if (before.spendable.grants[0]?.expiry_booked !== 1) return 0;
+  if (before.spendable?.grants[0]?.expiry_booked !== 1) return 0;
   const { expiredMicros } = await bookDueExpiries(trx, expiryAccount({ account, ...after }), nowMs);
   return expiredMicros;
 }
