@@ -4,6 +4,10 @@
  * plan's unspent bucket), then migrated: per account one grant of the balance with priority 50
  * and no expiry, except the unspent part of the plan grant, which keeps priority 0 and expires
  * at the end of its period; `ledger verify` passes, and the ledger runs on from there.
+ *
+ * Migration 0004 on a database built up to 0003: grants with nothing left get `exhausted` = 1,
+ * and the database keeps the flag equal to `remaining = 0` from then on
+ * (docs/design.md#grant-indexes).
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -14,7 +18,7 @@ import { createApp } from "../src/app.ts";
 import { createProjectKey } from "../src/bootstrap.ts";
 import { loadConfig } from "../src/config.ts";
 import { openDatabase } from "../src/db/client.ts";
-import { migrateToLatest, migrationsDirOf } from "../src/db/migrator.ts";
+import { migrateToLatest, migrationsDirOf, readMigrationFiles } from "../src/db/migrator.ts";
 import type { DB, TransactionType } from "../src/db/schema.ts";
 import { runGrantPlans } from "../src/jobs/grant-plans.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
@@ -245,4 +249,71 @@ it("turns balances and the plan bucket into grants; verify passes; the ledger ru
     [40, 20, 50, "active"],
   ]);
   expect((await verifyLedger(ledger.db.read, now)).problems).toEqual([]);
+});
+
+it("0004 flags the grants with nothing left, and the database keeps the flag", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "ledger-migration-"));
+  const database = await freshDatabase(dir);
+  cleanups.push(async () => {
+    await database.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const { db } = await oldDatabase(database.url);
+  try {
+    const files = await readMigrationFiles(migrationsDirOf(TEST_ENGINE));
+    const upTo3 = Object.fromEntries(Object.entries(files).filter(([name]) => name < "0004"));
+    expect(await migrateToLatest(db.write, upTo3)).toEqual(["0002_grants", "0003_webhooks"]);
+    // The previous version spent a grant to nothing by decrementing it.
+    await db.write
+      .updateTable("credit_grants")
+      .set((eb) => ({ remaining_micros: eb("remaining_micros", "-", 75 * M) }))
+      .where("id", "=", "grt_OLDAAA")
+      .execute();
+    const flags = async () =>
+      (
+        await db.write
+          .selectFrom("credit_grants")
+          .select(["id", "remaining_micros", "exhausted"])
+          .orderBy("seq")
+          .execute()
+      ).map((g) => [g.id, g.remaining_micros / M, g.exhausted]);
+
+    expect(await migrateToLatest(db.write)).toEqual(["0004_grant_exhausted"]);
+    const plan = (await flags())[2]?.[0];
+    expect(await flags()).toEqual([
+      ["grt_OLDAAA", 0, 1],
+      ["grt_OLDCCC", 40, 0],
+      [plan, 70, 0],
+    ]);
+
+    // Whatever takes the last micro-credit sets the flag, in the same statement.
+    const take = (id: string, credits: number) =>
+      db.write
+        .updateTable("credit_grants")
+        .set((eb) => ({ remaining_micros: eb("remaining_micros", "-", credits * M) }))
+        .where("id", "=", id)
+        .execute();
+    await take("grt_OLDCCC", 39);
+    expect((await flags())[1]).toEqual(["grt_OLDCCC", 1, 0]);
+    await take("grt_OLDCCC", 1);
+    expect((await flags())[1]).toEqual(["grt_OLDCCC", 0, 1]);
+
+    // A flag that disagrees with remaining: PostgreSQL refuses it, `ledger verify` reports it.
+    const corrupt = db.write
+      .updateTable("credit_grants")
+      .set({ exhausted: 0 })
+      .where("id", "=", "grt_OLDAAA")
+      .execute();
+    if (TEST_ENGINE === "postgres") {
+      await expect(corrupt).rejects.toThrow(/credit_grants_exhausted_check/);
+    } else {
+      await corrupt;
+      const { problems } = await verifyLedger(db.read, T0);
+      expect(problems.filter((p) => p.includes("exhausted"))).toEqual([
+        "grant grt_OLDAAA: remaining 0 of amount 75, priority 50, exhausted 0",
+      ]);
+    }
+  } finally {
+    await db.close();
+  }
 });

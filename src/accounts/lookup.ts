@@ -60,7 +60,7 @@ function accountLookups(column: AccountColumn) {
                   .selectFrom("credit_grants as d")
                   .select(sql.lit(1).as("one"))
                   .whereRef("d.account_id", "=", "accounts.id")
-                  .where("d.remaining_micros", ">", sql.lit(0))
+                  .where("d.exhausted", "=", sql.lit(0))
                   .where("d.expiry_booked", "=", sql.lit(0))
                   .where("d.expires_at_ms", "is not", null)
                   .where("d.expires_at_ms", "<=", arg("nowMs")),
@@ -70,7 +70,7 @@ function accountLookups(column: AccountColumn) {
                   .selectFrom("credit_grants as h")
                   .select(sql.lit(1).as("one"))
                   .whereRef("h.account_id", "=", "accounts.id")
-                  .where("h.remaining_micros", ">", sql.lit(0))
+                  .where("h.exhausted", "=", sql.lit(0))
                   .where("h.expiry_booked", "=", sql.lit(1)),
               ),
             ])

@@ -48,7 +48,10 @@ export interface Database {
 /** Milliseconds a connection waits for another process's write lock before SQLITE_BUSY. */
 export const BUSY_TIMEOUT_MS = 5000;
 
-/** The PRAGMAs of every connection (style.md: a pooled connection with other settings is a bug). */
+/**
+ * The PRAGMAs of every connection, writing or reading (docs/design.md#connection-settings): a
+ * pooled connection with other settings would be a bug.
+ */
 export function connectionPragmas(synchronous: "FULL" | "NORMAL"): string[] {
   return [
     "PRAGMA journal_mode = WAL",

@@ -105,6 +105,11 @@ export interface CreditGrantsTable {
   expires_at_ms: number | null;
   expiry_booked: Generated<number>;
   created_at_ms: number;
+  /**
+   * 1 exactly when `remaining_micros` is 0 (migration 0004), kept by the database (a trigger);
+   * the partial indexes name it instead of `remaining_micros` (docs/design.md#grant-indexes).
+   */
+  exhausted: Generated<number>;
 }
 
 export type PlanInterval = "1d" | "week" | "month";

@@ -45,7 +45,7 @@ async function accountsWith(
     .selectFrom("credit_grants")
     .select(["account_id", "project_id"])
     .distinct()
-    .where("remaining_micros", ">", sql.lit(0))
+    .where("exhausted", "=", sql.lit(0))
     .where("account_id", ">", afterId);
   query =
     which === "due"

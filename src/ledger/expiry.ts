@@ -208,7 +208,7 @@ async function grantsWhere(
     .selectFrom("credit_grants")
     .select(SPEND_COLUMNS)
     .where("account_id", "=", accountId)
-    .where("remaining_micros", ">", sql.lit(0));
+    .where("exhausted", "=", sql.lit(0));
   query =
     which === "booked"
       ? query.where("expiry_booked", "=", sql.lit(1))

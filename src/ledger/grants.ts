@@ -80,13 +80,13 @@ const spendPage = prepared<PageArgs, SpendableGrant & { next_due_ms: number | nu
         .selectFrom("credit_grants as d")
         .select((d) => d.fn.min<number | null>("d.expires_at_ms").as("m"))
         .where("d.account_id", "=", arg("accountId"))
-        .where("d.remaining_micros", ">", sql.lit(0))
+        .where("d.exhausted", "=", sql.lit(0))
         .where("d.expiry_booked", "=", sql.lit(0))
         .where("d.expires_at_ms", "is not", null)
         .as("next_due_ms"),
     )
     .where("account_id", "=", arg("accountId"))
-    .where("remaining_micros", ">", sql.lit(0))
+    .where("exhausted", "=", sql.lit(0))
     .orderBy("expiry_booked", "desc")
     .orderBy("priority")
     .orderBy((eb) => eb.fn.coalesce("expires_at_ms", sql.lit(NO_EXPIRY_KEY)))
@@ -181,7 +181,7 @@ const takeFromFirst = prepared<{ accountId: string; take: number }, unknown>((db
         .selectFrom("credit_grants as f")
         .select("f.seq")
         .where("f.account_id", "=", arg("accountId"))
-        .where("f.remaining_micros", ">", sql.lit(0))
+        .where("f.exhausted", "=", sql.lit(0))
         .orderBy("f.expiry_booked", "desc")
         .orderBy("f.priority")
         .orderBy((o) => o.fn.coalesce("f.expires_at_ms", sql.lit(NO_EXPIRY_KEY)))
@@ -210,23 +210,25 @@ export interface GrantTerms {
   expiresAtMs: number | null;
 }
 
-const insertGrant = prepared<Omit<CreditGrantRow, "seq" | "expiry_booked">, { seq: number }>(
-  (db, arg) =>
-    db
-      .insertInto("credit_grants")
-      .values({
-        id: arg("id"),
-        project_id: arg("project_id"),
-        account_id: arg("account_id"),
-        transaction_id: arg("transaction_id"),
-        account_plan_id: arg("account_plan_id"),
-        amount_micros: arg("amount_micros"),
-        remaining_micros: arg("remaining_micros"),
-        priority: arg("priority"),
-        expires_at_ms: arg("expires_at_ms"),
-        created_at_ms: arg("created_at_ms"),
-      })
-      .returning("seq"),
+/** A new grant's columns; the database sets `seq`, `expiry_booked` and `exhausted`. */
+type NewGrant = Omit<CreditGrantRow, "seq" | "expiry_booked" | "exhausted">;
+
+const insertGrant = prepared<NewGrant, { seq: number }>((db, arg) =>
+  db
+    .insertInto("credit_grants")
+    .values({
+      id: arg("id"),
+      project_id: arg("project_id"),
+      account_id: arg("account_id"),
+      transaction_id: arg("transaction_id"),
+      account_plan_id: arg("account_plan_id"),
+      amount_micros: arg("amount_micros"),
+      remaining_micros: arg("remaining_micros"),
+      priority: arg("priority"),
+      expires_at_ms: arg("expires_at_ms"),
+      created_at_ms: arg("created_at_ms"),
+    })
+    .returning("seq"),
 );
 
 /**

@@ -162,7 +162,7 @@ async function checkGrants(db: Kysely<DB>, balances: Map<string, number>, proble
   }
   const broken = await db
     .selectFrom("credit_grants")
-    .select(["id", "amount_micros", "remaining_micros", "priority"])
+    .select(["id", "amount_micros", "remaining_micros", "priority", "exhausted"])
     .where((eb) =>
       eb.or([
         eb("amount_micros", "<=", 0),
@@ -170,12 +170,15 @@ async function checkGrants(db: Kysely<DB>, balances: Map<string, number>, proble
         eb("remaining_micros", ">", eb.ref("amount_micros")),
         eb("priority", "<", 0),
         eb("priority", ">", 100),
+        // `exhausted` is 1 exactly when nothing remains (docs/design.md#grant-indexes).
+        eb.and([eb("exhausted", "=", 0), eb("remaining_micros", "=", 0)]),
+        eb.and([eb("exhausted", "!=", 0), eb("remaining_micros", "!=", 0)]),
       ]),
     )
     .execute();
   for (const g of broken) {
     problems.push(
-      `grant ${g.id}: remaining ${fromMicros(g.remaining_micros)} of amount ${fromMicros(g.amount_micros)}, priority ${g.priority}`,
+      `grant ${g.id}: remaining ${fromMicros(g.remaining_micros)} of amount ${fromMicros(g.amount_micros)}, priority ${g.priority}, exhausted ${g.exhausted}`,
     );
   }
   const unmatched = await db
