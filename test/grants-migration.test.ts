@@ -20,13 +20,12 @@ import { loadConfig } from "../src/config.ts";
 import { openDatabase } from "../src/db/client.ts";
 import { migrateToLatest, migrationsDirOf, readMigrationFiles } from "../src/db/migrator.ts";
 import type { DB, TransactionType } from "../src/db/schema.ts";
+import { listGrantsResponse } from "../src/grants/schemas.ts";
 import { runGrantPlans } from "../src/jobs/grant-plans.ts";
+import { listTransactionsResponse } from "../src/ledger/schemas.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
 import { openLedger } from "../src/runtime.ts";
 import { freshDatabase, TEST_ENGINE } from "./pg-harness.ts";
-
-// biome-ignore lint/suspicious/noExplicitAny: response bodies are inspected field by field.
-type Json = any;
 
 const T0 = Date.parse("2026-01-01T00:00:00Z");
 const DAY = 86_400_000;
@@ -232,17 +231,21 @@ it("turns balances and the plan bucket into grants; verify passes; the ledger ru
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     expect(res.status, path).toBe(200);
-    return (await res.json()) as Json;
+    return (await res.json()) as unknown;
   };
   expect(await runGrantPlans({ queue: ledger.queue, nowMs: now })).toMatchObject({ grants: 1 });
-  const items: Json[] = (await call("GET", "/v1/transactions?accountId=acc_oldccc")).items;
+  const { items } = listTransactionsResponse.parse(
+    await call("GET", "/v1/transactions?accountId=acc_oldccc"),
+  );
   expect(items.slice(0, 2).map((x) => [x.type, x.amount, x.metadata.reason])).toEqual([
     ["credit", 100, "plan_grant"],
     ["debit", 70, "plan_credits_expired"],
   ]);
   now += 1000;
   await call("POST", "/v1/accounts/credits/deduct", { accountId: "acc_oldccc", amount: 120 });
-  const listed: Json[] = (await call("GET", "/v1/accounts/grants?accountId=acc_oldccc")).grants;
+  const listed = listGrantsResponse.parse(
+    await call("GET", "/v1/accounts/grants?accountId=acc_oldccc"),
+  ).grants;
   expect(listed.map((g) => [g.amount, g.remaining, g.priority, g.status])).toEqual([
     [100, 0, 0, "spent"],
     [100, 0, 0, "expired"],
