@@ -18,6 +18,12 @@ const RESERVATION_STATUSES: readonly ReservationStatus[] = [
   "expired",
 ];
 
+/** Buckets of a scheduler job run's duration, in seconds. */
+const JOB_SECONDS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30];
+
+/** Buckets of a scheduled backup's duration, in seconds. */
+const BACKUP_SECONDS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300];
+
 const HTTP_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
 
 /** Where the scrape-time gauges read from. */
@@ -123,52 +129,18 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     },
   });
 
-  const jobRuns = new Counter({
-    name: "ledger_job_runs_total",
-    help: "Scheduler job runs, failed ones included",
-    labelNames: ["job"] as const,
-    registers,
-  });
-  const jobFailures = new Counter({
-    name: "ledger_job_failures_total",
-    help: "Scheduler job runs that failed",
-    labelNames: ["job"] as const,
-    registers,
-  });
-  const jobDuration = new Histogram({
-    name: "ledger_job_duration_seconds",
-    help: "Duration of a scheduler job run",
-    labelNames: ["job"] as const,
-    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30],
-    registers,
-  });
-  const jobLastSuccess = new Gauge({
-    name: "ledger_job_last_success_timestamp_seconds",
-    help: "Unix time of the job's last successful run",
-    labelNames: ["job"] as const,
-    registers,
+  const jobs = runSeries(registers, "ledger_job", ["job"], JOB_SECONDS, {
+    runs: "Scheduler job runs, failed ones included",
+    failures: "Scheduler job runs that failed",
+    duration: "Duration of a scheduler job run",
+    lastSuccess: "Unix time of the job's last successful run",
   });
 
-  const backupRuns = new Counter({
-    name: "ledger_backup_runs_total",
-    help: "Scheduled backups attempted, failed ones included",
-    registers,
-  });
-  const backupFailures = new Counter({
-    name: "ledger_backup_failures_total",
-    help: "Scheduled backups that failed (no file was written or removed)",
-    registers,
-  });
-  const backupDuration = new Histogram({
-    name: "ledger_backup_duration_seconds",
-    help: "Duration of a scheduled backup: copy, checks and placement",
-    buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300],
-    registers,
-  });
-  const backupLastSuccess = new Gauge({
-    name: "ledger_backup_last_success_timestamp_seconds",
-    help: "Unix time of the last successful scheduled backup (0: none yet)",
-    registers,
+  const backups = runSeries(registers, "ledger_backup", [], BACKUP_SECONDS, {
+    runs: "Scheduled backups attempted, failed ones included",
+    failures: "Scheduled backups that failed (no file was written or removed)",
+    duration: "Duration of a scheduled backup: copy, checks and placement",
+    lastSuccess: "Unix time of the last successful scheduled backup (0: none yet)",
   });
   const backupBytes = new Gauge({
     name: "ledger_backup_size_bytes",
@@ -232,29 +204,77 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       if (stats.failedUnits > 0) failedUnits.inc(stats.failedUnits);
     },
     declareJob(job) {
-      jobRuns.inc({ job }, 0);
-      jobFailures.inc({ job }, 0);
+      jobs.declare({ job });
     },
     observeJob(job, ok, seconds, endedAtMs) {
-      jobRuns.inc({ job });
-      jobDuration.observe({ job }, seconds);
-      if (ok) jobLastSuccess.set({ job }, endedAtMs / 1000);
-      else jobFailures.inc({ job });
+      jobs.observe({ job }, ok, seconds, endedAtMs);
     },
     observeWebhookDelivery(outcome) {
       webhookDeliveries.inc({ outcome });
     },
     observeBackup(ok, seconds, endedAtMs, bytes) {
-      backupRuns.inc();
-      backupDuration.observe(seconds);
-      if (!ok) {
-        backupFailures.inc();
-        return;
-      }
-      backupLastSuccess.set(endedAtMs / 1000);
-      if (bytes !== undefined) backupBytes.set(bytes);
+      backups.observe({}, ok, seconds, endedAtMs);
+      if (ok && bytes !== undefined) backupBytes.set(bytes);
     },
     render: () => registry.metrics(),
+  };
+}
+
+/** Label values of a series: each of the metric's label names (`L`) to its value. */
+type Labels<L extends string> = Partial<Record<L, string | number>>;
+
+/** The help texts of the series of a repeated task. */
+interface RunHelp {
+  runs: string;
+  failures: string;
+  duration: string;
+  lastSuccess: string;
+}
+
+/**
+ * The series of a repeated task (a scheduler job, a scheduled backup), each named after `prefix`
+ * and labelled by `labelNames`: `<prefix>_runs_total` and `<prefix>_failures_total` (counters),
+ * `<prefix>_duration_seconds` (a histogram of `buckets`, in seconds) and
+ * `<prefix>_last_success_timestamp_seconds` (a gauge, Unix seconds; 0 until a run succeeds).
+ */
+function runSeries<L extends string>(
+  registers: Registry[],
+  prefix: string,
+  labelNames: readonly L[],
+  buckets: number[],
+  help: RunHelp,
+) {
+  const series = { labelNames, registers };
+  const runs = new Counter({ name: `${prefix}_runs_total`, help: help.runs, ...series });
+  const failures = new Counter({
+    name: `${prefix}_failures_total`,
+    help: help.failures,
+    ...series,
+  });
+  const duration = new Histogram({
+    name: `${prefix}_duration_seconds`,
+    help: help.duration,
+    buckets,
+    ...series,
+  });
+  const lastSuccess = new Gauge({
+    name: `${prefix}_last_success_timestamp_seconds`,
+    help: help.lastSuccess,
+    ...series,
+  });
+  return {
+    /** Makes the counters' series of `labels` exist, at 0, before the first run. */
+    declare(labels: Labels<L>): void {
+      runs.inc(labels, 0);
+      failures.inc(labels, 0);
+    },
+    /** Records one run that took `seconds` and ended at `endedAtMs` (epoch ms). */
+    observe(labels: Labels<L>, ok: boolean, seconds: number, endedAtMs: number): void {
+      runs.inc(labels);
+      duration.observe(labels, seconds);
+      if (ok) lastSuccess.set(labels, endedAtMs / 1000);
+      else failures.inc(labels);
+    },
   };
 }
 

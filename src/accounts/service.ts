@@ -32,12 +32,22 @@ export function accountJson(row: AccountRow): WireOf<typeof accountSchema> {
   };
 }
 
-export interface CreateAccountInput {
-  externalId: string;
+/** The fields of an account that a request sets, on create and on update alike. */
+interface AccountFields {
   name?: string | undefined;
   email?: string | undefined;
   metadata?: Record<string, unknown> | undefined;
+}
+
+export interface CreateAccountInput extends AccountFields {
+  externalId: string;
   /** Micro-credits; null or left out: none. */
+  lowBalanceThreshold?: number | null | undefined;
+}
+
+export interface UpdateAccountInput extends AccountFields {
+  accountRef: string;
+  /** Micro-credits; null removes the threshold; left out keeps it. */
   lowBalanceThreshold?: number | null | undefined;
 }
 
@@ -76,15 +86,6 @@ export async function createAccount(
   };
   await trx.insertInto("accounts").values(row).execute();
   return row;
-}
-
-export interface UpdateAccountInput {
-  accountRef: string;
-  name?: string | undefined;
-  email?: string | undefined;
-  metadata?: Record<string, unknown> | undefined;
-  /** Micro-credits; null removes the threshold; left out keeps it. */
-  lowBalanceThreshold?: number | null | undefined;
 }
 
 /**

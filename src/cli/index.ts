@@ -25,6 +25,15 @@ async function withLedger<T>(fn: (ledger: Awaited<ReturnType<typeof openLedger>>
   }
 }
 
+/**
+ * The absolute path of the SQLite file that DATABASE_URL names (the file `backup` copies and
+ * `restore` replaces).
+ * @throws BackupError when DATABASE_URL is a PostgreSQL, remote libSQL or in-memory database
+ */
+function configuredDatabaseFile(): string {
+  return embeddedDatabasePath(loadConfig().DATABASE_URL);
+}
+
 const program = new Command()
   .name("ledger")
   .description("Credit ledger service: exact balances, reservations, plans, usage costing");
@@ -134,8 +143,7 @@ program
   .description("write a checked, consistent copy of the database file, also while it serves")
   .argument("<file>", "the backup file to create (must not exist)")
   .action(async (file: string) => {
-    const config = loadConfig();
-    const databasePath = embeddedDatabasePath(config.DATABASE_URL);
+    const databasePath = configuredDatabaseFile();
     await withLedger(async () => {});
     const result = await writeBackup(databasePath, file, Date.now());
     process.stdout.write(
@@ -148,9 +156,7 @@ program
   .description("replace the database file by a checked backup (service stopped)")
   .argument("<file>", "the backup file")
   .action(async (file: string) => {
-    const config = loadConfig();
-    const databasePath = embeddedDatabasePath(config.DATABASE_URL);
-    const result = await restoreBackup(databasePath, file, Date.now());
+    const result = await restoreBackup(configuredDatabaseFile(), file, Date.now());
     process.stdout.write(
       `restored ${file} into ${result.database} (checked: ${result.accounts} accounts, ${result.transactions} transactions)\n${
         result.previous ? `the previous database is kept as ${result.previous}\n` : ""

@@ -13,11 +13,14 @@
 import {
   type Compilable,
   type CompiledQuery,
+  type DatabaseIntrospector,
+  type DialectAdapter,
   DummyDriver,
   Kysely,
   PostgresAdapter,
   PostgresIntrospector,
   PostgresQueryCompiler,
+  type QueryCompiler,
   SqliteAdapter,
   SqliteIntrospector,
   SqliteQueryCompiler,
@@ -25,24 +28,29 @@ import {
 import { type Engine, engineOf } from "./engine.ts";
 import type { DB } from "./schema.ts";
 
-/** Kysely instances that only build and compile queries for one engine (they cannot run them). */
+/**
+ * A Kysely instance that only builds and compiles queries in one engine's SQL, made of that
+ * engine's adapter, introspector and compiler classes (it has no connection: it cannot run them).
+ */
+function compileOnly(
+  Adapter: new () => DialectAdapter,
+  Introspector: new (db: Kysely<DB>) => DatabaseIntrospector,
+  Compiler: new () => QueryCompiler,
+): Kysely<DB> {
+  return new Kysely<DB>({
+    dialect: {
+      createAdapter: () => new Adapter(),
+      createDriver: () => new DummyDriver(),
+      createIntrospector: (db) => new Introspector(db),
+      createQueryCompiler: () => new Compiler(),
+    },
+  });
+}
+
+/** The query builders of each engine. */
 const builders: Record<Engine, Kysely<DB>> = {
-  sqlite: new Kysely<DB>({
-    dialect: {
-      createAdapter: () => new SqliteAdapter(),
-      createDriver: () => new DummyDriver(),
-      createIntrospector: (db) => new SqliteIntrospector(db),
-      createQueryCompiler: () => new SqliteQueryCompiler(),
-    },
-  }),
-  postgres: new Kysely<DB>({
-    dialect: {
-      createAdapter: () => new PostgresAdapter(),
-      createDriver: () => new DummyDriver(),
-      createIntrospector: (db) => new PostgresIntrospector(db),
-      createQueryCompiler: () => new PostgresQueryCompiler(),
-    },
-  }),
+  sqlite: compileOnly(SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler),
+  postgres: compileOnly(PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler),
 };
 
 const MARKER = "\u0000prepared:";
@@ -81,4 +89,18 @@ export function prepared<A extends Record<string, unknown>, R>(
     const parameters = slots.map((slot) => ("name" in slot ? args[slot.name] : slot.value));
     return { ...query, parameters };
   };
+}
+
+/**
+ * The values of a prepared insert whose every column is a named argument of the same name:
+ * `{ [column]: arg(column) }` for each of `columns`, in their order (the order of the SQL's
+ * column list).
+ */
+export function argValues<A, K extends keyof A & string>(
+  arg: Arg<A>,
+  columns: readonly K[],
+): Pick<A, K> {
+  const values: Partial<Pick<A, K>> = {};
+  for (const column of columns) values[column] = arg(column);
+  return values as Pick<A, K>;
 }

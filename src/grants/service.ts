@@ -1,5 +1,6 @@
 /** The grant list (docs/api.md#grant-list): an account's credit grants, newest first. */
 import type { Kysely } from "kysely";
+import type { AccountListOptions } from "../db/account-list.ts";
 import { countedPage } from "../db/paging.ts";
 import type { CreditGrantRow, DB } from "../db/schema.ts";
 import { iso } from "../http/dates.ts";
@@ -37,11 +38,7 @@ export function grantJson(grant: CreditGrantRow, nowMs: number): WireOf<typeof g
  * A page of the account's grants, newest first (ledger order, index `credit_grants_account`),
  * with the total; `activeOnly`: only those `active` at `nowMs`.
  */
-export async function listGrants(
-  db: Kysely<DB>,
-  accountId: string,
-  options: { activeOnly: boolean; limit: number; offset: number; nowMs: number },
-) {
+export async function listGrants(db: Kysely<DB>, accountId: string, options: AccountListOptions) {
   let base = db.selectFrom("credit_grants").where("account_id", "=", accountId);
   if (options.activeOnly) {
     base = base

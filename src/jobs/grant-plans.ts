@@ -12,8 +12,8 @@ import type { Transaction } from "kysely";
 import { tryLockAccount } from "../db/locks.ts";
 import { inSavepoint } from "../db/savepoint.ts";
 import type { AccountPlanRow, DB } from "../db/schema.ts";
-import type { WriteQueue } from "../db/write-queue.ts";
 import { settleDue } from "../plans/grants.ts";
+import { type BatchedRun, batches } from "./batches.ts";
 
 /** Largest number of assignments handled in one write unit. */
 export const GRANT_BATCH = 100;
@@ -78,19 +78,14 @@ async function runBatch(trx: Transaction<DB>, nowMs: number, batch: number, skip
  * Runs the grant job at `nowMs` until nothing more is due (assignments that failed are retried
  * on the next run).
  */
-export async function runGrantPlans(opts: {
-  queue: WriteQueue;
-  nowMs: number;
-  batchSize?: number;
-}): Promise<GrantRunResult> {
-  const batch = opts.batchSize ?? GRANT_BATCH;
-  const total: GrantRunResult = { grants: 0, completed: 0, failed: 0 };
+export async function runGrantPlans(run: BatchedRun): Promise<GrantRunResult> {
   const skip = new Set<string>();
-  for (;;) {
-    const r = await opts.queue.run((trx) => runBatch(trx, opts.nowMs, batch, skip));
+  const units = batches(run, GRANT_BATCH, (trx, batch) => runBatch(trx, run.nowMs, batch, skip));
+  const total: GrantRunResult = { grants: 0, completed: 0, failed: 0 };
+  for await (const r of units) {
     total.grants += r.grants;
     total.completed += r.completed;
     total.failed += r.failed;
-    if (r.seen < batch) return total;
   }
+  return total;
 }

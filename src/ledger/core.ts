@@ -13,7 +13,7 @@
  * The database repeats these as CHECK constraints, so a bug here fails the unit instead of
  * storing a broken ledger.
  */
-import type { ExpressionBuilder, Transaction } from "kysely";
+import type { Expression, ExpressionBuilder, SqlBool, Transaction } from "kysely";
 import type { Engine } from "../db/engine.ts";
 import { prepared } from "../db/prepared.ts";
 import type { DB, TransactionRow, TransactionSource, TransactionType } from "../db/schema.ts";
@@ -165,30 +165,35 @@ function movedAt(eb: ExpressionBuilder<DB, "accounts">, nowMs: number, engine: E
     : eb.val(nowMs);
 }
 
-const creditBalance = prepared<MoveArgs, Moved>((db, arg, engine) =>
-  db
-    .updateTable("accounts")
-    .set((eb) => ({
-      balance_micros: eb("balance_micros", "+", arg("amount")),
-      updated_at_ms: movedAt(eb, arg("nowMs"), engine),
-    }))
-    .where("id", "=", arg("accountId"))
-    .where((eb) => eb(eb("balance_micros", "+", arg("amount")), "<=", MAX_BALANCE_MICROS))
-    .returning(["balance_micros", "updated_at_ms"]),
+/**
+ * The prepared move of an account's balance by the `amount` argument (micro-credits): `+` a
+ * credit, `-` a debit. It updates only when `allowed(eb, amount)` holds of the account's row
+ * before the move, and returns the new balance and `updated_at_ms` (no row when refused).
+ */
+function balanceMove(
+  op: "+" | "-",
+  allowed: (eb: ExpressionBuilder<DB, "accounts">, amount: number) => Expression<SqlBool>,
+) {
+  return prepared<MoveArgs, Moved>((db, arg, engine) =>
+    db
+      .updateTable("accounts")
+      .set((eb) => ({
+        balance_micros: eb("balance_micros", op, arg("amount")),
+        updated_at_ms: movedAt(eb, arg("nowMs"), engine),
+      }))
+      .where("id", "=", arg("accountId"))
+      .where((eb) => allowed(eb, arg("amount")))
+      .returning(["balance_micros", "updated_at_ms"]),
+  );
+}
+
+/** A credit, refused past the balance limit (9e9 credits). */
+const creditBalance = balanceMove("+", (eb, amount) =>
+  eb(eb("balance_micros", "+", amount), "<=", MAX_BALANCE_MICROS),
 );
 
-/** A debit; which grants it spends is decided by `postEntry` (grants.ts). */
-const debitBalance = prepared<MoveArgs, Moved>((db, arg, engine) =>
-  db
-    .updateTable("accounts")
-    .set((eb) => ({
-      balance_micros: eb("balance_micros", "-", arg("amount")),
-      updated_at_ms: movedAt(eb, arg("nowMs"), engine),
-    }))
-    .where("id", "=", arg("accountId"))
-    .where("balance_micros", ">=", arg("amount"))
-    .returning(["balance_micros", "updated_at_ms"]),
-);
+/** A debit, refused below zero; which grants it spends is decided by `postEntry` (grants.ts). */
+const debitBalance = balanceMove("-", (eb, amount) => eb("balance_micros", ">=", amount));
 
 /** Both engines return the new row's `seq` (SQLite's rowid, PostgreSQL's identity). */
 const insertTransaction = prepared<Omit<TransactionRow, "seq">, { seq: number }>((db, arg) =>

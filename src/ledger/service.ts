@@ -4,6 +4,7 @@
  */
 import type { Kysely, Transaction } from "kysely";
 import { findAccount, findAccountWithBalance } from "../accounts/lookup.ts";
+import { createdWithin, ofProjectOrAccount } from "../db/ledger-rows.ts";
 import { newestFirstPage } from "../db/paging.ts";
 import type {
   AccountRow,
@@ -131,15 +132,8 @@ export interface TransactionFilter {
 
 /** A page of the project's transactions, newest first (ties by insertion order), with total. */
 export async function listTransactions(db: Kysely<DB>, projectId: string, f: TransactionFilter) {
-  // An account id was already resolved within the project, so it alone selects the rows (and
-  // lets SQLite use the account index instead of scanning the project's ledger).
-  let base =
-    f.accountId === undefined
-      ? db.selectFrom("transactions").where("project_id", "=", projectId)
-      : db.selectFrom("transactions").where("account_id", "=", f.accountId);
-  if (f.startMs !== undefined) base = base.where("created_at_ms", ">=", f.startMs);
-  if (f.endMs !== undefined) base = base.where("created_at_ms", "<=", f.endMs);
-  return newestFirstPage(base, f);
+  const rows = ofProjectOrAccount(db.selectFrom("transactions"), projectId, f.accountId);
+  return newestFirstPage(createdWithin(rows, f), f);
 }
 
 /**

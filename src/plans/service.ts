@@ -5,6 +5,7 @@
 import type { Kysely, Transaction } from "kysely";
 import { findAccount } from "../accounts/lookup.ts";
 import { locksRows } from "../db/engine.ts";
+import { projectRow } from "../db/project-row.ts";
 import type { AccountPlanRow, DB, PlanInterval, PlanRow, StartMode } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { iso } from "../http/dates.ts";
@@ -106,11 +107,8 @@ export function listPlans(db: Kysely<DB>, projectId: string) {
 
 /** @throws ApiError PLAN_NOT_FOUND (also for another project's plan) */
 export async function findPlan(db: Kysely<DB> | Transaction<DB>, projectId: string, id: string) {
-  const row = await db
-    .selectFrom("plans")
+  const row = await projectRow(db.selectFrom("plans"), projectId, id)
     .selectAll()
-    .where("id", "=", id)
-    .where("project_id", "=", projectId)
     .executeTakeFirst();
   if (!row) throw new ApiError("PLAN_NOT_FOUND", `Plan ${id} not found`);
   return row;
@@ -196,11 +194,8 @@ export async function cancelAssignment(
   nowMs: number,
 ) {
   const byId = () =>
-    trx
-      .selectFrom("account_plans")
+    projectRow(trx.selectFrom("account_plans"), projectId, accountPlanId)
       .selectAll()
-      .where("id", "=", accountPlanId)
-      .where("project_id", "=", projectId)
       .executeTakeFirst();
   let ap = await byId();
   if (!ap) throw new ApiError("ACCOUNT_PLAN_NOT_FOUND", `Account plan ${accountPlanId} not found`);

@@ -5,9 +5,10 @@
  */
 import type { Kysely, Transaction } from "kysely";
 import { findAccountWithBalance } from "../accounts/lookup.ts";
+import type { AccountListOptions } from "../db/account-list.ts";
 import { locksRows } from "../db/engine.ts";
 import { countedPage } from "../db/paging.ts";
-import { prepared } from "../db/prepared.ts";
+import { argValues, prepared } from "../db/prepared.ts";
 import type { DB, ReservationRow, ReservationStatus } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { iso } from "../http/dates.ts";
@@ -20,20 +21,23 @@ import { fromMicros } from "../money.ts";
 import { checkLowBalance, emitReservationsExpired } from "../webhooks/events.ts";
 import type { reservationSchema } from "./schemas.ts";
 
+/** Every column of a reservation, in the order the insert lists them. */
+const RESERVATION_COLUMNS = [
+  "id",
+  "project_id",
+  "account_id",
+  "amount_micros",
+  "status",
+  "metadata",
+  "created_at_ms",
+  "expires_at_ms",
+  "settled_at_ms",
+  "actual_micros",
+  "transaction_id",
+] as const satisfies readonly (keyof ReservationRow)[];
+
 const insertReservation = prepared<ReservationRow, unknown>((db, arg) =>
-  db.insertInto("reservations").values({
-    id: arg("id"),
-    project_id: arg("project_id"),
-    account_id: arg("account_id"),
-    amount_micros: arg("amount_micros"),
-    status: arg("status"),
-    metadata: arg("metadata"),
-    created_at_ms: arg("created_at_ms"),
-    expires_at_ms: arg("expires_at_ms"),
-    settled_at_ms: arg("settled_at_ms"),
-    actual_micros: arg("actual_micros"),
-    transaction_id: arg("transaction_id"),
-  }),
+  db.insertInto("reservations").values(argValues(arg, RESERVATION_COLUMNS)),
 );
 
 /**
@@ -284,7 +288,7 @@ export async function cancelReservation(
 export async function listReservations(
   db: Kysely<DB>,
   accountId: string,
-  options: { activeOnly: boolean; limit: number; offset: number; nowMs: number },
+  options: AccountListOptions,
 ) {
   let base = db.selectFrom("reservations").where("account_id", "=", accountId);
   if (options.activeOnly) {

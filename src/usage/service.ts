@@ -5,7 +5,9 @@
  */
 import type { Kysely, Transaction } from "kysely";
 import { findAccount } from "../accounts/lookup.ts";
+import { createdWithin, ofProjectOrAccount } from "../db/ledger-rows.ts";
 import { newestFirstPage } from "../db/paging.ts";
+import { projectRow } from "../db/project-row.ts";
 import type { DB, UsageContext, UsageRecordRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { iso } from "../http/dates.ts";
@@ -71,11 +73,8 @@ export async function recordUsage(
   const account = input.accountRef ? await findAccount(trx, projectId, input.accountRef) : null;
   const model = await findModel(trx, input.modelId);
   if (input.transactionId !== undefined) {
-    const tx = await trx
-      .selectFrom("transactions")
+    const tx = await projectRow(trx.selectFrom("transactions"), projectId, input.transactionId)
       .select("id")
-      .where("id", "=", input.transactionId)
-      .where("project_id", "=", projectId)
       .executeTakeFirst();
     if (!tx) {
       throw new ApiError("TRANSACTION_NOT_FOUND", `Transaction ${input.transactionId} not found`);
@@ -119,16 +118,10 @@ export interface UsageFilter {
 }
 
 function filtered(db: Kysely<DB>, projectId: string, f: UsageFilter) {
-  // A resolved account id is already scoped to the project; filtering by it alone uses its index.
-  let q =
-    f.accountId === undefined
-      ? db.selectFrom("usage_records").where("project_id", "=", projectId)
-      : db.selectFrom("usage_records").where("account_id", "=", f.accountId);
+  let q = ofProjectOrAccount(db.selectFrom("usage_records"), projectId, f.accountId);
   if (f.modelId !== undefined) q = q.where("model_id", "=", f.modelId);
   if (f.context !== undefined) q = q.where("context", "=", f.context);
-  if (f.startMs !== undefined) q = q.where("created_at_ms", ">=", f.startMs);
-  if (f.endMs !== undefined) q = q.where("created_at_ms", "<=", f.endMs);
-  return q;
+  return createdWithin(q, f);
 }
 
 /** A page of usage records, newest first, with the total count. */

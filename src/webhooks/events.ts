@@ -190,29 +190,7 @@ export async function emitCreditsExpired(
   trx: Transaction<DB>,
   expiry: { grantId: string; transaction: TransactionRow; nowMs: number },
 ): Promise<void> {
-  const { transaction } = expiry;
-  await emitEvent(trx, {
-    projectId: transaction.project_id,
-    type: "credits.expired",
-    nowMs: expiry.nowMs,
-    data: async () => ({
-      accountId: transaction.account_id,
-      externalId: await externalIdOf(trx, transaction.account_id),
-      grantId: expiry.grantId,
-      transactionId: transaction.id,
-      amount: fromMicros(transaction.amount_micros),
-      balance: fromMicros(transaction.balance_after_micros),
-    }),
-  });
-}
-
-async function externalIdOf(trx: Transaction<DB>, accountId: string): Promise<string> {
-  const row = await trx
-    .selectFrom("accounts")
-    .select("external_id")
-    .where("id", "=", accountId)
-    .executeTakeFirstOrThrow();
-  return row.external_id;
+  await emitEntryEvent(trx, "credits.expired", expiry, { grantId: expiry.grantId });
 }
 
 /**
@@ -230,20 +208,51 @@ export async function emitPlanGranted(
     nowMs: number;
   },
 ): Promise<void> {
-  const { transaction } = grant;
+  await emitEntryEvent(
+    trx,
+    "plan.granted",
+    grant,
+    { accountPlanId: grant.accountPlanId, planId: grant.planId },
+    { periodStart: iso(grant.periodStartMs) },
+  );
+}
+
+/**
+ * An event about one ledger entry just booked (`credits.expired`, `plan.granted`). Its `data`
+ * is, in this order: the account (`accountId`, `externalId`), the event's own `fields`, the entry
+ * (`transactionId`, `amount` and the `balance` after it, in credits), then `trailing`. The
+ * externalId is read only when an endpoint subscribes.
+ */
+async function emitEntryEvent(
+  trx: Transaction<DB>,
+  type: EventType,
+  entry: { transaction: TransactionRow; nowMs: number },
+  fields: Record<string, unknown>,
+  trailing: Record<string, unknown> = {},
+): Promise<void> {
+  const { transaction } = entry;
   await emitEvent(trx, {
     projectId: transaction.project_id,
-    type: "plan.granted",
-    nowMs: grant.nowMs,
+    type,
+    nowMs: entry.nowMs,
     data: async () => ({
       accountId: transaction.account_id,
       externalId: await externalIdOf(trx, transaction.account_id),
-      accountPlanId: grant.accountPlanId,
-      planId: grant.planId,
+      ...fields,
       transactionId: transaction.id,
       amount: fromMicros(transaction.amount_micros),
       balance: fromMicros(transaction.balance_after_micros),
-      periodStart: iso(grant.periodStartMs),
+      ...trailing,
     }),
   });
+}
+
+/** The externalId of an account (which exists: an entry was just booked on it). */
+async function externalIdOf(trx: Transaction<DB>, accountId: string): Promise<string> {
+  const { external_id } = await trx
+    .selectFrom("accounts")
+    .select("external_id")
+    .where("id", "=", accountId)
+    .executeTakeFirstOrThrow();
+  return external_id;
 }

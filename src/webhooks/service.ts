@@ -6,6 +6,7 @@
 import { randomBytes } from "node:crypto";
 import type { Kysely, Transaction } from "kysely";
 import { countedPage } from "../db/paging.ts";
+import { projectRow } from "../db/project-row.ts";
 import type { DB, WebhookDeliveryRow, WebhookRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { iso } from "../http/dates.ts";
@@ -28,6 +29,23 @@ export function webhookJson(row: WebhookRow): WireOf<typeof webhookSchema> {
     isActive: row.deleted_at_ms === null,
     createdAt: iso(row.created_at_ms),
   };
+}
+
+/**
+ * The project's endpoint `webhookId`, not deleted.
+ * @throws ApiError WEBHOOK_NOT_FOUND (also for another project's or a deleted endpoint)
+ */
+export async function findWebhook(
+  db: Kysely<DB> | Transaction<DB>,
+  projectId: string,
+  webhookId: string,
+): Promise<WebhookRow> {
+  const row = await projectRow(db.selectFrom("webhooks"), projectId, webhookId)
+    .selectAll()
+    .where("deleted_at_ms", "is", null)
+    .executeTakeFirst();
+  if (!row) throw new ApiError("WEBHOOK_NOT_FOUND", `Webhook ${webhookId} not found`);
+  return row;
 }
 
 export interface CreateWebhookInput {
@@ -72,26 +90,6 @@ export function listWebhooks(db: Kysely<DB>, projectId: string): Promise<Webhook
     .orderBy("created_at_ms")
     .orderBy("id")
     .execute();
-}
-
-/**
- * The project's endpoint `webhookId`, not deleted.
- * @throws ApiError WEBHOOK_NOT_FOUND (also for another project's or a deleted endpoint)
- */
-export async function findWebhook(
-  db: Kysely<DB> | Transaction<DB>,
-  projectId: string,
-  webhookId: string,
-): Promise<WebhookRow> {
-  const row = await db
-    .selectFrom("webhooks")
-    .selectAll()
-    .where("id", "=", webhookId)
-    .where("project_id", "=", projectId)
-    .where("deleted_at_ms", "is", null)
-    .executeTakeFirst();
-  if (!row) throw new ApiError("WEBHOOK_NOT_FOUND", `Webhook ${webhookId} not found`);
-  return row;
 }
 
 /**
