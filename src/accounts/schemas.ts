@@ -10,6 +10,7 @@ import {
   paginationSchema,
   requiringAccount,
   shortString,
+  successResponse,
 } from "../http/schemas.ts";
 import { looksLikeAccountId } from "../ids.ts";
 
@@ -85,19 +86,14 @@ export const updateAccountBody = z
     example: { accountId: ex.externalId, lowBalanceThreshold: 5 },
   });
 
-export const updateAccountResponse = z
-  .object({
-    success: z.literal(true),
-    account: accountSchema,
-  })
-  .openapi({ example: { success: true, account: exampleAccount } });
+/** `{ success: true, account }`, documented with `example` as the account. */
+function accountResponse(example: z.input<typeof accountSchema>) {
+  return successResponse({ account: accountSchema }, { account: example });
+}
 
-export const createAccountResponse = z
-  .object({
-    success: z.literal(true),
-    account: accountSchema,
-  })
-  .openapi({ example: { success: true, account: exampleNewAccount } });
+export const updateAccountResponse = accountResponse(exampleAccount);
+
+export const createAccountResponse = accountResponse(exampleNewAccount);
 
 export const listAccountsQuery = z.object(pageQuery(50, 500));
 

@@ -163,15 +163,15 @@ export const exampleAddTransaction = {
   createdAt: ex.addedAt,
 };
 
+/** Its keys stand in the order of `exampleAddTransaction`'s, whatever order they are set in. */
 export const exampleManualTransaction = {
+  ...exampleAddTransaction,
   id: ex.manualTxnId,
-  accountId: ex.accountId,
-  type: "credit" as const,
-  amount: 5.5,
-  description: "Refund for a failed generation",
-  balanceAfter: 22.79,
-  metadata: { ticket: "SUP-1234" },
   createdAt: ex.manualAt,
+  amount: 5.5,
+  balanceAfter: 22.79,
+  description: "Refund for a failed generation",
+  metadata: { ticket: "SUP-1234" },
 };
 
 export const examplePlan = {

@@ -31,13 +31,14 @@ const storedResponse = prepared<{ projectId: string; key: string }, IdempotencyK
     .where("idempotency_key", "=", arg("key")),
 );
 
-const storeResponse = prepared<IdempotencyKeyRow, unknown>((db, arg) =>
+/** Stores a response; only successful ones are stored, so its status is 200. */
+const storeResponse = prepared<Omit<IdempotencyKeyRow, "response_status">, unknown>((db, arg) =>
   db.insertInto("idempotency_keys").values({
     project_id: arg("project_id"),
     idempotency_key: arg("idempotency_key"),
     request_path: arg("request_path"),
     request_hash: arg("request_hash"),
-    response_status: arg("response_status"),
+    response_status: 200,
     response_body: arg("response_body"),
     created_at_ms: arg("created_at_ms"),
   }),
@@ -126,7 +127,6 @@ export async function runWrite<R extends RouteConfig>(
         idempotency_key: key,
         request_path: path,
         request_hash: hash,
-        response_status: 200,
         response_body: text,
         created_at_ms: nowMs,
       }),

@@ -25,10 +25,18 @@ interface RouteDef<S extends z.ZodType, C extends ErrorCode> {
 }
 
 /**
- * The route definers of one resource (its OpenAPI tag).
- * @returns `get(path, summary, {query, ok, errors?})` and `post(path, summary, {body, ok, errors?})`
+ * The routes of one resource (its OpenAPI tag): the table `define` builds with the route definers
+ * `get(path, summary, {query, ok, errors?})` and `post(path, summary, {body, ok, errors?})`.
  */
-export function resourceRoutes(tag: string) {
+export function resourceRoutes<T>(tag: string, define: (route: RouteDefiners) => T): T {
+  return define(routeDefiners(tag));
+}
+
+/** The route definers of one resource. */
+type RouteDefiners = ReturnType<typeof routeDefiners>;
+
+/** The route definers of the resource tagged `tag`. */
+function routeDefiners(tag: string) {
   const tags = [tag];
   return {
     get<

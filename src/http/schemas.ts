@@ -219,6 +219,19 @@ export function okJson<T extends z.ZodType>(schema: T, description: string) {
 }
 
 /**
+ * A 200 body `{ success: true, ...shape }`, documented with the example
+ * `{ success: true, ...example }`.
+ */
+export function successResponse<T extends z.ZodRawShape>(
+  shape: T,
+  example: z.input<z.ZodObject<T>>,
+) {
+  return z
+    .object({ success: z.literal(true), ...shape })
+    .openapi({ example: { success: true, ...example } });
+}
+
+/**
  * A date `YYYY-MM-DD` or date-time `YYYY-MM-DDTHH:MM[:SS[.fff]]` with `Z`, `±HH:MM` or no offset
  * (UTC), checked against the calendar (see src/http/dates.ts).
  */
@@ -297,11 +310,6 @@ export function pageQuery(defaultLimit: number, maxLimit: number) {
       .default(0)
       .openapi({ description: "default 0", example: 0 }),
   };
-}
-
-/** The `pagination` object of a list: `hasMore` when rows exist beyond this page. */
-export function pagination(page: { limit: number; offset: number }, rows: number, total: number) {
-  return { ...page, totalCount: total, hasMore: page.offset + rows < total };
 }
 
 export const paginationSchema = z

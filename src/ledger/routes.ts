@@ -4,10 +4,9 @@ import { resolveAccount } from "../accounts/service.ts";
 import type { DB } from "../db/schema.ts";
 import type { App, AppDeps } from "../http/context.ts";
 import { dateRangeMs } from "../http/dates.ts";
-import { runWrite } from "../http/idempotency.ts";
+import { paged, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
-import { pagination } from "../http/schemas.ts";
 import { fromMicros } from "../money.ts";
 import { transactionJson } from "./core.ts";
 import {
@@ -22,51 +21,36 @@ import {
 } from "./schemas.ts";
 import { grantTerms, listTransactions, moveCredits, withAuditData } from "./service.ts";
 
-const adjustments = resourceRoutes("Balance adjustments");
-const transactions = resourceRoutes("Transactions");
-
-const addRoute = adjustments.post(
-  "/v1/accounts/credits/add",
-  "Add credits (purchase, refund, bonus)",
-  {
-    body: addCreditsBody,
-    ok: addCreditsResponse,
-    errors: ["ACCOUNT_NOT_FOUND", "BALANCE_LIMIT_EXCEEDED"],
-  },
-);
-
-const deductRoute = adjustments.post(
-  "/v1/accounts/credits/deduct",
-  "Deduct credits without a reservation",
-  {
-    body: deductCreditsBody,
-    ok: deductCreditsResponse,
-    errors: ["INSUFFICIENT_CREDITS", "ACCOUNT_NOT_FOUND"],
-  },
-);
-
-const listRoute = transactions.get("/v1/transactions", "List ledger entries, newest first", {
-  query: listTransactionsQuery,
-  ok: listTransactionsResponse,
-  errors: ["ACCOUNT_NOT_FOUND"],
-});
-
-const createTxRoute = transactions.post(
-  "/v1/transactions/create",
-  "Create a manual transaction (adjustment, refund, migration)",
-  {
-    body: createTransactionBody,
-    ok: createTransactionResponse,
-    errors: ["ACCOUNT_NOT_FOUND", "INSUFFICIENT_CREDITS", "BALANCE_LIMIT_EXCEEDED"],
-  },
-);
-
 /** The balance adjustment and transaction routes. */
 export const ledgerRoutes = {
-  add: addRoute,
-  deduct: deductRoute,
-  list: listRoute,
-  create: createTxRoute,
+  ...resourceRoutes("Balance adjustments", (route) => ({
+    add: route.post("/v1/accounts/credits/add", "Add credits (purchase, refund, bonus)", {
+      body: addCreditsBody,
+      ok: addCreditsResponse,
+      errors: ["ACCOUNT_NOT_FOUND", "BALANCE_LIMIT_EXCEEDED"],
+    }),
+    deduct: route.post("/v1/accounts/credits/deduct", "Deduct credits without a reservation", {
+      body: deductCreditsBody,
+      ok: deductCreditsResponse,
+      errors: ["INSUFFICIENT_CREDITS", "ACCOUNT_NOT_FOUND"],
+    }),
+  })),
+  ...resourceRoutes("Transactions", (route) => ({
+    list: route.get("/v1/transactions", "List ledger entries, newest first", {
+      query: listTransactionsQuery,
+      ok: listTransactionsResponse,
+      errors: ["ACCOUNT_NOT_FOUND"],
+    }),
+    create: route.post(
+      "/v1/transactions/create",
+      "Create a manual transaction (adjustment, refund, migration)",
+      {
+        body: createTransactionBody,
+        ok: createTransactionResponse,
+        errors: ["ACCOUNT_NOT_FOUND", "INSUFFICIENT_CREDITS", "BALANCE_LIMIT_EXCEEDED"],
+      },
+    ),
+  })),
 };
 
 /** What add and deduct take: the validated body of either route (amount in micro-credits). */
@@ -113,91 +97,77 @@ function adjust(
 }
 
 export function registerLedgerRoutes(app: App, deps: AppDeps): void {
-  app.openapi(addRoute, async (c) => {
-    const body = c.req.valid("json");
-    const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, addRoute, async (trx, nowMs, reply) => {
-      const { account, row } = await adjust(trx, projectId, body, "credit", nowMs);
-      if (row.grantId === null) throw new Error("ledger invariant: a credit without its grant");
-      return reply({
-        success: true,
-        accountId: account.id,
-        externalId: account.external_id,
-        balance: fromMicros(row.balance_after_micros),
-        added: fromMicros(row.amount_micros),
-        transactionId: row.id,
-        grantId: row.grantId,
-      });
+  const r = ledgerRoutes;
+  writeRoute(app, deps, r.add, async ({ trx, nowMs, body, projectId, reply }) => {
+    const { account, row } = await adjust(trx, projectId, body, "credit", nowMs);
+    if (row.grantId === null) throw new Error("ledger invariant: a credit without its grant");
+    return reply({
+      success: true,
+      accountId: account.id,
+      externalId: account.external_id,
+      balance: fromMicros(row.balance_after_micros),
+      added: fromMicros(row.amount_micros),
+      transactionId: row.id,
+      grantId: row.grantId,
     });
   });
 
-  app.openapi(deductRoute, async (c) => {
-    const body = c.req.valid("json");
-    const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, deductRoute, async (trx, nowMs, reply) => {
-      const { account, row } = await adjust(trx, projectId, body, "debit", nowMs);
-      return reply({
-        success: true,
-        accountId: account.id,
-        externalId: account.external_id,
-        balance: fromMicros(row.balance_after_micros),
-        deducted: fromMicros(row.amount_micros),
-        transactionId: row.id,
-      });
+  writeRoute(app, deps, r.deduct, async ({ trx, nowMs, body, projectId, reply }) => {
+    const { account, row } = await adjust(trx, projectId, body, "debit", nowMs);
+    return reply({
+      success: true,
+      accountId: account.id,
+      externalId: account.external_id,
+      balance: fromMicros(row.balance_after_micros),
+      deducted: fromMicros(row.amount_micros),
+      transactionId: row.id,
     });
   });
 
-  app.openapi(listRoute, async (c) => {
+  app.openapi(r.list, async (c) => {
     const q = c.req.valid("query");
     const projectId = c.get("projectId");
     const { startMs, endMs } = dateRangeMs(q.startDate, q.endDate);
     const named = q.accountId !== undefined || q.externalId !== undefined;
     const account = named ? await resolveAccount(deps.db.read, projectId, q) : undefined;
-    const page = { limit: q.limit, offset: q.offset };
-    const { rows, totalCount } = await listTransactions(deps.db.read, projectId, {
-      accountId: account?.id,
-      startMs,
-      endMs,
-      ...page,
-    });
+    const filter = { accountId: account?.id, startMs, endMs };
+    const { rows, pagination } = await paged(q, (page) =>
+      listTransactions(deps.db.read, projectId, { ...filter, ...page }),
+    );
     const parts = new Set((q.include ?? "").split(",").map((p) => p.trim()));
     const include = { reservation: parts.has("reservation"), usage: parts.has("usage") };
     const items = await withAuditData(deps.db.read, rows, include, deps.clock());
-    return ok(c, listRoute, { items, pagination: pagination(page, rows.length, totalCount) });
+    return ok(c, r.list, { items, pagination });
   });
 
-  app.openapi(createTxRoute, async (c) => {
-    const body = c.req.valid("json");
-    const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, createTxRoute, async (trx, nowMs, reply) => {
-      const { row } = await moveCredits(
-        trx,
-        projectId,
-        {
-          accountRef: body.accountId,
-          type: body.type,
-          amountMicros: body.amount,
-          description: body.description,
-          metadata: body.metadata,
-          source: "manual",
-          grant: body.type === "credit" ? grantTerms(body, nowMs) : undefined,
-        },
-        nowMs,
-      );
-      const { id, accountId, type, amount, balanceAfter, createdAt, description, metadata } =
-        transactionJson(row);
-      const transaction = {
-        id,
-        accountId,
-        type,
-        amount,
-        balanceAfter,
-        createdAt,
-        description,
-        metadata,
-      };
-      const grantId = row.grantId ?? undefined;
-      return reply({ success: true, transaction, ...(grantId === undefined ? {} : { grantId }) });
-    });
+  writeRoute(app, deps, r.create, async ({ trx, nowMs, body, projectId, reply }) => {
+    const { row } = await moveCredits(
+      trx,
+      projectId,
+      {
+        accountRef: body.accountId,
+        type: body.type,
+        amountMicros: body.amount,
+        description: body.description,
+        metadata: body.metadata,
+        source: "manual",
+        grant: body.type === "credit" ? grantTerms(body, nowMs) : undefined,
+      },
+      nowMs,
+    );
+    const { id, accountId, type, amount, balanceAfter, createdAt, description, metadata } =
+      transactionJson(row);
+    const transaction = {
+      id,
+      accountId,
+      type,
+      amount,
+      balanceAfter,
+      createdAt,
+      description,
+      metadata,
+    };
+    const grantId = row.grantId ?? undefined;
+    return reply({ success: true, transaction, ...(grantId === undefined ? {} : { grantId }) });
   });
 }

@@ -8,29 +8,22 @@ import { costPicoUsd, fromMicros, picoUsdToDecimal, type TokenCounts } from "../
 import { calculateBody, calculateResponse, modelsQuery, modelsResponse } from "./schemas.ts";
 import { findModel, listModels, modelJson, priceOf } from "./service.ts";
 
-const route = resourceRoutes("Models");
-
-const listRoute = route.get("/v1/models", "List models with pricing, or get one with ?modelId=", {
-  query: modelsQuery,
-  ok: modelsResponse,
-  errors: ["MODEL_NOT_FOUND"],
-});
-
-const calculateRoute = route.post(
-  "/v1/models/calculate",
-  "Estimate a call's cost in USD without recording usage",
-  {
-    body: calculateBody,
-    ok: calculateResponse,
-    errors: ["MODEL_NOT_FOUND"],
-  },
-);
-
 /** The model routes. */
-export const modelRoutes = { list: listRoute, calculate: calculateRoute };
+export const modelRoutes = resourceRoutes("Models", (route) => ({
+  list: route.get("/v1/models", "List models with pricing, or get one with ?modelId=", {
+    query: modelsQuery,
+    ok: modelsResponse,
+    errors: ["MODEL_NOT_FOUND"],
+  }),
+  calculate: route.post(
+    "/v1/models/calculate",
+    "Estimate a call's cost in USD without recording usage",
+    { body: calculateBody, ok: calculateResponse, errors: ["MODEL_NOT_FOUND"] },
+  ),
+}));
 
 /** The body of a cost estimate for `tokens` at the model's current prices. */
-function estimateBody(row: ModelRow, tokens: TokenCounts): RouteBody<typeof calculateRoute> {
+function estimateBody(row: ModelRow, tokens: TokenCounts): RouteBody<typeof modelRoutes.calculate> {
   const price = priceOf(row);
   return {
     success: true,
@@ -46,26 +39,27 @@ function estimateBody(row: ModelRow, tokens: TokenCounts): RouteBody<typeof calc
 }
 
 export function registerModelRoutes(app: App, deps: AppDeps): void {
-  app.openapi(listRoute, async (c) => {
+  const r = modelRoutes;
+  app.openapi(r.list, async (c) => {
     const q = c.req.valid("query");
     if (q.modelId !== undefined) {
       const model = modelJson(await findModel(deps.db.read, q.modelId));
-      return ok(c, listRoute, { success: true, model });
+      return ok(c, r.list, { success: true, model });
     }
     const rows = await listModels(deps.db.read, q);
-    return ok(c, listRoute, { success: true, models: rows.map(modelJson) });
+    return ok(c, r.list, { success: true, models: rows.map(modelJson) });
   });
 
-  app.openapi(calculateRoute, async (c) => {
+  app.openapi(r.calculate, async (c) => {
     const body = c.req.valid("json");
     const tokens = { ...body, cachedTokens: body.cachedTokens ?? 0 };
     const estimate = async (db: Parameters<typeof findModel>[0]) =>
       estimateBody(await findModel(db, body.modelId), tokens);
     // A pure read, unless the caller asked for an idempotent replay (docs/api.md#idempotency).
     if (c.req.header("Idempotency-Key") === undefined) {
-      return ok(c, calculateRoute, await estimate(deps.db.read));
+      return ok(c, r.calculate, await estimate(deps.db.read));
     }
-    return runWrite(c, deps.queue, calculateRoute, async (trx, _nowMs, reply) =>
+    return runWrite(c, deps.queue, r.calculate, async (trx, _nowMs, reply) =>
       reply(await estimate(trx)),
     );
   });

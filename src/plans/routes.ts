@@ -1,7 +1,7 @@
 /** Routes of docs/api.md#endpoints, docs/api.md#plans-and-grants: plans, archive/activate, and account plans. */
 import { resolveAccount } from "../accounts/service.ts";
 import type { App, AppDeps } from "../http/context.ts";
-import { runWrite } from "../http/idempotency.ts";
+import { writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
 import {
@@ -28,153 +28,120 @@ import {
   setPlanActive,
 } from "./service.ts";
 
-const route = resourceRoutes("Plans");
-
-const listRoute = route.get("/v1/plans", "List the project's plans", {
-  query: listPlansQuery,
-  ok: listPlansResponse,
-});
-
-const createPlanRoute = route.post("/v1/plans/create", "Create a recurring credit plan", {
-  body: createPlanBody,
-  ok: createPlanResponse,
-});
-
-function planStateRoute<const P extends string>(path: P, summary: string) {
-  return route.post(path, summary, {
-    body: planIdBody,
-    ok: createPlanResponse,
-    errors: ["PLAN_NOT_FOUND"],
-  });
-}
-
-const archiveRoute = planStateRoute("/v1/plans/archive", "Archive a plan (isActive false)");
-const activateRoute = planStateRoute("/v1/plans/activate", "Re-activate an archived plan");
-
-const listAssignedRoute = route.get(
-  "/v1/accounts/plans",
-  "List an account's plan assignments, active and historical",
-  {
-    query: listAccountPlansQuery,
-    ok: listAccountPlansResponse,
-    errors: ["ACCOUNT_NOT_FOUND"],
-  },
-);
-
-const assignRoute = route.post(
-  "/v1/accounts/plans/assign",
-  "Assign a plan to an account (replaces its active plan)",
-  {
-    body: assignPlanBody,
-    ok: assignPlanResponse,
-    errors: ["ACCOUNT_NOT_FOUND", "PLAN_NOT_FOUND", "PLAN_INACTIVE", "BALANCE_LIMIT_EXCEEDED"],
-  },
-);
-
-const cancelRoute = route.post(
-  "/v1/accounts/plans/cancel",
-  "Cancel an active assignment (granted credits stay)",
-  {
-    body: cancelAccountPlanBody,
-    ok: cancelAccountPlanResponse,
-    errors: ["ACCOUNT_PLAN_NOT_FOUND", "ACCOUNT_PLAN_NOT_ACTIVE"],
-  },
-);
-
 /** The plan and assignment routes. */
-export const planRoutes = {
-  list: listRoute,
-  create: createPlanRoute,
-  archive: archiveRoute,
-  activate: activateRoute,
-  listAssigned: listAssignedRoute,
-  assign: assignRoute,
-  cancel: cancelRoute,
-};
+export const planRoutes = resourceRoutes("Plans", (route) => {
+  /** A route that archives or activates a plan. */
+  const stateRoute = <const P extends string>(path: P, summary: string) =>
+    route.post(path, summary, {
+      body: planIdBody,
+      ok: createPlanResponse,
+      errors: ["PLAN_NOT_FOUND"],
+    });
+  return {
+    list: route.get("/v1/plans", "List the project's plans", {
+      query: listPlansQuery,
+      ok: listPlansResponse,
+    }),
+    create: route.post("/v1/plans/create", "Create a recurring credit plan", {
+      body: createPlanBody,
+      ok: createPlanResponse,
+    }),
+    archive: stateRoute("/v1/plans/archive", "Archive a plan (isActive false)"),
+    activate: stateRoute("/v1/plans/activate", "Re-activate an archived plan"),
+    listAssigned: route.get(
+      "/v1/accounts/plans",
+      "List an account's plan assignments, active and historical",
+      { query: listAccountPlansQuery, ok: listAccountPlansResponse, errors: ["ACCOUNT_NOT_FOUND"] },
+    ),
+    assign: route.post(
+      "/v1/accounts/plans/assign",
+      "Assign a plan to an account (replaces its active plan)",
+      {
+        body: assignPlanBody,
+        ok: assignPlanResponse,
+        errors: ["ACCOUNT_NOT_FOUND", "PLAN_NOT_FOUND", "PLAN_INACTIVE", "BALANCE_LIMIT_EXCEEDED"],
+      },
+    ),
+    cancel: route.post(
+      "/v1/accounts/plans/cancel",
+      "Cancel an active assignment (granted credits stay)",
+      {
+        body: cancelAccountPlanBody,
+        ok: cancelAccountPlanResponse,
+        errors: ["ACCOUNT_PLAN_NOT_FOUND", "ACCOUNT_PLAN_NOT_ACTIVE"],
+      },
+    ),
+  };
+});
 
 export function registerPlanRoutes(app: App, deps: AppDeps): void {
-  app.openapi(listRoute, async (c) => {
+  const r = planRoutes;
+  app.openapi(r.list, async (c) => {
     const rows = await listPlans(deps.db.read, c.get("projectId"));
-    return ok(c, listRoute, { success: true, plans: rows.map(planJson) });
+    return ok(c, r.list, { success: true, plans: rows.map(planJson) });
   });
 
-  app.openapi(createPlanRoute, async (c) => {
-    const body = c.req.valid("json");
-    const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, createPlanRoute, async (trx, nowMs, reply) => {
-      const row = await createPlan(
-        trx,
-        projectId,
-        {
-          name: body.name,
-          creditsMicros: body.amount,
-          interval: body.interval,
-          occurrences: body.occurrences ?? null,
-          accumulate: body.accumulate ?? true,
-          isActive: body.markAsActive ?? true,
-          description: body.description ?? "",
-          priceMicros: body.price ?? 0,
-          billingPeriod: body.billingPeriod ?? body.interval,
-        },
-        nowMs,
-      );
-      return reply({ success: true, plan: planJson(row) });
-    });
+  writeRoute(app, deps, r.create, async ({ trx, nowMs, body, projectId, reply }) => {
+    const row = await createPlan(
+      trx,
+      projectId,
+      {
+        name: body.name,
+        creditsMicros: body.amount,
+        interval: body.interval,
+        occurrences: body.occurrences ?? null,
+        accumulate: body.accumulate ?? true,
+        isActive: body.markAsActive ?? true,
+        description: body.description ?? "",
+        priceMicros: body.price ?? 0,
+        billingPeriod: body.billingPeriod ?? body.interval,
+      },
+      nowMs,
+    );
+    return reply({ success: true, plan: planJson(row) });
   });
 
-  for (const [route, active] of [
-    [archiveRoute, false],
-    [activateRoute, true],
+  for (const [stateRoute, active] of [
+    [r.archive, false],
+    [r.activate, true],
   ] as const) {
-    app.openapi(route, async (c) => {
-      const body = c.req.valid("json");
-      const projectId = c.get("projectId");
-      return runWrite(c, deps.queue, route, async (trx, nowMs, reply) => {
-        const row = await setPlanActive(trx, projectId, body.planId, active, nowMs);
-        return reply({ success: true, plan: planJson(row) });
-      });
+    writeRoute(app, deps, stateRoute, async ({ trx, nowMs, body, projectId, reply }) => {
+      const row = await setPlanActive(trx, projectId, body.planId, active, nowMs);
+      return reply({ success: true, plan: planJson(row) });
     });
   }
 
-  app.openapi(listAssignedRoute, async (c) => {
+  app.openapi(r.listAssigned, async (c) => {
     const q = c.req.valid("query");
     const account = await resolveAccount(deps.db.read, c.get("projectId"), q);
     const rows = await listAccountPlans(deps.db.read, account.id);
     const nowMs = deps.clock();
-    const plans = rows.map((r) =>
+    const plans = rows.map((row) =>
       accountPlanJson(
-        r,
-        { id: r.plan_id, name: r.plan_name, credits_micros: r.plan_credits_micros },
+        row,
+        { id: row.plan_id, name: row.plan_name, credits_micros: row.plan_credits_micros },
         nowMs,
       ),
     );
-    return ok(c, listAssignedRoute, { success: true, plans });
+    return ok(c, r.listAssigned, { success: true, plans });
   });
 
-  app.openapi(assignRoute, async (c) => {
-    const body = c.req.valid("json");
-    const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, assignRoute, async (trx, nowMs, reply) => {
-      const { ap, plan } = await assignPlan(
-        trx,
-        projectId,
-        {
-          accountRef: body.accountId,
-          planId: body.planId,
-          startMode: body.startMode ?? "immediate",
-        },
-        nowMs,
-      );
-      return reply({ success: true, accountPlan: accountPlanJson(ap, plan) });
-    });
+  writeRoute(app, deps, r.assign, async ({ trx, nowMs, body, projectId, reply }) => {
+    const { ap, plan } = await assignPlan(
+      trx,
+      projectId,
+      {
+        accountRef: body.accountId,
+        planId: body.planId,
+        startMode: body.startMode ?? "immediate",
+      },
+      nowMs,
+    );
+    return reply({ success: true, accountPlan: accountPlanJson(ap, plan) });
   });
 
-  app.openapi(cancelRoute, async (c) => {
-    const body = c.req.valid("json");
-    const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, cancelRoute, async (trx, nowMs, reply) => {
-      const { ap, plan } = await cancelAssignment(trx, projectId, body.accountPlanId, nowMs);
-      return reply({ success: true, accountPlan: accountPlanJson(ap, plan) });
-    });
+  writeRoute(app, deps, r.cancel, async ({ trx, nowMs, body, projectId, reply }) => {
+    const { ap, plan } = await cancelAssignment(trx, projectId, body.accountPlanId, nowMs);
+    return reply({ success: true, accountPlan: accountPlanJson(ap, plan) });
   });
 }

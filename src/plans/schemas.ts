@@ -6,7 +6,13 @@ import {
   exampleCancelledAccountPlan,
   examplePlan,
 } from "../http/examples.ts";
-import { creditAmount, descriptionString, idString, requiringAccount } from "../http/schemas.ts";
+import {
+  creditAmount,
+  descriptionString,
+  idString,
+  requiringAccount,
+  successResponse,
+} from "../http/schemas.ts";
 
 const interval = z.enum(["1d", "week", "month"]).openapi({ example: "month" });
 
@@ -89,9 +95,7 @@ export const createPlanBody = z
     },
   });
 
-export const createPlanResponse = z
-  .object({ success: z.literal(true), plan: planSchema })
-  .openapi({ example: { success: true, plan: examplePlan } });
+export const createPlanResponse = successResponse({ plan: planSchema }, { plan: examplePlan });
 
 export const planIdBody = z
   .object({ planId: idString.openapi({ example: ex.planId }) })
@@ -115,12 +119,10 @@ export const accountPlanSchema = z
 
 export const listAccountPlansQuery = requiringAccount({});
 
-export const listAccountPlansResponse = z
-  .object({
-    success: z.literal(true),
-    plans: z.array(accountPlanSchema),
-  })
-  .openapi({ example: { success: true, plans: [exampleAccountPlan] } });
+export const listAccountPlansResponse = successResponse(
+  { plans: z.array(accountPlanSchema) },
+  { plans: [exampleAccountPlan] },
+);
 
 export const assignPlanBody = z
   .object({
@@ -138,20 +140,15 @@ export const assignPlanBody = z
     example: { accountId: ex.externalId, planId: ex.planId, startMode: "immediate" },
   });
 
-export const assignPlanResponse = z
-  .object({
-    success: z.literal(true),
-    accountPlan: accountPlanSchema,
-  })
-  .openapi({ example: { success: true, accountPlan: exampleAccountPlan } });
+/** `{ success: true, accountPlan }`, documented with `example` as the assignment. */
+function accountPlanResponse(example: z.input<typeof accountPlanSchema>) {
+  return successResponse({ accountPlan: accountPlanSchema }, { accountPlan: example });
+}
+
+export const assignPlanResponse = accountPlanResponse(exampleAccountPlan);
 
 export const cancelAccountPlanBody = z
   .object({ accountPlanId: idString.openapi({ example: ex.accountPlanId }) })
   .openapi("CancelAccountPlanRequest", { example: { accountPlanId: ex.accountPlanId } });
 
-export const cancelAccountPlanResponse = z
-  .object({
-    success: z.literal(true),
-    accountPlan: accountPlanSchema,
-  })
-  .openapi({ example: { success: true, accountPlan: exampleCancelledAccountPlan } });
+export const cancelAccountPlanResponse = accountPlanResponse(exampleCancelledAccountPlan);

@@ -2,64 +2,53 @@
 import { resolveAccount } from "../accounts/service.ts";
 import type { App, AppDeps } from "../http/context.ts";
 import { dateRangeMs } from "../http/dates.ts";
-import { runWrite } from "../http/idempotency.ts";
+import { paged, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
-import { pagination } from "../http/schemas.ts";
 import { recordBody, recordResponse, usageQuery, usageResponse } from "./schemas.ts";
 import { listUsage, recordUsage, summarizeUsage, usageRecordJson } from "./service.ts";
 
-const route = resourceRoutes("Usage");
-
-const recordRoute = route.post(
-  "/v1/usage/record",
-  "Record LLM usage; the cost is computed from the model's current prices",
-  {
-    body: recordBody,
-    ok: recordResponse,
-    errors: ["ACCOUNT_NOT_FOUND", "MODEL_NOT_FOUND", "TRANSACTION_NOT_FOUND"],
-  },
-);
-
-const listRoute = route.get(
-  "/v1/usage",
-  "List usage records, newest first, or their summary with summary=true",
-  {
-    query: usageQuery,
-    ok: usageResponse,
-    errors: ["ACCOUNT_NOT_FOUND"],
-  },
-);
-
 /** The usage routes. */
-export const usageRoutes = { record: recordRoute, list: listRoute };
+export const usageRoutes = resourceRoutes("Usage", (route) => ({
+  record: route.post(
+    "/v1/usage/record",
+    "Record LLM usage; the cost is computed from the model's current prices",
+    {
+      body: recordBody,
+      ok: recordResponse,
+      errors: ["ACCOUNT_NOT_FOUND", "MODEL_NOT_FOUND", "TRANSACTION_NOT_FOUND"],
+    },
+  ),
+  list: route.get(
+    "/v1/usage",
+    "List usage records, newest first, or their summary with summary=true",
+    { query: usageQuery, ok: usageResponse, errors: ["ACCOUNT_NOT_FOUND"] },
+  ),
+}));
 
 export function registerUsageRoutes(app: App, deps: AppDeps): void {
-  app.openapi(recordRoute, async (c) => {
-    const body = c.req.valid("json");
-    const projectId = c.get("projectId");
-    return runWrite(c, deps.queue, recordRoute, async (trx, nowMs, reply) => {
-      const row = await recordUsage(
-        trx,
-        projectId,
-        {
-          context: body.context ?? "customer",
-          accountRef: body.accountId,
-          modelId: body.modelId,
-          usageType: body.usageType ?? "text",
-          inputTokens: body.inputTokens,
-          outputTokens: body.outputTokens,
-          cachedTokens: body.cachedTokens ?? 0,
-          transactionId: body.transactionId,
-          metadata: body.metadata,
-        },
-        nowMs,
-      );
-      return reply({ success: true, usageRecord: usageRecordJson(row) });
-    });
+  const r = usageRoutes;
+  writeRoute(app, deps, r.record, async ({ trx, nowMs, body, projectId, reply }) => {
+    const row = await recordUsage(
+      trx,
+      projectId,
+      {
+        context: body.context ?? "customer",
+        accountRef: body.accountId,
+        modelId: body.modelId,
+        usageType: body.usageType ?? "text",
+        inputTokens: body.inputTokens,
+        outputTokens: body.outputTokens,
+        cachedTokens: body.cachedTokens ?? 0,
+        transactionId: body.transactionId,
+        metadata: body.metadata,
+      },
+      nowMs,
+    );
+    return reply({ success: true, usageRecord: usageRecordJson(row) });
   });
 
-  app.openapi(listRoute, async (c) => {
+  app.openapi(r.list, async (c) => {
     const q = c.req.valid("query");
     const projectId = c.get("projectId");
     const { startMs, endMs } = dateRangeMs(q.startDate, q.endDate);
@@ -76,14 +65,11 @@ export function registerUsageRoutes(app: App, deps: AppDeps): void {
     };
     if (q.summary) {
       const summary = await summarizeUsage(deps.db.read, projectId, filter);
-      return ok(c, listRoute, { success: true, summary });
+      return ok(c, r.list, { success: true, summary });
     }
-    const page = { limit: q.limit, offset: q.offset };
-    const { rows, totalCount } = await listUsage(deps.db.read, projectId, { ...filter, ...page });
-    return ok(c, listRoute, {
-      success: true,
-      usageRecords: rows.map(usageRecordJson),
-      pagination: pagination(page, rows.length, totalCount),
-    });
+    const { rows, pagination } = await paged(q, (page) =>
+      listUsage(deps.db.read, projectId, { ...filter, ...page }),
+    );
+    return ok(c, r.list, { success: true, usageRecords: rows.map(usageRecordJson), pagination });
   });
 }

@@ -1,0 +1,115 @@
+/**
+ * The handler shapes routes share: a POST whose effect is one write unit (`writeRoute`), a list
+ * that answers one page with its `pagination` object (`paged`), and the page of one account's
+ * grants or reservations (`accountPage`).
+ */
+import type { RouteConfig, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { Kysely, Transaction } from "kysely";
+import { resolveAccount } from "../accounts/service.ts";
+import type { DB } from "../db/schema.ts";
+import type { App, AppDeps, AppEnv } from "./context.ts";
+import { runWrite } from "./idempotency.ts";
+import type { Replied, Reply } from "./respond.ts";
+
+/** The validated JSON body of a route. */
+type BodyOf<R> = R extends {
+  request: { body: { content: { "application/json": { schema: infer S extends z.ZodType } } } };
+}
+  ? z.output<S>
+  : never;
+
+/** What the write unit of a POST route is given. */
+export interface WriteInput<R> {
+  trx: Transaction<DB>;
+  /** The time of the write, in milliseconds since the epoch. */
+  nowMs: number;
+  /** The request's validated body. */
+  body: BodyOf<R>;
+  /** The project of the request's API key. */
+  projectId: string;
+  /** Builds the 200 body, checked against the route's schema (src/http/respond.ts). */
+  reply: Reply<R>;
+}
+
+/**
+ * Registers the handler of a POST route: `unit` runs as one write unit through the queue,
+ * honouring the request's Idempotency-Key (`runWrite`, docs/api.md#idempotency), and the body it
+ * built with its `reply` is the 200 response.
+ * @throws ApiError IDEMPOTENCY_KEY_REUSED, or whatever the unit throws
+ */
+export function writeRoute<R extends RouteConfig & { method: "post" }>(
+  app: App,
+  deps: AppDeps,
+  route: R,
+  unit: (input: WriteInput<R>) => Promise<Replied<R>>,
+): void {
+  app.openapi(route, (c: Context<AppEnv, string, { out: { json: BodyOf<R> } }>) => {
+    const body = c.req.valid("json");
+    const projectId = c.get("projectId");
+    return runWrite(c, deps.queue, route, (trx, nowMs, reply) =>
+      unit({ trx, nowMs, body, projectId, reply }),
+    );
+  });
+}
+
+/** A page of a list: `limit` rows from `offset`. */
+export interface Page {
+  limit: number;
+  offset: number;
+}
+
+/**
+ * One page of a list at the query's `limit` and `offset` (docs/api.md#transaction-list).
+ * @param read reads the page's rows and how many rows the whole list holds
+ * @returns the rows and the list's `pagination` object (`hasMore` when rows exist beyond the page)
+ */
+export async function paged<T>(
+  query: Page,
+  read: (page: Page) => Promise<{ rows: T[]; totalCount: number }>,
+) {
+  const page = { limit: query.limit, offset: query.offset };
+  const { rows, totalCount } = await read(page);
+  const hasMore = page.offset + rows.length < totalCount;
+  return { rows, pagination: { ...page, totalCount, hasMore } };
+}
+
+/** The query of an account's list of grants or reservations. */
+interface AccountPageQuery extends Page {
+  accountId?: string | undefined;
+  externalId?: string | undefined;
+  activeOnly?: boolean | undefined;
+}
+
+/** What an account's list of grants or reservations is read with. */
+interface AccountPageOptions extends Page {
+  activeOnly: boolean;
+  nowMs: number;
+}
+
+/**
+ * One page of the grants or reservations of the account a query names (`accountId` or
+ * `externalId`), only the active ones with `activeOnly` (default false), as of the clock's now
+ * (docs/api.md#grant-list).
+ * @param list reads a page of the account's rows and how many there are
+ * @returns the rows, the list's `pagination` and `nowMs`, the time they were read at
+ * @throws ApiError ACCOUNT_NOT_FOUND, VALIDATION_ERROR (the two ids name different accounts)
+ */
+export async function accountPage<T>(
+  deps: AppDeps,
+  projectId: string,
+  query: AccountPageQuery,
+  list: (
+    db: Kysely<DB>,
+    accountId: string,
+    options: AccountPageOptions,
+  ) => Promise<{ rows: T[]; totalCount: number }>,
+) {
+  const account = await resolveAccount(deps.db.read, projectId, query);
+  const nowMs = deps.clock();
+  const activeOnly = query.activeOnly ?? false;
+  const { rows, pagination } = await paged(query, (page) =>
+    list(deps.db.read, account.id, { activeOnly, ...page, nowMs }),
+  );
+  return { rows, pagination, nowMs };
+}
