@@ -23,30 +23,31 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
+import { z } from "zod";
+import {
+  type Answer,
+  ackOf,
+  check,
+  checkAcknowledged,
+  checkTotals,
+  checkVerify,
+  cli,
+  fundAccounts,
+  postJson,
+  replayUnacknowledged,
+  type Sent,
+  sendOneWrite,
+} from "./lib/crash.ts";
 import { freePort, waitForHealth } from "./lib/net.ts";
 
 const ROUNDS = (process.env.CRASH_PG_ROUNDS ?? "kill-all,kill-one,postgres").split(",");
 const SERVERS = 3;
-const ACCOUNTS = 20;
 const WORKERS = 24;
-const FUNDING = 1_000_000;
-const DEDUCT = 1;
-const HOLD = 5;
-const ACTUAL = 3;
 /** How long PostgreSQL stays down in the postgres round, in ms. */
 const OUTAGE_MS = 4000;
-const cli = fileURLToPath(new URL("../src/cli/index.js", import.meta.url));
 const clusterScript = fileURLToPath(new URL("../../scripts/pg-cluster.sh", import.meta.url));
 
 type Kind = "kill-all" | "kill-one" | "postgres";
-
-interface Sent {
-  key: string;
-  path: string;
-  body: Record<string, unknown>;
-  // biome-ignore lint/suspicious/noExplicitAny: the acknowledged JSON response.
-  ack?: any;
-}
 
 interface Reply {
   status: number;
@@ -83,10 +84,6 @@ function cluster(command: "crash" | "resume"): Promise<void> {
       code === 0 ? resolve() : reject(new Error(`pg-cluster.sh ${command}: ${stderr}`)),
     );
   });
-}
-
-function check(condition: boolean, message: string): void {
-  if (!condition) throw new Error(message);
 }
 
 class Server {
@@ -151,69 +148,54 @@ class Round {
     await admin(adminUrl(), (c) => c.query(`DROP DATABASE IF EXISTS ${this.dbName} WITH (FORCE)`));
   }
 
-  // biome-ignore lint/suspicious/noExplicitAny: JSON responses are read field by field.
-  async post(path: string, body: unknown, key?: string, at?: number): Promise<any> {
+  /** POSTs to server `at`, or to the next one in turn; status 0 when the connection failed. */
+  post = async (path: string, body: unknown, key?: string, at?: number): Promise<Answer> => {
     const server = this.servers[at ?? this.turn++ % this.servers.length];
-    const headers: Record<string, string> = {
-      "X-API-Key": this.apiKey,
-      "Content-Type": "application/json",
-    };
-    if (key) headers["Idempotency-Key"] = key;
     const startedAt = performance.now();
     try {
-      const res = await fetch(`${server?.base}${path}`, {
-        method: "POST",
-        headers,
-        body: JSON.stringify(body),
-        signal: AbortSignal.timeout(15_000),
-      });
-      // biome-ignore lint/suspicious/noExplicitAny: JSON responses are read field by field.
-      const json: any = await res.json();
+      const signal = AbortSignal.timeout(15_000);
+      const answer = await postJson(`${server?.base}`, this.apiKey, path, body, key, signal);
       this.replies.push({
-        status: res.status,
-        code: json?.error?.code,
+        status: answer.status,
+        code: errorCode(answer.json),
         startedAt,
         ms: performance.now() - startedAt,
       });
-      return { status: res.status, json };
+      return answer;
     } catch (err) {
       // A refused or cut connection (a killed server): the outcome is unknown.
       this.replies.push({ status: 0, startedAt, ms: performance.now() - startedAt });
       return { status: 0, json: { error: String(err) } };
     }
-  }
+  };
 
   /** Sends a keyed write and records it; the ack is kept only for a 200. */
-  async write(path: string, body: Record<string, unknown>): Promise<Sent> {
+  write = async (path: string, body: Record<string, unknown>): Promise<Sent> => {
     const entry: Sent = { key: randomUUID(), path, body };
     this.sent.push(entry);
     const { status, json } = await this.post(path, body, entry.key);
-    if (status === 200) entry.ack = json;
+    if (status === 200) entry.ack = ackOf(path, json);
     else if (status !== 0 && status !== 503) {
       throw new Error(`${path} answered ${status}: ${JSON.stringify(json)}`);
     }
     return entry;
-  }
+  };
 
   async worker(): Promise<void> {
     while (!this.stopped) {
-      const accountId = `acct-${Math.floor(Math.random() * ACCOUNTS)}`;
-      if (Math.random() < 0.5) {
-        await this.write("/v1/accounts/credits/deduct", { accountId, amount: DEDUCT });
-      } else {
-        const hold = await this.write("/v1/reservations/create", { accountId, amount: HOLD });
-        if (hold.ack) {
-          await this.write("/v1/reservations/confirm", {
-            reservationId: hold.ack.reservation.id,
-            actualAmount: ACTUAL,
-          });
-        }
-      }
+      await sendOneWrite(this.write);
       // While a server or the database is away, pace the retries of this client.
       const last = this.replies.at(-1);
       if (last && last.status !== 200) await sleep(50);
     }
   }
+}
+
+const errorBody = z.object({ error: z.object({ code: z.string() }) });
+
+/** The `error.code` of an error answer's body, if it has one. */
+function errorCode(json: unknown): string | undefined {
+  return errorBody.safeParse(json).data?.error.code;
 }
 
 function sleep(ms: number): Promise<void> {
@@ -263,10 +245,7 @@ async function runRound(kind: Kind): Promise<string> {
   const r = new Round();
   try {
     await r.setUp();
-    for (let i = 0; i < ACCOUNTS; i++) {
-      await r.post("/v1/accounts/create", { externalId: `acct-${i}` });
-      await r.post("/v1/accounts/credits/add", { accountId: `acct-${i}`, amount: FUNDING });
-    }
+    await fundAccounts(r.post);
     r.replies.length = 0;
     const workers = Array.from({ length: WORKERS }, () => r.worker());
     await sleep(500 + Math.random() * 1000);
@@ -295,49 +274,25 @@ async function runRound(kind: Kind): Promise<string> {
     await db.connect();
     try {
       const one = async (q: string, v: unknown[]) => (await db.query(q, v)).rows[0];
-      for (const s of acked) {
-        if (s.path.endsWith("/deduct")) {
-          const row = await one("SELECT id FROM transactions WHERE id = $1", [s.ack.transactionId]);
-          check(row !== undefined, `acknowledged deduct lost: ${s.key}`);
-        } else if (s.path.endsWith("/create")) {
-          const row = await one("SELECT id FROM reservations WHERE id = $1", [
-            s.ack.reservation.id,
-          ]);
-          check(row !== undefined, `acknowledged hold lost: ${s.key}`);
-        } else {
-          const row = await one("SELECT status FROM reservations WHERE id = $1", [
-            s.ack.reservationId,
-          ]);
-          check(row?.status === "confirmed", `acknowledged confirm lost: ${s.key}`);
-        }
-      }
-      // Replay what was sent but not acknowledged, in order, each with its key.
-      const unacked = r.sent.filter((s) => !s.ack);
-      for (const s of unacked) {
-        const { status, json } = await r.post(s.path, s.body, s.key);
-        check(status === 200, `replay of ${s.path} answered ${status}: ${JSON.stringify(json)}`);
-      }
+      await checkAcknowledged(r.sent, {
+        transactionExists: async (id) =>
+          (await one("SELECT id FROM transactions WHERE id = $1", [id])) !== undefined,
+        reservationStatus: async (id) =>
+          (await one("SELECT status FROM reservations WHERE id = $1", [id]))?.status,
+      });
+      const replayed = await replayUnacknowledged(r.sent, r.post);
       const count = async (q: string) => Number((await one(q, []))?.n);
-      const sentTo = (path: string) => r.sent.filter((s) => s.path.endsWith(path)).length;
       const deducts = await count("SELECT count(*) AS n FROM transactions WHERE source = 'deduct'");
       const holds = await count("SELECT count(*) AS n FROM reservations");
       const confirms = await count(
         "SELECT count(*) AS n FROM transactions WHERE source = 'reservation'",
       );
       const keys = await count("SELECT count(*) AS n FROM idempotency_keys");
-      check(deducts === sentTo("/deduct"), `deductions ${deducts} != keys ${sentTo("/deduct")}`);
-      check(holds === sentTo("/reservations/create"), `holds ${holds} != keys sent`);
-      check(confirms === sentTo("/confirm"), `confirmations ${confirms} != keys sent`);
       check(keys === r.sent.length, `stored keys ${keys} != keys sent ${r.sent.length}`);
-      const total = await count("SELECT sum(balance_micros) AS n FROM accounts");
-      const expected = (ACCOUNTS * FUNDING - deducts * DEDUCT - confirms * ACTUAL) * 1_000_000;
-      check(total === expected, `balances sum ${total} != expected ${expected}`);
-      const verify = spawnSync(process.execPath, [cli, "verify"], {
-        env: r.env,
-        encoding: "utf8",
-      });
-      check(verify.status === 0, `ledger verify failed: ${verify.stdout}${verify.stderr}`);
-      return `${kind}: ${note}; ${r.sent.length} writes sent, ${acked.length} acknowledged, ${unacked.length} replayed with their keys; ${deducts} deductions, ${confirms} confirmations, ${holds} holds, each once; verify OK`;
+      const balanceMicros = await count("SELECT sum(balance_micros) AS n FROM accounts");
+      checkTotals(r.sent, { deducts, holds, confirms, balanceMicros });
+      checkVerify(r.env);
+      return `${kind}: ${note}; ${r.sent.length} writes sent, ${acked.length} acknowledged, ${replayed} replayed with their keys; ${deducts} deductions, ${confirms} confirmations, ${holds} holds, each once; verify OK`;
     } finally {
       await db.end();
     }

@@ -12,31 +12,18 @@
  *  3. each balance is exactly funding − deductions − confirmed amounts;
  *  4. `ledger verify` passes.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import LibsqlDatabase from "libsql";
+import type { Sent } from "./lib/crash.ts";
+import * as crash from "./lib/crash.ts";
 import { freePort, waitForHealth } from "./lib/net.ts";
 
 const ROUNDS = Number(process.env.CRASH_ROUNDS ?? 5);
-const ACCOUNTS = 20;
 const WORKERS = 32;
-const FUNDING = 1_000_000;
-const DEDUCT = 1;
-const HOLD = 5;
-const ACTUAL = 3;
-const cli = fileURLToPath(new URL("../src/cli/index.js", import.meta.url));
-
-interface Sent {
-  key: string;
-  path: string;
-  body: Record<string, unknown>;
-  // biome-ignore lint/suspicious/noExplicitAny: the acknowledged JSON response.
-  ack?: any;
-}
 
 class Round {
   readonly dir = mkdtempSync(join(tmpdir(), "ledger-crash-"));
@@ -61,50 +48,32 @@ class Round {
 
   async start(): Promise<void> {
     this.port ||= await freePort();
-    const server = spawn(process.execPath, [cli, "serve"], { env: this.env, stdio: "ignore" });
+    const server = spawn(process.execPath, [crash.cli, "serve"], {
+      env: this.env,
+      stdio: "ignore",
+    });
     this.server = server;
     this.exited = new Promise((resolve) => server.once("exit", resolve));
     await waitForHealth(`http://127.0.0.1:${this.port}`);
   }
 
-  // biome-ignore lint/suspicious/noExplicitAny: JSON responses are read field by field.
-  async post(path: string, body: unknown, key?: string): Promise<{ status: number; json: any }> {
-    const headers: Record<string, string> = {
-      "X-API-Key": this.apiKey,
-      "Content-Type": "application/json",
-    };
-    if (key) headers["Idempotency-Key"] = key;
-    const res = await fetch(`http://127.0.0.1:${this.port}${path}`, {
-      method: "POST",
-      headers,
-      body: JSON.stringify(body),
-    });
-    return { status: res.status, json: await res.json() };
-  }
+  post = (path: string, body: unknown, key?: string) =>
+    crash.postJson(`http://127.0.0.1:${this.port}`, this.apiKey, path, body, key);
 
   /** Sends a keyed write and records it; the ack is kept only for a 200. */
-  async write(path: string, body: Record<string, unknown>): Promise<Sent | undefined> {
+  write = async (path: string, body: Record<string, unknown>): Promise<Sent> => {
     const entry: Sent = { key: randomUUID(), path, body };
     this.sent.push(entry);
     const { status, json } = await this.post(path, body, entry.key);
     if (status !== 200) throw new Error(`${path} answered ${status}: ${JSON.stringify(json)}`);
-    entry.ack = json;
+    entry.ack = crash.ackOf(path, json);
     return entry;
-  }
+  };
 
   async worker(): Promise<void> {
     while (!this.stopped) {
-      const accountId = `acct-${Math.floor(Math.random() * ACCOUNTS)}`;
       try {
-        if (Math.random() < 0.5) {
-          await this.write("/v1/accounts/credits/deduct", { accountId, amount: DEDUCT });
-        } else {
-          const hold = await this.write("/v1/reservations/create", { accountId, amount: HOLD });
-          await this.write("/v1/reservations/confirm", {
-            reservationId: hold?.ack.reservation.id,
-            actualAmount: ACTUAL,
-          });
-        }
+        await crash.sendOneWrite(this.write);
       } catch (err) {
         if (this.stopped) return;
         throw err;
@@ -113,18 +82,11 @@ class Round {
   }
 }
 
-function check(condition: boolean, message: string): void {
-  if (!condition) throw new Error(message);
-}
-
 async function runRound(round: number): Promise<string> {
   const r = new Round();
   try {
     await r.start();
-    for (let i = 0; i < ACCOUNTS; i++) {
-      await r.post("/v1/accounts/create", { externalId: `acct-${i}` });
-      await r.post("/v1/accounts/credits/add", { accountId: `acct-${i}`, amount: FUNDING });
-    }
+    await crash.fundAccounts(r.post);
     const workers = Array.from({ length: WORKERS }, () => r.worker());
     await new Promise((res) => setTimeout(res, 300 + Math.random() * 1200));
     r.stopped = true;
@@ -136,45 +98,27 @@ async function runRound(round: number): Promise<string> {
     await r.start();
     const db = new LibsqlDatabase(join(r.dir, "crash.db"));
     const txn = db.prepare("SELECT id FROM transactions WHERE id = ?");
-    const res = db.prepare("SELECT status, transaction_id FROM reservations WHERE id = ?");
-    for (const s of r.sent.filter((x) => x.ack)) {
-      if (s.path.endsWith("/deduct")) {
-        check(txn.get(s.ack.transactionId) !== undefined, `acknowledged deduct lost: ${s.key}`);
-      } else if (s.path.endsWith("/create")) {
-        check(res.get(s.ack.reservation.id) !== undefined, `acknowledged hold lost: ${s.key}`);
-      } else {
-        const row = res.get(s.ack.reservationId) as { status: string } | undefined;
-        check(row?.status === "confirmed", `acknowledged confirm lost: ${s.key}`);
-        check(txn.get(s.ack.transactionId) !== undefined, `confirm debit lost: ${s.key}`);
-      }
-    }
+    const res = db.prepare("SELECT status FROM reservations WHERE id = ?");
+    await crash.checkAcknowledged(r.sent, {
+      transactionExists: async (id) => txn.get(id) !== undefined,
+      reservationStatus: async (id) => (res.get(id) as { status: string } | undefined)?.status,
+    });
     db.close();
 
-    // Replay what was sent but not acknowledged, in order (a confirm only follows its create).
-    const unacked = r.sent.filter((s) => !s.ack);
-    for (const s of unacked) {
-      const { status, json } = await r.post(s.path, s.body, s.key);
-      check(status === 200, `replay of ${s.path} answered ${status}: ${JSON.stringify(json)}`);
-    }
+    const replayed = await crash.replayUnacknowledged(r.sent, r.post);
     r.server?.kill("SIGTERM");
     await r.exited;
 
-    const count = (path: string) => r.sent.filter((s) => s.path.endsWith(path)).length;
     const after = new LibsqlDatabase(join(r.dir, "crash.db"));
     const n = (q: string) => (after.prepare(q).get() as { n: number }).n;
     const deducts = n("SELECT count(*) AS n FROM transactions WHERE source = 'deduct'");
     const holds = n("SELECT count(*) AS n FROM reservations");
     const confirms = n("SELECT count(*) AS n FROM transactions WHERE source = 'reservation'");
-    check(deducts === count("/deduct"), `deductions ${deducts} != keys sent ${count("/deduct")}`);
-    check(holds === count("/reservations/create"), `holds ${holds} != keys sent`);
-    check(confirms === count("/confirm"), `confirmations ${confirms} != keys sent`);
-    const total = n("SELECT sum(balance_micros) AS n FROM accounts");
-    const expected = (ACCOUNTS * FUNDING - deducts * DEDUCT - confirms * ACTUAL) * 1_000_000;
-    check(total === expected, `balances sum ${total} != expected ${expected}`);
+    const balanceMicros = n("SELECT sum(balance_micros) AS n FROM accounts");
     after.close();
-    const verify = spawnSync(process.execPath, [cli, "verify"], { env: r.env, encoding: "utf8" });
-    check(verify.status === 0, `ledger verify failed: ${verify.stdout}`);
-    return `round ${round}: ${r.sent.length} writes sent, ${acked} acknowledged before kill -9, ${unacked.length} replayed; ${deducts} deductions, ${confirms} confirmations, ${holds} holds; verify OK`;
+    crash.checkTotals(r.sent, { deducts, holds, confirms, balanceMicros });
+    crash.checkVerify(r.env);
+    return `round ${round}: ${r.sent.length} writes sent, ${acked} acknowledged before kill -9, ${replayed} replayed; ${deducts} deductions, ${confirms} confirmations, ${holds} holds; verify OK`;
   } finally {
     if (r.server && r.server.exitCode === null) r.server.kill("SIGKILL");
     rmSync(r.dir, { recursive: true, force: true });

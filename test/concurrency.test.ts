@@ -5,24 +5,18 @@ import { accountRoutes } from "../src/accounts/routes.ts";
 import type { DB } from "../src/db/schema.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { reservationRoutes } from "../src/reservations/routes.ts";
-import { expectError, type OkBody, responseProblems } from "./contract.ts";
+import { expectError } from "./contract.ts";
 import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
+import {
+  countStatuses,
+  expectDistinctBalances,
+  fetchFrom,
+  type JsonReply,
+  okBody,
+  routePath,
+  sendJson,
+} from "./http-client.ts";
 import { sqliteOnly } from "./pg-harness.ts";
-
-interface HttpResult {
-  status: number;
-  /** The parsed JSON: read it through `okBody` or `expectError`. */
-  body: unknown;
-  text: string;
-  replayed: string | null;
-}
-
-/** Asserts that `res`, an answer of `route`, is 200 with the route's 200 body. @returns it */
-function okBody<R extends RouteConfig>(route: R, res: HttpResult): OkBody<R> {
-  expect(res.status, res.text).toBe(200);
-  expect(responseProblems(route, 200, res.body)).toEqual([]);
-  return res.body as OkBody<R>;
-}
 
 describe("concurrency over a real HTTP server", () => {
   let t: TestLedger;
@@ -37,43 +31,31 @@ describe("concurrency over a real HTTP server", () => {
   });
 
   /** Calls `route` over HTTP: `query` for a GET, `body` (JSON) for a POST. */
-  const http = async (
+  const http = (
     route: RouteConfig,
     input: {
       query?: Record<string, string | number | boolean>;
       body?: unknown;
       headers?: Record<string, string>;
     } = {},
-  ): Promise<HttpResult> => {
-    const query = new URLSearchParams(
-      Object.entries(input.query ?? {}).map(([k, v]): [string, string] => [k, String(v)]),
-    ).toString();
-    const res = await fetch(base + route.path + (query ? `?${query}` : ""), {
-      method: route.method.toUpperCase(),
-      headers: { "X-API-Key": t.key, "Content-Type": "application/json", ...input.headers },
-      ...(input.body === undefined ? {} : { body: JSON.stringify(input.body) }),
+  ): Promise<JsonReply> =>
+    sendJson(fetchFrom(base), t.key, route.method.toUpperCase(), routePath(route, input.query), {
+      body: input.body,
+      headers: input.headers,
     });
-    const text = await res.text();
-    const body: unknown = JSON.parse(text);
-    return { status: res.status, body, text, replayed: res.headers.get("Idempotent-Replayed") };
+  /** Funds "u1" with `credits`, then sends `n` calls of `route` with `body` at once. */
+  const simultaneous = async (credits: number, n: number, route: RouteConfig, body: object) => {
+    await fundedAccount(t, "u1", credits);
+    return Promise.all(Array.from({ length: n }, () => http(route, { body })));
   };
   const balanceView = async (ref: string) =>
     okBody(accountRoutes.balance, await http(accountRoutes.balance, { query: { accountId: ref } }));
   const txns = async (query: Record<string, string | number>) =>
     okBody(ledgerRoutes.list, await http(ledgerRoutes.list, { query }));
-  const countStatuses = (results: HttpResult[]) => {
-    const counts: Record<number, number> = {};
-    for (const r of results) counts[r.status] = (counts[r.status] ?? 0) + 1;
-    return counts;
-  };
 
   it("grants exactly 6 of 20 simultaneous reservations of 75 against 500", async () => {
-    await fundedAccount(t, "u1", 500);
-    const results = await Promise.all(
-      Array.from({ length: 20 }, () =>
-        http(reservationRoutes.create, { body: { accountId: "u1", amount: 75 } }),
-      ),
-    );
+    const body = { accountId: "u1", amount: 75 };
+    const results = await simultaneous(500, 20, reservationRoutes.create, body);
     expect(countStatuses(results)).toEqual({ 200: 6, 402: 14 });
     for (const r of results.filter((x) => x.status === 402)) {
       const err = expectError(r, 402, "INSUFFICIENT_CREDITS");
@@ -88,18 +70,10 @@ describe("concurrency over a real HTTP server", () => {
   });
 
   it("lets exactly 100 of 300 simultaneous deductions of 1 through from 100", async () => {
-    await fundedAccount(t, "u1", 100);
-    const results = await Promise.all(
-      Array.from({ length: 300 }, () =>
-        http(ledgerRoutes.deduct, { body: { accountId: "u1", amount: 1 } }),
-      ),
-    );
+    const body = { accountId: "u1", amount: 1 };
+    const results = await simultaneous(100, 300, ledgerRoutes.deduct, body);
     expect(countStatuses(results)).toEqual({ 200: 100, 402: 200 });
-    const balances = results
-      .filter((r) => r.status === 200)
-      .map((r) => okBody(ledgerRoutes.deduct, r).balance);
-    // Each success saw a distinct balance: 99, 98, …, 0.
-    expect([...balances].sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    expectDistinctBalances(results, 100);
     expect((await balanceView("u1")).balance).toBe(0);
     expect((await txns({ accountId: "u1", limit: 1 })).pagination.totalCount).toBe(101);
   });

@@ -12,8 +12,8 @@ import {
   HOUR,
   type HttpLedger,
   httpLedger,
-  type Json,
   remainingMicros,
+  validationPaths,
 } from "./grants-http.ts";
 
 const open: HttpLedger[] = [];
@@ -45,6 +45,18 @@ async function add(l: HttpLedger, ref: string, amount: number, terms: object = {
   return body.grantId as string;
 }
 
+/**
+ * A fresh ledger whose account "u1" holds one grant per `[amount, terms]`, added in that order.
+ * @returns the ledger and the grant ids, in the same order
+ */
+async function withGrants<const T extends readonly (readonly [number, object?])[]>(...terms: T) {
+  const l = await ledger();
+  await account(l, "u1");
+  const grants: string[] = [];
+  for (const [amount, grantTerms] of terms) grants.push(await add(l, "u1", amount, grantTerms));
+  return { l, grants: grants as { [K in keyof T]: string } };
+}
+
 const deduct = (l: HttpLedger, ref: string, amount: number) =>
   l.ok("POST", "/v1/accounts/credits/deduct", { accountId: ref, amount });
 
@@ -55,7 +67,7 @@ async function reserve(l: HttpLedger, ref: string, amount: number, ttlSeconds = 
 
 /** `remaining` of each grant by id. */
 async function remaining(l: HttpLedger, ref: string): Promise<Record<string, number>> {
-  return Object.fromEntries((await l.grants(ref)).map((g: Json) => [g.id, g.remaining]));
+  return Object.fromEntries((await l.grants(ref)).map((g) => [g.id, g.remaining]));
 }
 
 /** The expiry debits of the account, oldest first, as [reason, grantId, amount]. */
@@ -95,17 +107,17 @@ describe("grant terms on add and manual credit", () => {
     });
     expect(debit.grantId).toBeUndefined();
     const grants = await l.grants("u1");
-    expect(grants.map((g: Json) => g.id)).toEqual([manual.grantId, g2, g1]);
+    expect(grants.map((g) => g.id)).toEqual([manual.grantId, g2, g1]);
     const txns = await l.txns("u1");
     expect(grants[1]).toEqual({
       id: g2,
       accountId: id,
-      transactionId: txns[1].id,
+      transactionId: txns[1]?.id,
       amount: 2.5,
       remaining: 2.5,
       priority: 7,
       expiresAt: new Date(Date.parse(expiresAt)).toISOString(),
-      createdAt: txns[1].createdAt,
+      createdAt: txns[1]?.createdAt,
       status: "active",
     });
     expect(grants[2]).toMatchObject({ amount: 10, remaining: 10, priority: 50, expiresAt: null });
@@ -123,7 +135,7 @@ describe("grant terms on add and manual credit", () => {
     await add(l, "u1", 1, { expiresAt: "2026-03-01T02:00+01:00" });
     await add(l, "u1", 1, { expiresAt: "2026-03-02T00:00:00" });
     await add(l, "u1", 1, { expiresAt: new Date(l.t.now() + 3653 * DAY).toISOString() });
-    const expires = (await l.grants("u1")).map((g: Json) => g.expiresAt);
+    const expires = (await l.grants("u1")).map((g) => g.expiresAt);
     expect(expires.slice(0, 4)).toEqual([
       "2036-03-01T00:00:00.000Z",
       "2026-03-02T00:00:00.000Z",
@@ -158,10 +170,7 @@ describe("grant terms on add and manual credit", () => {
         ["/v1/transactions/create", { accountId: "u1", amount: 5, type: "credit", ...terms }],
       ] as const) {
         const error = await l.fail("POST", route, body, 400, "VALIDATION_ERROR");
-        expect(
-          error.details.map((d: Json) => d.path),
-          JSON.stringify(terms),
-        ).toContain(path);
+        expect(validationPaths(error), JSON.stringify(terms)).toContain(path);
       }
     }
     // Only a credit takes grant terms.
@@ -211,11 +220,12 @@ describe("spending order", () => {
   });
 
   it("a manual debit and a reservation confirm spend in the same order; one debit spans grants", async () => {
-    const l = await ledger();
-    await account(l, "u1");
-    const a = await add(l, "u1", 3, { priority: 20 });
-    const b = await add(l, "u1", 4, { priority: 30 });
-    const c = await add(l, "u1", 5, { priority: 40 });
+    const { l, grants } = await withGrants(
+      [3, { priority: 20 }],
+      [4, { priority: 30 }],
+      [5, { priority: 40 }],
+    );
+    const [a, b, c] = grants;
     await l.ok("POST", "/v1/transactions/create", { accountId: "u1", amount: 5, type: "debit" });
     expect(await remaining(l, "u1")).toEqual({ [a]: 0, [b]: 2, [c]: 5 });
     const reservationId = await reserve(l, "u1", 4);
@@ -223,20 +233,21 @@ describe("spending order", () => {
     expect(await remaining(l, "u1")).toEqual({ [a]: 0, [b]: 2, [c]: 5 });
     await l.ok("POST", "/v1/reservations/confirm", { reservationId, actualAmount: 3.5 });
     expect(await remaining(l, "u1")).toEqual({ [a]: 0, [b]: 0, [c]: 3.5 });
-    expect((await l.grants("u1")).map((g: Json) => g.status)).toEqual(["active", "spent", "spent"]);
+    expect((await l.grants("u1")).map((g) => g.status)).toEqual(["active", "spent", "spent"]);
     await expectBalanceIsRemaining(l, "u1");
   });
 
   it("exact micro-credits: 0.1 + 0.2 spent as 0.3", async () => {
-    const l = await ledger();
-    await account(l, "u1");
-    const a = await add(l, "u1", 0.1, { priority: 1 });
-    const b = await add(l, "u1", 0.2, { priority: 2 });
-    const c = await add(l, "u1", 1000.000001);
+    const { l, grants } = await withGrants(
+      [0.1, { priority: 1 }],
+      [0.2, { priority: 2 }],
+      [1000.000001],
+    );
+    const [a, b, c] = grants;
     await deduct(l, "u1", 0.3);
     expect(await remaining(l, "u1")).toEqual({ [a]: 0, [b]: 0, [c]: 1000.000001 });
     await deduct(l, "u1", 0.000001);
-    expect((await l.grants("u1"))[0].remaining).toBe(1000);
+    expect((await l.grants("u1"))[0]?.remaining).toBe(1000);
   });
 });
 
@@ -252,7 +263,7 @@ describe("expiry", () => {
     expect(await l.expireJob()).toEqual({ expiries: 0, failed: 0 });
     l.t.advance(1);
     // Past expiresAt, before the job: expired in the list, still in the balance.
-    expect((await l.grants("u1")).map((x: Json) => [x.id, x.status])).toEqual([
+    expect((await l.grants("u1")).map((x) => [x.id, x.status])).toEqual([
       [spent, "expired"],
       [g, "expired"],
       [keep, "spent"],
@@ -279,7 +290,7 @@ describe("expiry", () => {
       ["debit", 10, "credits_expired"],
       ["debit", 3, null],
     ]);
-    expect((await l.txns("u1"))[2].metadata.grantId).toBe(g);
+    expect((await l.txns("u1"))[2]?.metadata.grantId).toBe(g);
   });
 
   it("expired credits are never spent or reserved: the failed request changes nothing; the job books", async () => {
@@ -355,7 +366,7 @@ describe("expiry", () => {
       ["debit", 50, 30],
       ["debit", 30, 0],
     ]);
-    expect(list[2].metadata.reservationId).toBe(reservationId);
+    expect(list[2]?.metadata.reservationId).toBe(reservationId);
   });
 
   it("a cancel removes what the hold kept of an expired grant; other credits stay", async () => {
@@ -416,16 +427,16 @@ describe("GET /v1/accounts/grants", () => {
     await deduct(l, "u1", 1);
     l.t.advance(HOUR);
     const page = await l.ok("GET", "/v1/accounts/grants?externalId=u1&limit=2");
-    expect(page.grants.map((g: Json) => [g.id, g.status])).toEqual([
+    expect(page.grants.map((g) => [g.id, g.status])).toEqual([
       [c, "active"],
       [b, "expired"],
     ]);
     expect(page.pagination).toEqual({ limit: 2, offset: 0, totalCount: 3, hasMore: true });
     const rest = await l.ok("GET", "/v1/accounts/grants?accountId=u1&limit=2&offset=2");
-    expect(rest.grants.map((g: Json) => [g.id, g.status])).toEqual([[a, "spent"]]);
+    expect(rest.grants.map((g) => [g.id, g.status])).toEqual([[a, "spent"]]);
     expect(rest.pagination).toEqual({ limit: 2, offset: 2, totalCount: 3, hasMore: false });
     const active = await l.ok("GET", "/v1/accounts/grants?accountId=u1&activeOnly=true");
-    expect(active.grants.map((g: Json) => g.id)).toEqual([c]);
+    expect(active.grants.map((g) => g.id)).toEqual([c]);
     expect(active.pagination).toMatchObject({ limit: 100, totalCount: 1 });
   });
 
@@ -485,7 +496,7 @@ describe("non-rolling plan grants", () => {
       expiresAt: "2026-02-28T09:00:00.000Z",
     });
     await deduct(l, "u1", 30); // from the plan grant
-    expect((await l.grants("u1"))[0].remaining).toBe(70);
+    expect((await l.grants("u1"))[0]?.remaining).toBe(70);
     l.t.advance(10 * DAY);
     await l.ok("POST", "/v1/accounts/plans/cancel", { accountPlanId: ap });
     // Still spendable until the end of its period.
@@ -500,7 +511,7 @@ describe("non-rolling plan grants", () => {
     );
     expect(expired).toHaveLength(1);
     expect(expired[0]).toMatchObject({ type: "debit", amount: 50 });
-    expect(expired[0].metadata).toMatchObject({ grantId: grant.id, planId, accountPlanId: ap });
+    expect(expired[0]?.metadata).toMatchObject({ grantId: grant?.id, planId, accountPlanId: ap });
     expect(await l.balance("u1")).toMatchObject({ balance: 10 });
   });
 

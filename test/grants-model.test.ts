@@ -8,7 +8,7 @@
  * debits in the same order.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { DAY, HOUR, type HttpLedger, httpLedger, type Json } from "./grants-http.ts";
+import { DAY, HOUR, type HttpLedger, httpLedger, okBody } from "./grants-http.ts";
 
 const open: HttpLedger[] = [];
 afterEach(async () => {
@@ -175,6 +175,8 @@ async function run(seed: number, steps: number) {
       manual ? "/v1/transactions/create" : "/v1/accounts/credits/add",
       body,
     );
+    if (res.grantId === undefined)
+      throw new Error(`a credit made no grant: ${JSON.stringify(res)}`);
     m.add(res.grantId, micros, priority ?? 50, expiresAt);
     return `credit ${credits(micros)} p${priority ?? 50} exp ${expiresAt ?? "-"}`;
   };
@@ -221,8 +223,8 @@ async function run(seed: number, steps: number) {
       m.restore(before);
       return `reserve ${credits(micros)}: 402`;
     }
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    m.holds.push({ id: res.body.reservation.id, amount: micros, expiresAt: now() + ttl * 1000 });
+    const { reservation } = okBody(res);
+    m.holds.push({ id: reservation.id, amount: micros, expiresAt: now() + ttl * 1000 });
     return `reserve ${credits(micros)} for ${ttl} s`;
   };
 
@@ -254,7 +256,7 @@ async function run(seed: number, steps: number) {
     m.holds = m.holds.filter((h) => h.id !== hold.id);
     // What no hold covers any more of the expired grants goes in the same transaction.
     m.bookDue(now());
-    if (confirm) expect(res.body.balance).toBe(credits(m.balance()));
+    if (confirm) expect(res.body).toMatchObject({ balance: credits(m.balance()) });
     return `${confirm ? `confirm ${credits(actual)}` : "cancel"} of ${credits(hold.amount)}`;
   };
 
@@ -310,7 +312,7 @@ async function run(seed: number, steps: number) {
     log.push(await r.pick(ops)());
     if (m.grants.some((g) => g.booked && g.remaining > 0)) heldSteps++;
     const where = `seed ${seed}, step ${step}:\n${log.slice(-8).join("\n")}`;
-    const grants: Json[] = await l.grants("m");
+    const grants = await l.grants("m");
     const listed = Object.fromEntries(grants.map((g) => [g.id, [g.remaining, g.status]]));
     const modelled = Object.fromEntries(
       m.grants.map((g) => [g.id, [credits(g.remaining), m.status(g, now())]]),

@@ -9,11 +9,15 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type Server, type Socket, connect as tcpConnect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { accountRoutes } from "../src/accounts/routes.ts";
 import { createApp } from "../src/app.ts";
 import { createProjectKey } from "../src/bootstrap.ts";
 import { loadConfig } from "../src/config.ts";
 import type { App } from "../src/http/context.ts";
+import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { type Ledger, openLedger } from "../src/runtime.ts";
+import { expectError } from "./contract.ts";
+import { okBody, type Send, sendJson } from "./http-client.ts";
 import { createPgDatabase, TEST_ENGINE } from "./pg-harness.ts";
 
 /** A TCP proxy to `target` that can refuse, swallow or forward connections. */
@@ -89,22 +93,10 @@ describe.runIf(TEST_ENGINE === "postgres")("PostgreSQL going away and coming bac
   });
 
   const request = async (method: string, path: string, body?: unknown, idemKey?: string) => {
-    const headers: Record<string, string> = { "X-API-Key": key };
-    if (body !== undefined) headers["Content-Type"] = "application/json";
-    if (idemKey) headers["Idempotency-Key"] = idemKey;
     const started = performance.now();
-    const res = await app.request(path, {
-      method,
-      headers,
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return {
-      status: res.status,
-      seconds: (performance.now() - started) / 1000,
-      // biome-ignore lint/suspicious/noExplicitAny: responses are inspected field by field.
-      body: (text ? JSON.parse(text) : null) as any,
-    };
+    const send: Send = async (p, init) => app.request(p, init);
+    const reply = await sendJson(send, key, method, path, { body, idempotencyKey: idemKey });
+    return { ...reply, seconds: (performance.now() - started) / 1000 };
   };
   const post = (path: string, body: unknown, idemKey?: string) =>
     request("POST", path, body, idemKey);
@@ -124,7 +116,9 @@ describe.runIf(TEST_ENGINE === "postgres")("PostgreSQL going away and coming bac
     ]) {
       expect(r.status).toBe(503);
       expect(r.seconds).toBeLessThan(5);
-      if (r.body?.error) expect(r.body.error.code).toBe("SERVICE_UNAVAILABLE");
+      if (typeof r.body === "object" && r.body !== null && "error" in r.body) {
+        expectError(r, 503, "SERVICE_UNAVAILABLE");
+      }
     }
   }
 
@@ -156,8 +150,8 @@ describe.runIf(TEST_ENGINE === "postgres")("PostgreSQL going away and coming bac
 
   it("applied exactly the deductions it acknowledged", async () => {
     const view = await request("GET", "/v1/accounts/balance?externalId=o1");
-    expect(view.body.balance).toBe(100 - deductions.ok);
+    expect(okBody(accountRoutes.balance, view).balance).toBe(100 - deductions.ok);
     const txs = await request("GET", "/v1/transactions?externalId=o1&limit=500");
-    expect(txs.body.pagination.totalCount).toBe(1 + deductions.ok);
+    expect(okBody(ledgerRoutes.list, txs).pagination.totalCount).toBe(1 + deductions.ok);
   });
 });

@@ -8,15 +8,23 @@
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { accountRoutes } from "../src/accounts/routes.ts";
+import { ledgerRoutes } from "../src/ledger/routes.ts";
+import { reservationRoutes } from "../src/reservations/routes.ts";
+import { expectError } from "./contract.ts";
+import {
+  countStatuses,
+  expectDistinctBalances,
+  fetchFrom,
+  type JsonReply,
+  okBody,
+  sendJson,
+} from "./http-client.ts";
 import { createPgDatabase, TEST_ENGINE } from "./pg-harness.ts";
 import { type RunningProcess, runCliAsync, spawnServer } from "./processes.ts";
 
-interface Reply {
-  status: number;
-  // biome-ignore lint/suspicious/noExplicitAny: responses are inspected field by field.
-  body: any;
-  text: string;
-  replayed: string | null;
+/** An answer, with the index of the server that gave it. */
+interface Reply extends JsonReply {
   server: number;
 }
 
@@ -55,29 +63,9 @@ describe.runIf(TEST_ENGINE === "postgres")("three servers on one PostgreSQL data
     options: { key?: string; at?: number } = {},
   ): Promise<Reply> => {
     const server = options.at ?? next++ % servers.length;
-    const headers: Record<string, string> = {
-      "X-API-Key": apiKey,
-      "Content-Type": "application/json",
-    };
-    if (options.key) headers["Idempotency-Key"] = options.key;
-    const res = await fetch(`${servers[server]?.base}${path}`, {
-      method,
-      headers,
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return {
-      status: res.status,
-      body: JSON.parse(text),
-      text,
-      replayed: res.headers.get("Idempotent-Replayed"),
-      server,
-    };
-  };
-  const statuses = (replies: Reply[]) => {
-    const counts: Record<number, number> = {};
-    for (const r of replies) counts[r.status] = (counts[r.status] ?? 0) + 1;
-    return counts;
+    const send = fetchFrom(`${servers[server]?.base}`);
+    const idempotencyKey = options.key;
+    return { ...(await sendJson(send, apiKey, method, path, { body, idempotencyKey })), server };
   };
   const funded = async (externalId: string, credits: number) => {
     expect((await call("POST", "/v1/accounts/create", { externalId })).status).toBe(200);
@@ -88,11 +76,10 @@ describe.runIf(TEST_ENGINE === "postgres")("three servers on one PostgreSQL data
     expect(add.status).toBe(200);
   };
   const balance = async (externalId: string) =>
-    (await call("GET", `/v1/accounts/balance?externalId=${externalId}`)).body as {
-      balance: number;
-      reserved: number;
-      available: number;
-    };
+    okBody(
+      accountRoutes.balance,
+      await call("GET", `/v1/accounts/balance?externalId=${externalId}`),
+    );
 
   it("started three servers with one bootstrap project and one set of migrations", async () => {
     const printed = servers.filter((s) => s.stdout().includes("shown only this once"));
@@ -112,9 +99,9 @@ describe.runIf(TEST_ENGINE === "postgres")("three servers on one PostgreSQL data
       ),
     );
     expect(new Set(replies.map((r) => r.server)).size).toBe(3);
-    expect(statuses(replies)).toEqual({ 200: 6, 402: 14 });
+    expect(countStatuses(replies)).toEqual({ 200: 6, 402: 14 });
     for (const r of replies.filter((x) => x.status === 402)) {
-      expect(r.body.error.code).toBe("INSUFFICIENT_CREDITS");
+      expectError(r, 402, "INSUFFICIENT_CREDITS");
     }
     expect(await balance("r1")).toMatchObject({ balance: 500, reserved: 450, available: 50 });
   });
@@ -126,12 +113,11 @@ describe.runIf(TEST_ENGINE === "postgres")("three servers on one PostgreSQL data
         call("POST", "/v1/accounts/credits/deduct", { accountId: "d1", amount: 1 }),
       ),
     );
-    expect(statuses(replies)).toEqual({ 200: 100, 402: 200 });
-    const balances = replies.filter((r) => r.status === 200).map((r) => r.body.balance as number);
-    expect([...balances].sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    expect(countStatuses(replies)).toEqual({ 200: 100, 402: 200 });
+    expectDistinctBalances(replies, 100);
     expect((await balance("d1")).balance).toBe(0);
     const txs = await call("GET", "/v1/transactions?accountId=d1&limit=1");
-    expect(txs.body.pagination.totalCount).toBe(101);
+    expect(okBody(ledgerRoutes.list, txs).pagination.totalCount).toBe(101);
   });
 
   it("applies one Idempotency-Key sent to all three servers at once exactly once", async () => {
@@ -151,23 +137,23 @@ describe.runIf(TEST_ENGINE === "postgres")("three servers on one PostgreSQL data
     expect(replies.filter((r) => r.replayed === null)).toHaveLength(1);
     expect((await balance("k1")).balance).toBe(70);
     const txs = await call("GET", "/v1/transactions?accountId=k1");
-    expect(txs.body.pagination.totalCount).toBe(2);
+    expect(okBody(ledgerRoutes.list, txs).pagination.totalCount).toBe(2);
   });
 
   it("creates one account when all three receive the same externalId at once", async () => {
     const replies = await Promise.all(
       Array.from({ length: 9 }, () => call("POST", "/v1/accounts/create", { externalId: "dup" })),
     );
-    expect(statuses(replies)).toEqual({ 200: 1, 409: 8 });
+    expect(countStatuses(replies)).toEqual({ 200: 1, 409: 8 });
     for (const r of replies.filter((x) => x.status === 409)) {
-      expect(r.body.error.code).toBe("DUPLICATE_EXTERNAL_ID");
+      expectError(r, 409, "DUPLICATE_EXTERNAL_ID");
     }
   });
 
   it("ends a reservation once when all three confirm and cancel it at once", async () => {
     await funded("e1", 100);
     const hold = await call("POST", "/v1/reservations/create", { accountId: "e1", amount: 40 });
-    const reservationId = hold.body.reservation.id as string;
+    const reservationId = okBody(reservationRoutes.create, hold).reservation.id;
     const replies = await Promise.all(
       Array.from({ length: 9 }, (_, i) =>
         i % 2 === 0
@@ -177,13 +163,16 @@ describe.runIf(TEST_ENGINE === "postgres")("three servers on one PostgreSQL data
     );
     expect(replies.filter((r) => r.status === 200)).toHaveLength(1);
     for (const r of replies.filter((x) => x.status !== 200)) {
-      expect(r.status).toBe(409);
-      expect(r.body.error.code).toBe("RESERVATION_NOT_PENDING");
+      expectError(r, 409, "RESERVATION_NOT_PENDING");
     }
     const view = await balance("e1");
     expect(view.reserved).toBe(0);
-    const won = replies.find((r) => r.status === 200);
-    expect(view.balance).toBe(won?.body.actualAmount === undefined ? 100 : 75);
+    // The even requests confirmed (25 of the 40 spent), the odd ones cancelled.
+    const won = replies.findIndex((r) => r.status === 200);
+    const confirmed = won % 2 === 0;
+    const route = confirmed ? reservationRoutes.confirm : reservationRoutes.cancel;
+    okBody(route, replies[won] ?? { status: 0, body: undefined });
+    expect(view.balance).toBe(confirmed ? 75 : 100);
   });
 
   it("marks each expired hold once while every server runs the sweeper", async () => {
@@ -198,7 +187,7 @@ describe.runIf(TEST_ENGINE === "postgres")("three servers on one PostgreSQL data
     }
     await new Promise((resolve) => setTimeout(resolve, 3500));
     const list = await call("GET", "/v1/reservations?accountId=x1&limit=100");
-    const holds = list.body.reservations as { status: string }[];
+    const holds = okBody(reservationRoutes.list, list).reservations;
     expect(holds.map((h) => h.status)).toEqual(Array(10).fill("expired"));
     for (const s of servers) {
       const metrics = await (await fetch(`${s.base}/metrics`)).text();

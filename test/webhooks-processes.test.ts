@@ -8,7 +8,13 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { RouteConfig } from "@hono/zod-openapi";
 import { afterEach, describe, expect, it } from "vitest";
+import { accountRoutes } from "../src/accounts/routes.ts";
+import { ledgerRoutes } from "../src/ledger/routes.ts";
+import { webhookRoutes } from "../src/webhooks/routes.ts";
+import type { OkBody } from "./contract.ts";
+import { fetchFrom, okBody, routePath, sendJson } from "./http-client.ts";
 import { createPgDatabase, freshDatabase, TEST_ENGINE } from "./pg-harness.ts";
 import { type RunningProcess, spawnServer } from "./processes.ts";
 import { closedPort, type Receiver, startReceiver } from "./webhooks-receiver.ts";
@@ -20,33 +26,58 @@ afterEach(async () => {
   for (const step of cleanup.splice(0).reverse()) await step();
 });
 
-// biome-ignore lint/suspicious/noExplicitAny: responses are inspected field by field.
-type Json = any;
-
-/** A JSON call to a running server. */
-async function call(
+/**
+ * Calls `route` on a running server (`query` for a GET, `body` for a POST) and expects a 200.
+ * @returns the body, checked against the route's schema
+ */
+async function call<R extends RouteConfig>(
   server: RunningProcess,
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<Json> {
-  const res = await fetch(`${server.base}${path}`, {
-    method,
-    headers: { "X-API-Key": apiKey, "Content-Type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const json = await res.json();
-  if (res.status !== 200)
-    throw new Error(`${path} answered ${res.status}: ${JSON.stringify(json)}`);
-  return json;
+  route: R,
+  input: { query?: Record<string, string | number>; body?: unknown },
+): Promise<OkBody<R>> {
+  const path = routePath(route, input.query);
+  const method = route.method.toUpperCase();
+  const res = await sendJson(fetchFrom(server.base), apiKey, method, path, { body: input.body });
+  return okBody(route, res, `${path} answered ${res.status}: ${res.text}`);
 }
 
 /** Creates an account with a threshold of 1 and takes it from 2 to 0.5 credits: one balance.low. */
 async function crossing(servers: RunningProcess[], externalId: string, i = 0) {
   const at = (k: number) => servers[(i + k) % servers.length] as RunningProcess;
-  await call(at(0), "POST", "/v1/accounts/create", { externalId, lowBalanceThreshold: 1 });
-  await call(at(1), "POST", "/v1/accounts/credits/add", { accountId: externalId, amount: 2 });
-  return call(at(2), "POST", "/v1/accounts/credits/deduct", { accountId: externalId, amount: 1.5 });
+  const create = { externalId, lowBalanceThreshold: 1 };
+  await call(at(0), accountRoutes.create, { body: create });
+  await call(at(1), ledgerRoutes.add, { body: { accountId: externalId, amount: 2 } });
+  return call(at(2), ledgerRoutes.deduct, { body: { accountId: externalId, amount: 1.5 } });
+}
+
+/** The deliveries of endpoint `webhookId`, newest first. */
+async function deliveries(server: RunningProcess, webhookId: string, limit = 50) {
+  return call(server, webhookRoutes.deliveries, { query: { webhookId, limit } });
+}
+
+/** Creates an endpoint at `url`. @returns it, with its secret */
+async function createHook(server: RunningProcess, url: string) {
+  return (await call(server, webhookRoutes.create, { body: { url } })).webhook;
+}
+
+/**
+ * A fresh database for server processes (a file in a temporary folder on SQLite), dropped and
+ * removed after the test. @returns the env of a server on it, with `settings` added
+ */
+async function freshServerEnv(settings: Record<string, string>): Promise<NodeJS.ProcessEnv> {
+  const dir = mkdtempSync(join(tmpdir(), "ledger-hooks-"));
+  const database = await freshDatabase(dir);
+  cleanup.push(
+    () => rmSync(dir, { recursive: true, force: true }),
+    () => database.drop(),
+  );
+  return serverEnv(database.url, settings);
+}
+
+/** The env of a server on `databaseUrl` with the test's API key, and `settings` added. */
+function serverEnv(databaseUrl: string, settings: Record<string, string>): NodeJS.ProcessEnv {
+  const base = { DATABASE_URL: databaseUrl, LEDGER_BOOTSTRAP_API_KEY: apiKey, LOG_LEVEL: "warn" };
+  return { ...process.env, ...base, ...settings };
 }
 
 async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs: number, what: string) {
@@ -70,32 +101,19 @@ async function stop(server: RunningProcess) {
 
 describe("delivery across kill -9", () => {
   it("delivers an event whose first attempts failed, after kill -9 and a restart", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "ledger-hooks-"));
-    const database = await freshDatabase(dir);
-    cleanup.push(
-      () => rmSync(dir, { recursive: true, force: true }),
-      () => database.drop(),
-    );
-    const env = {
-      ...process.env,
-      DATABASE_URL: database.url,
-      LEDGER_BOOTSTRAP_API_KEY: apiKey,
-      LOG_LEVEL: "warn",
+    const env = await freshServerEnv({
       WEBHOOK_RETRY_SECONDS: Array(20).fill("0.5").join(","),
       WEBHOOK_TIMEOUT_SECONDS: "1",
       WEBHOOK_POLL_MS: "50",
-    };
+    });
     // The receiver is down: its port refuses connections.
     const port = await closedPort();
     let server = await spawnServer(env);
     cleanup.push(() => stop(server));
-    const { webhook } = await call(server, "POST", "/v1/webhooks/create", {
-      url: `http://127.0.0.1:${port}/hook`,
-    });
+    const webhook = await createHook(server, `http://127.0.0.1:${port}/hook`);
     const deduction = await crossing([server], "acme");
-    const log = async () =>
-      (await call(server, "GET", `/v1/webhooks/deliveries?webhookId=${webhook.id}`)).deliveries[0];
-    await waitFor(async () => (await log())?.attempts >= 2, 10_000, "two refused attempts");
+    const log = async () => (await deliveries(server, webhook.id)).deliveries[0];
+    await waitFor(async () => ((await log())?.attempts ?? 0) >= 2, 10_000, "two refused attempts");
     expect(await log()).toMatchObject({ status: "pending", lastError: "ECONNREFUSED" });
 
     await kill9(server);
@@ -110,35 +128,23 @@ describe("delivery across kill -9", () => {
       type: "balance.low",
       data: { externalId: "acme", available: 0.5, transactionId: deduction.transactionId },
     });
-    await waitFor(async () => (await log()).status === "delivered", 5000, "delivered status");
-    expect((await log()).eventId).toBe(got?.id);
+    await waitFor(async () => (await log())?.status === "delivered", 5000, "delivered status");
+    expect((await log())?.eventId).toBe(got?.id);
   }, 60_000);
 
   it("attempts again a delivery that was on the wire when the process was killed", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "ledger-hooks-"));
-    const database = await freshDatabase(dir);
-    cleanup.push(
-      () => rmSync(dir, { recursive: true, force: true }),
-      () => database.drop(),
-    );
-    const env = {
-      ...process.env,
-      DATABASE_URL: database.url,
-      LEDGER_BOOTSTRAP_API_KEY: apiKey,
-      LOG_LEVEL: "warn",
+    const env = await freshServerEnv({
       WEBHOOK_RETRY_SECONDS: "0.5,0.5,0.5",
       WEBHOOK_TIMEOUT_SECONDS: "1",
       WEBHOOK_POLL_MS: "50",
-    };
+    });
     const receiver = await startReceiver();
     cleanup.push(() => receiver.close());
     // The first attempt never gets an answer: the process dies while it waits.
     receiver.answer = (_path, n) => (n === 1 ? "hang" : 200);
     let server = await spawnServer(env);
     cleanup.push(() => stop(server));
-    const { webhook } = await call(server, "POST", "/v1/webhooks/create", {
-      url: receiver.url("/hook"),
-    });
+    const webhook = await createHook(server, receiver.url("/hook"));
     receiver.setSecret("/hook", webhook.secret);
     await crossing([server], "acme");
     await receiver.waitFor(() => receiver.attempts.get("/hook") === 1, 10_000, "the first attempt");
@@ -147,16 +153,13 @@ describe("delivery across kill -9", () => {
     // Attempted again once the dead process's lease (timeout + 10 s) has run out.
     await receiver.waitFor(() => receiver.delivered.length === 1, 25_000, "the second attempt");
     expect(receiver.attempts.get("/hook")).toBe(2);
-    const [log] = (await call(server, "GET", `/v1/webhooks/deliveries?webhookId=${webhook.id}`))
-      .deliveries;
+    const [log] = (await deliveries(server, webhook.id)).deliveries;
     await waitFor(
-      async () =>
-        (await call(server, "GET", `/v1/webhooks/deliveries?webhookId=${webhook.id}`)).deliveries[0]
-          .status === "delivered",
+      async () => (await deliveries(server, webhook.id)).deliveries[0]?.status === "delivered",
       5000,
       "delivered status",
     );
-    expect(log.eventId).toBe(receiver.delivered[0]?.id);
+    expect(log?.eventId).toBe(receiver.delivered[0]?.id);
   }, 60_000);
 });
 
@@ -164,15 +167,11 @@ describe.runIf(TEST_ENGINE === "postgres")("three servers on one PostgreSQL data
   it("deliver every event, never one event from two processes at once", async () => {
     const database = await createPgDatabase();
     cleanup.push(() => database.drop());
-    const env = {
-      ...process.env,
-      DATABASE_URL: database.url,
-      LEDGER_BOOTSTRAP_API_KEY: apiKey,
-      LOG_LEVEL: "warn",
+    const env = serverEnv(database.url, {
       WEBHOOK_RETRY_SECONDS: "0.05,0.05,0.05,0.05,0.05",
       WEBHOOK_POLL_MS: "10",
       WEBHOOK_CONCURRENCY: "4",
-    };
+    });
     const servers = await Promise.all([spawnServer(env), spawnServer(env), spawnServer(env)]);
     cleanup.push(() => Promise.all(servers.map(stop)).then(() => undefined));
     const receiver: Receiver = await startReceiver();
@@ -188,9 +187,7 @@ describe.runIf(TEST_ENGINE === "postgres")("three servers on one PostgreSQL data
     };
     const [first] = servers;
     if (!first) throw new Error("no server");
-    const { webhook } = await call(first, "POST", "/v1/webhooks/create", {
-      url: receiver.url("/hook"),
-    });
+    const webhook = await createHook(first, receiver.url("/hook"));
     receiver.setSecret("/hook", webhook.secret);
 
     const events = 60;
@@ -202,14 +199,10 @@ describe.runIf(TEST_ENGINE === "postgres")("three servers on one PostgreSQL data
     expect(receiver.invalid).toEqual([]);
     expect(receiver.maxInFlightPerEvent).toBe(1);
     expect(receiver.delivered).toHaveLength(events);
-    const { deliveries, pagination } = await call(
-      first,
-      "GET",
-      `/v1/webhooks/deliveries?webhookId=${webhook.id}&limit=500`,
-    );
-    expect(pagination.totalCount).toBe(events);
-    expect(deliveries.every((d: { status: string }) => d.status === "delivered")).toBe(true);
-    expect(deliveries.every((d: { attempts: number }) => d.attempts === 2)).toBe(true);
-    expect(new Set(deliveries.map((d: { eventId: string }) => d.eventId))).toEqual(ids());
+    const listed = await deliveries(first, webhook.id, 500);
+    expect(listed.pagination.totalCount).toBe(events);
+    expect(listed.deliveries.every((d) => d.status === "delivered")).toBe(true);
+    expect(listed.deliveries.every((d) => d.attempts === 2)).toBe(true);
+    expect(new Set(listed.deliveries.map((d) => d.eventId))).toEqual(ids());
   }, 90_000);
 });

@@ -2,22 +2,34 @@
  * A webhook receiver for tests: a real node:http server on 127.0.0.1 that verifies every
  * delivery with the `standardwebhooks` library and the endpoint's secret, records what arrived,
  * answers as each test tells it (a status, or never), and counts how many attempts of one event
- * (`webhook-id`) are on the wire at once.
+ * (`webhook-id`) are on the wire at once. A delivery counts as valid only when its signature
+ * verifies and its body has the event envelope (`id`, `type`, `createdAt`, `data`).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { z } from "@hono/zod-openapi";
 import { Webhook } from "standardwebhooks";
 import { startDeliveryWorker } from "../src/webhooks/delivery.ts";
-import type { EventType } from "../src/webhooks/events.ts";
+import { EVENT_TYPES, type EventType } from "../src/webhooks/events.ts";
 import { webhookRoutes } from "../src/webhooks/routes.ts";
 import type { TestLedger } from "./harness.ts";
+
+/** The envelope every event has; a loose object, so that no field of the body is dropped. */
+const eventSchema = z.looseObject({
+  id: z.string(),
+  type: z.enum(EVENT_TYPES),
+  createdAt: z.string(),
+  data: z.record(z.string(), z.unknown()),
+});
+
+/** A delivered event as its body has it; `data` is the event type's object. */
+export type ReceivedEvent = z.infer<typeof eventSchema>;
 
 export interface Received {
   path: string;
   /** The `webhook-id` header: the event id. */
   id: string;
-  // biome-ignore lint/suspicious/noExplicitAny: events are inspected field by field.
-  event: any;
+  event: ReceivedEvent;
   /** The raw body, as signed. */
   body: string;
 }
@@ -89,13 +101,13 @@ export async function startReceiver(port = 0): Promise<Receiver> {
     inFlight.set(id, now);
     receiver.maxInFlightPerEvent = Math.max(receiver.maxInFlightPerEvent, now);
     const done = () => inFlight.set(id, (inFlight.get(id) ?? 1) - 1);
-    let event: unknown;
+    let event: ReceivedEvent;
     try {
       const secret = secrets.get(path);
       if (!secret) throw new Error("no secret for this path");
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers[k] = v;
-      event = new Webhook(secret).verify(body, headers);
+      event = eventSchema.parse(new Webhook(secret).verify(body, headers));
     } catch (err) {
       receiver.invalid.push(`${path}: ${(err as Error).message}`);
       done();

@@ -218,7 +218,7 @@ describe("balance.low", () => {
     });
     expect(first?.id).toBe(first?.event.id);
     expect(Object.keys(first?.event ?? {}).sort()).toEqual(["createdAt", "data", "id", "type"]);
-    expect(Object.keys(first?.event.data).sort()).toEqual(
+    expect(Object.keys(first?.event.data ?? {}).sort()).toEqual(
       [
         "accountId",
         "available",
