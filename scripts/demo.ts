@@ -9,6 +9,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { calculateResponse } from "../src/models/schemas.ts";
+import {
+  confirmReservationResponse,
+  createReservationResponse,
+} from "../src/reservations/schemas.ts";
 import { freePort, waitForHealth } from "./lib/net.ts";
 
 const cli = fileURLToPath(new URL("../src/cli/index.js", import.meta.url));
@@ -26,8 +31,7 @@ async function call(base: string, method: string, path: string, body?: unknown) 
     headers,
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  // biome-ignore lint/suspicious/noExplicitAny: the demo reads fields of JSON responses.
-  const json: any = await res.json();
+  const json: unknown = await res.json();
   console.log(`< ${res.status} ${JSON.stringify(json, null, 2).replace(/\n/g, "\n  ")}`);
   if (!res.ok) throw new Error(`${method} ${path} failed with ${res.status}`);
   return json;
@@ -50,30 +54,38 @@ async function flow(base: string): Promise<void> {
     description: "Starter pack",
     paymentMethod: "card",
   });
-  const estimate = await call(base, "POST", "/v1/models/calculate", {
-    modelId: "claude-sonnet-4-5",
-    inputTokens: 12000,
-    outputTokens: 4000,
-  });
-  const hold = await call(base, "POST", "/v1/reservations/create", {
-    accountId: "customer-42",
-    amount: usdToCredits(estimate.estimatedCostUsd),
-    operation: "chat.completion",
-    model: "claude-sonnet-4-5",
-  });
+  const estimate = calculateResponse.parse(
+    await call(base, "POST", "/v1/models/calculate", {
+      modelId: "claude-sonnet-4-5",
+      inputTokens: 12000,
+      outputTokens: 4000,
+    }),
+  );
+  const hold = createReservationResponse.parse(
+    await call(base, "POST", "/v1/reservations/create", {
+      accountId: "customer-42",
+      amount: usdToCredits(estimate.estimatedCostUsd),
+      operation: "chat.completion",
+      model: "claude-sonnet-4-5",
+    }),
+  );
   console.log(
     "\n(the product calls the model: 9,500 input tokens, 2,000 of them cached; 3,100 output)",
   );
-  const actual = await call(base, "POST", "/v1/models/calculate", {
-    modelId: "claude-sonnet-4-5",
-    inputTokens: 9500,
-    outputTokens: 3100,
-    cachedTokens: 2000,
-  });
-  const confirm = await call(base, "POST", "/v1/reservations/confirm", {
-    reservationId: hold.reservation.id,
-    actualAmount: usdToCredits(actual.estimatedCostUsd),
-  });
+  const actual = calculateResponse.parse(
+    await call(base, "POST", "/v1/models/calculate", {
+      modelId: "claude-sonnet-4-5",
+      inputTokens: 9500,
+      outputTokens: 3100,
+      cachedTokens: 2000,
+    }),
+  );
+  const confirm = confirmReservationResponse.parse(
+    await call(base, "POST", "/v1/reservations/confirm", {
+      reservationId: hold.reservation.id,
+      actualAmount: usdToCredits(actual.estimatedCostUsd),
+    }),
+  );
   await call(base, "POST", "/v1/usage/record", {
     accountId: "customer-42",
     transactionId: confirm.transactionId,

@@ -11,6 +11,7 @@ import { loadConfig } from "../src/config.ts";
 import type { App } from "../src/http/context.ts";
 import { createLogger } from "../src/logger.ts";
 import { makeLedger, type TestLedger } from "./harness.ts";
+import type { LogLine } from "./processes.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -42,8 +43,7 @@ describe("request logs", () => {
     const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
     return app.request(path, { method, headers, body });
   };
-  // biome-ignore lint/suspicious/noExplicitAny: log lines are inspected field by field.
-  const parsed = (): any[] => out.lines.map((line) => JSON.parse(line));
+  const parsed = (): LogLine[] => out.lines.map((line): LogLine => JSON.parse(line));
 
   beforeAll(async () => {
     t = await makeLedger();

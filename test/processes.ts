@@ -118,11 +118,13 @@ export function processExists(pid: number): boolean {
   }
 }
 
+/** One structured log line: its fields by name, read and compared one by one. */
+export type LogLine = Record<string, unknown>;
+
 /** The JSON lines of a process's standard output (other lines skipped). */
-// biome-ignore lint/suspicious/noExplicitAny: log lines are inspected field by field.
-export function jsonLines(text: string): any[] {
+export function jsonLines(text: string): LogLine[] {
   return text
     .split("\n")
     .filter((line) => line.startsWith("{"))
-    .map((line) => JSON.parse(line));
+    .map((line): LogLine => JSON.parse(line));
 }
