@@ -88,8 +88,18 @@ async function account(db: Kysely<DB>, id: string, balanceCredits: number, bucke
     .execute();
 }
 
-/** A database of the previous version (migration 0001 only), filled as its code left it. */
-async function oldDatabase(url: string) {
+/**
+ * A fresh database of the previous version (migration 0001 only), filled as its code left it;
+ * dropped after the test. @returns it opened, its URL, and the id of its plan grant's credit
+ */
+async function oldDatabase() {
+  const dir = mkdtempSync(join(tmpdir(), "ledger-migration-"));
+  const database = await freshDatabase(dir);
+  cleanups.push(async () => {
+    await database.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const url = database.url;
   const db = await openDatabase({ url, driver: "auto", synchronous: "NORMAL" });
   const init = readFileSync(join(migrationsDirOf(TEST_ENGINE), "0001_init.sql"), "utf8");
   expect(await migrateToLatest(db.write, { "0001_init.sql": init })).toEqual(["0001_init"]);
@@ -165,17 +175,11 @@ async function oldDatabase(url: string) {
       granted_at_ms: T0 + 1,
     })
     .execute();
-  return { db, grantTxn: grantTxn ?? "" };
+  return { db, url, grantTxn: grantTxn ?? "" };
 }
 
 it("turns balances and the plan bucket into grants; verify passes; the ledger runs on", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "ledger-migration-"));
-  const database = await freshDatabase(dir);
-  cleanups.push(async () => {
-    await database.drop();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const { db, grantTxn } = await oldDatabase(database.url);
+  const { db, grantTxn, url } = await oldDatabase();
   try {
     const applied = await migrateToLatest(db.write);
     expect(applied[0]).toBe("0002_grants");
@@ -215,7 +219,7 @@ it("turns balances and the plan bucket into grants; verify passes; the ledger ru
   // The service on the migrated database: the plan period ends, what is left of the old grant
   // expires before the next grant, and debits spend the new plan grant first.
   let now = T0 + DAY;
-  const ledger = await openLedger(loadConfig({ DATABASE_URL: database.url }), { clock: () => now });
+  const ledger = await openLedger(loadConfig({ DATABASE_URL: url }), { clock: () => now });
   cleanups.unshift(() => ledger.close());
   const { apiKey } = await createProjectKey(ledger.queue, "migrated");
   await ledger.db.write
@@ -255,13 +259,7 @@ it("turns balances and the plan bucket into grants; verify passes; the ledger ru
 });
 
 it("0004 flags the grants with nothing left, and the database keeps the flag", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "ledger-migration-"));
-  const database = await freshDatabase(dir);
-  cleanups.push(async () => {
-    await database.drop();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const { db } = await oldDatabase(database.url);
+  const { db } = await oldDatabase();
   try {
     const files = await readMigrationFiles(migrationsDirOf(TEST_ENGINE));
     const upTo3 = Object.fromEntries(Object.entries(files).filter(([name]) => name < "0004"));

@@ -65,6 +65,14 @@ export const SPEND_COLUMNS = [
 type PageArgs = { accountId: string; offset: number };
 
 /**
+ * The spending order (docs/api.md#spending-order) in the terms of the index
+ * `credit_grants_spend`, so that a query ordered by it reads the index without a sort: booked
+ * expiries first, then priority, then expiry (none last), then ledger order. Its names are those
+ * of the one `credit_grants` in the FROM of the query it orders.
+ */
+const SPENDING_ORDER = sql`expiry_booked desc, priority, coalesce(expires_at_ms, ${sql.lit(NO_EXPIRY_KEY)}), seq`;
+
+/**
  * A page of the account's grants with something left, in spending order (the order of the
  * partial index `credit_grants_spend`, so no sort), each row carrying the earliest expiry still
  * to be booked (an uncorrelated subquery on `credit_grants_account_due`, evaluated once).
@@ -87,10 +95,7 @@ const spendPage = prepared<PageArgs, SpendableGrant & { next_due_ms: number | nu
     )
     .where("account_id", "=", arg("accountId"))
     .where("exhausted", "=", sql.lit(0))
-    .orderBy("expiry_booked", "desc")
-    .orderBy("priority")
-    .orderBy((eb) => eb.fn.coalesce("expires_at_ms", sql.lit(NO_EXPIRY_KEY)))
-    .orderBy("seq")
+    .orderBy(SPENDING_ORDER)
     .limit(SPEND_PAGE)
     .offset(arg("offset")),
 );
@@ -182,10 +187,7 @@ const takeFromFirst = prepared<{ accountId: string; take: number }, unknown>((db
         .select("f.seq")
         .where("f.account_id", "=", arg("accountId"))
         .where("f.exhausted", "=", sql.lit(0))
-        .orderBy("f.expiry_booked", "desc")
-        .orderBy("f.priority")
-        .orderBy((o) => o.fn.coalesce("f.expires_at_ms", sql.lit(NO_EXPIRY_KEY)))
-        .orderBy("f.seq")
+        .orderBy(SPENDING_ORDER)
         .limit(1),
     )
     .where("remaining_micros", ">=", arg("take")),
