@@ -5,14 +5,14 @@
  * and no expiry, except the unspent part of the plan grant, which keeps priority 0 and expires
  * at the end of its period; `ledger verify` passes, and the ledger runs on from there.
  *
- * Migration 0004 on a database built up to 0003: grants with nothing left get `exhausted` = 1,
- * and the database keeps the flag equal to `remaining = 0` from then on
- * (docs/design.md#grant-indexes).
+ * Migration 0004 on a database built up to 0003: what remains of each grant moves to
+ * `credit_grant_remaining`, grants with nothing left get `exhausted` = 1, and the database keeps
+ * 0 ≤ remaining ≤ amount and the flag from then on (docs/design.md#grant-indexes).
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import { afterEach, expect, it } from "vitest";
 import { createApp } from "../src/app.ts";
 import { createProjectKey } from "../src/bootstrap.ts";
@@ -22,6 +22,7 @@ import { migrateToLatest, migrationsDirOf, readMigrationFiles } from "../src/db/
 import type { DB, TransactionType } from "../src/db/schema.ts";
 import { listGrantsResponse } from "../src/grants/schemas.ts";
 import { runGrantPlans } from "../src/jobs/grant-plans.ts";
+import { grantsWithRemaining } from "../src/ledger/grants.ts";
 import { listTransactionsResponse } from "../src/ledger/schemas.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
 import { openLedger } from "../src/runtime.ts";
@@ -183,7 +184,11 @@ it("turns balances and the plan bucket into grants; verify passes; the ledger ru
   try {
     const applied = await migrateToLatest(db.write);
     expect(applied[0]).toBe("0002_grants");
-    const grants = await db.write.selectFrom("credit_grants").selectAll().orderBy("seq").execute();
+    const grants = await grantsWithRemaining(db.write)
+      .selectAll("g")
+      .select("r.remaining_micros")
+      .orderBy("g.seq")
+      .execute();
     expect(
       grants.map((g) => [
         g.account_id,
@@ -258,62 +263,91 @@ it("turns balances and the plan bucket into grants; verify passes; the ledger ru
   expect((await verifyLedger(ledger.db.read, now)).problems).toEqual([]);
 });
 
-it("0004 flags the grants with nothing left, and the database keeps the flag", async () => {
+it("0004 moves what remains of each grant to its own table, which the database keeps in range", async () => {
   const { db } = await oldDatabase();
   try {
     const files = await readMigrationFiles(migrationsDirOf(TEST_ENGINE));
     const upTo3 = Object.fromEntries(Object.entries(files).filter(([name]) => name < "0004"));
     expect(await migrateToLatest(db.write, upTo3)).toEqual(["0002_grants", "0003_webhooks"]);
-    // The previous version spent a grant to nothing by decrementing it.
-    await db.write
-      .updateTable("credit_grants")
-      .set((eb) => ({ remaining_micros: eb("remaining_micros", "-", 75 * M) }))
-      .where("id", "=", "grt_OLDAAA")
-      .execute();
-    const flags = async () =>
+    // The previous version spent a grant to nothing by decrementing its column.
+    await sql`UPDATE credit_grants SET remaining_micros = remaining_micros - ${75 * M}
+      WHERE id = 'grt_OLDAAA'`.execute(db.write);
+    const state = async () =>
       (
-        await db.write
-          .selectFrom("credit_grants")
-          .select(["id", "remaining_micros", "exhausted"])
-          .orderBy("seq")
+        await grantsWithRemaining(db.write)
+          .select(["g.id", "g.seq", "r.remaining_micros", "g.exhausted"])
+          .orderBy("g.seq")
           .execute()
       ).map((g) => [g.id, g.remaining_micros / M, g.exhausted]);
 
-    expect(await migrateToLatest(db.write)).toEqual(["0004_grant_exhausted"]);
-    const plan = (await flags())[2]?.[0];
-    expect(await flags()).toEqual([
+    expect(await migrateToLatest(db.write)).toEqual(["0004_grant_remaining"]);
+    const plan = (await state())[2]?.[0];
+    expect(await state()).toEqual([
       ["grt_OLDAAA", 0, 1],
       ["grt_OLDCCC", 40, 0],
       [plan, 70, 0],
     ]);
 
-    // Whatever takes the last micro-credit sets the flag, in the same statement.
-    const take = (id: string, credits: number) =>
+    const seqOf = async (id: string) =>
+      (
+        await db.write
+          .selectFrom("credit_grants")
+          .select("seq")
+          .where("id", "=", id)
+          .executeTakeFirstOrThrow()
+      ).seq;
+    const ccc = await seqOf("grt_OLDCCC");
+    const take = (credits: number) =>
       db.write
-        .updateTable("credit_grants")
+        .updateTable("credit_grant_remaining")
         .set((eb) => ({ remaining_micros: eb("remaining_micros", "-", credits * M) }))
-        .where("id", "=", id)
+        .where("seq", "=", ccc)
         .execute();
-    await take("grt_OLDCCC", 39);
-    expect((await flags())[1]).toEqual(["grt_OLDCCC", 1, 0]);
-    await take("grt_OLDCCC", 1);
-    expect((await flags())[1]).toEqual(["grt_OLDCCC", 0, 1]);
+    // Whatever takes the last micro-credit flags the grant, in the same statement.
+    await take(39);
+    expect((await state())[1]).toEqual(["grt_OLDCCC", 1, 0]);
+    await take(1);
+    expect((await state())[1]).toEqual(["grt_OLDCCC", 0, 1]);
+    // Below 0, growing again, or a new grant that does not start full: refused.
+    await expect(take(1)).rejects.toThrow();
+    await expect(take(-1)).rejects.toThrow(/never grows/);
+    const { seq } = await db.write
+      .insertInto("credit_grants")
+      .values({
+        id: "grt_NEW",
+        project_id: "prj_OLD",
+        account_id: "acc_OLDBBB",
+        transaction_id: null,
+        account_plan_id: null,
+        amount_micros: 5 * M,
+        priority: 50,
+        expires_at_ms: null,
+        created_at_ms: T0,
+      })
+      .returning("seq")
+      .executeTakeFirstOrThrow();
+    const start = (credits: number) =>
+      db.write
+        .insertInto("credit_grant_remaining")
+        .values({ seq: Number(seq), remaining_micros: credits * M })
+        .execute();
+    await expect(start(4)).rejects.toThrow(/whole amount/);
+    await start(5);
+    expect((await state())[3]).toEqual(["grt_NEW", 5, 0]);
 
-    // A flag that disagrees with remaining: PostgreSQL refuses it, `ledger verify` reports it.
-    const corrupt = db.write
+    // What the database cannot refuse, `ledger verify` reports: a flag that disagrees with what
+    // remains, a grant without its remaining row.
+    await db.write
       .updateTable("credit_grants")
       .set({ exhausted: 0 })
       .where("id", "=", "grt_OLDAAA")
       .execute();
-    if (TEST_ENGINE === "postgres") {
-      await expect(corrupt).rejects.toThrow(/credit_grants_exhausted_check/);
-    } else {
-      await corrupt;
-      const { problems } = await verifyLedger(db.read, T0);
-      expect(problems.filter((p) => p.includes("exhausted"))).toEqual([
-        "grant grt_OLDAAA: remaining 0 of amount 75, priority 50, exhausted 0",
-      ]);
-    }
+    await db.write.deleteFrom("credit_grant_remaining").where("seq", "=", Number(seq)).execute();
+    const { problems } = await verifyLedger(db.read, T0);
+    expect(problems.filter((p) => p.startsWith("grant "))).toEqual([
+      "grant grt_OLDAAA: remaining 0 of amount 75, priority 50, exhausted 0",
+      "grant grt_NEW: remaining missing of amount 5, priority 50, exhausted 0",
+    ]);
   } finally {
     await db.close();
   }

@@ -21,10 +21,10 @@ function deductionScript(accounts: number): string {
 BEGIN;
 SELECT id AS aid FROM accounts WHERE project_id = :pid AND external_id = 'bench-' || :n FOR UPDATE \\gset
 SELECT coalesce(sum(amount_micros), 0) AS held FROM reservations WHERE account_id = :aid AND status = 'pending' AND expires_at_ms > ${NOW_MS} \\gset
-SELECT seq AS gseq, coalesce((SELECT min(d.expires_at_ms) FROM credit_grants d WHERE d.account_id = :aid AND d.remaining_micros > 0 AND d.expiry_booked = 0 AND d.expires_at_ms IS NOT NULL), 0) AS next_due FROM credit_grants WHERE account_id = :aid AND remaining_micros > 0 ORDER BY expiry_booked DESC, priority, coalesce(expires_at_ms, 9007199254740991), seq LIMIT 1 \\gset
+SELECT g.seq AS gseq, coalesce((SELECT min(d.expires_at_ms) FROM credit_grants d WHERE d.account_id = :aid AND d.exhausted = 0 AND d.expiry_booked = 0 AND d.expires_at_ms IS NOT NULL), 0) AS next_due FROM credit_grants g JOIN credit_grant_remaining r ON r.seq = g.seq WHERE g.account_id = :aid AND g.exhausted = 0 ORDER BY g.expiry_booked DESC, g.priority, coalesce(g.expires_at_ms, 9007199254740991), g.seq LIMIT 1 \\gset
 UPDATE accounts SET balance_micros = balance_micros - ${AMOUNT_MICROS}, updated_at_ms = greatest(updated_at_ms, ${NOW_MS}) WHERE id = :aid AND balance_micros >= ${AMOUNT_MICROS} RETURNING balance_micros AS bal, updated_at_ms AS ts \\gset
 INSERT INTO transactions (id, project_id, account_id, type, amount_micros, balance_after_micros, description, metadata, source, reservation_id, account_plan_id, created_at_ms) VALUES ('txn_pgbench_' || replace(gen_random_uuid()::text, '-', ''), :pid, :aid, 'debit', ${AMOUNT_MICROS}, :bal, '', '{}', 'deduct', NULL, NULL, :ts);
-UPDATE credit_grants SET remaining_micros = remaining_micros - ${AMOUNT_MICROS} WHERE seq = :gseq AND remaining_micros >= ${AMOUNT_MICROS};
+UPDATE credit_grant_remaining SET remaining_micros = remaining_micros - ${AMOUNT_MICROS} WHERE seq = :gseq AND remaining_micros >= ${AMOUNT_MICROS};
 END;
 `;
 }

@@ -86,8 +86,8 @@ export interface TransactionsTable {
  * A credit grant (docs/api.md#credit-grants-expiry-and-priority): every credit of an account,
  * with what is left of it. `seq` ascends in insertion order, which is ledger order within an
  * account (grants are inserted with their credit, under the account's lock). `expiry_booked` is
- * 1 once the grant's expiry has been booked; `remaining_micros` is then what reservations held at
- * that moment (spent first by debits, removed once no hold covers it).
+ * 1 once the grant's expiry has been booked; what remains of it (`credit_grant_remaining`) is then
+ * what reservations held at that moment (spent first by debits, removed once no hold covers it).
  */
 export interface CreditGrantsTable {
   seq: Generated<number>;
@@ -99,17 +99,28 @@ export interface CreditGrantsTable {
   /** The assignment of a plan grant, else null. */
   account_plan_id: string | null;
   amount_micros: number;
-  remaining_micros: number;
   /** 0–100, lower is spent first. */
   priority: number;
   expires_at_ms: number | null;
   expiry_booked: Generated<number>;
   created_at_ms: number;
   /**
-   * 1 exactly when `remaining_micros` is 0 (migration 0004), kept by the database (a trigger);
-   * the partial indexes name it instead of `remaining_micros` (docs/design.md#grant-indexes).
+   * 1 once nothing remains of the grant (migration 0004), set by the database (a trigger on
+   * `credit_grant_remaining`); the partial indexes hold the grants with 0
+   * (docs/design.md#grant-indexes).
    */
   exhausted: Generated<number>;
+}
+
+/**
+ * What remains of a grant, in micro-credits: one narrow row per grant (migration 0004), the only
+ * row a debit changes besides the balance and the ledger. 0 ≤ remaining ≤ the grant's amount,
+ * held by triggers: it starts at the amount and never grows (docs/design.md#grant-indexes).
+ */
+export interface CreditGrantRemainingTable {
+  /** The grant's `seq`. */
+  seq: number;
+  remaining_micros: number;
 }
 
 export type PlanInterval = "1d" | "week" | "month";
@@ -264,6 +275,7 @@ export interface DB {
   account_plans: AccountPlansTable;
   plan_grants: PlanGrantsTable;
   credit_grants: CreditGrantsTable;
+  credit_grant_remaining: CreditGrantRemainingTable;
   models: ModelsTable;
   usage_records: UsageRecordsTable;
   idempotency_keys: IdempotencyKeysTable;
@@ -277,7 +289,8 @@ export type ReservationRow = Selectable<ReservationsTable>;
 export type TransactionRow = Selectable<TransactionsTable>;
 export type PlanRow = Selectable<PlansTable>;
 export type AccountPlanRow = Selectable<AccountPlansTable>;
-export type CreditGrantRow = Selectable<CreditGrantsTable>;
+/** A grant with what remains of it, as the grant queries read it (a join on `seq`). */
+export type CreditGrantRow = Selectable<CreditGrantsTable> & { remaining_micros: number };
 export type ModelRow = Selectable<ModelsTable>;
 export type UsageRecordRow = Selectable<UsageRecordsTable>;
 export type IdempotencyKeyRow = Selectable<IdempotencyKeysTable>;

@@ -42,10 +42,31 @@ export async function listGrants(db: Kysely<DB>, accountId: string, options: Acc
   let base = db.selectFrom("credit_grants").where("account_id", "=", accountId);
   if (options.activeOnly) {
     base = base
-      .where("remaining_micros", ">", 0)
+      .where("exhausted", "=", 0)
       .where((eb) =>
         eb.or([eb("expires_at_ms", "is", null), eb("expires_at_ms", ">", options.nowMs)]),
       );
   }
-  return countedPage(base, (q) => q.orderBy("seq", "desc"), options);
+  const page = await countedPage(base, (q) => q.orderBy("seq", "desc"), options);
+  const remaining = await remainingOf(
+    db,
+    page.rows.map((g) => g.seq),
+  );
+  const rows = page.rows.map((grant): CreditGrantRow => {
+    const left = remaining.get(grant.seq);
+    if (left === undefined) throw new Error(`ledger invariant: grant ${grant.id} has no remaining`);
+    return { ...grant, remaining_micros: left };
+  });
+  return { rows, totalCount: page.totalCount };
+}
+
+/** What remains of each of the grants `seqs` (micro-credits), by seq. */
+async function remainingOf(db: Kysely<DB>, seqs: number[]): Promise<Map<number, number>> {
+  if (seqs.length === 0) return new Map();
+  const rows = await db
+    .selectFrom("credit_grant_remaining")
+    .select(["seq", "remaining_micros"])
+    .where("seq", "in", seqs)
+    .execute();
+  return new Map(rows.map((r) => [Number(r.seq), Number(r.remaining_micros)]));
 }

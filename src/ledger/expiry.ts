@@ -21,7 +21,13 @@ import { prepared } from "../db/prepared.ts";
 import type { DB, TransactionRow } from "../db/schema.ts";
 import { emitCreditsExpired } from "../webhooks/events.ts";
 import { postEntry } from "./core.ts";
-import { readSpendable, SPEND_COLUMNS, type Spendable, type SpendableGrant } from "./grants.ts";
+import {
+  grantsWithRemaining,
+  readSpendable,
+  SPEND_COLUMNS,
+  type Spendable,
+  type SpendableGrant,
+} from "./grants.ts";
 
 /** The account a unit books expiries for, and what the unit already knows of it. */
 export interface ExpiryAccount {
@@ -204,17 +210,16 @@ async function grantsWhere(
   which: "booked" | "due",
   nowMs: number,
 ): Promise<SpendableGrant[]> {
-  let query = trx
-    .selectFrom("credit_grants")
+  let query = grantsWithRemaining(trx)
     .select(SPEND_COLUMNS)
-    .where("account_id", "=", accountId)
-    .where("exhausted", "=", sql.lit(0));
+    .where("g.account_id", "=", accountId)
+    .where("g.exhausted", "=", sql.lit(0));
   query =
     which === "booked"
-      ? query.where("expiry_booked", "=", sql.lit(1))
+      ? query.where("g.expiry_booked", "=", sql.lit(1))
       : query
-          .where("expiry_booked", "=", sql.lit(0))
-          .where("expires_at_ms", "is not", null)
-          .where("expires_at_ms", "<=", nowMs);
-  return query.orderBy("expires_at_ms").orderBy("seq").execute();
+          .where("g.expiry_booked", "=", sql.lit(0))
+          .where("g.expires_at_ms", "is not", null)
+          .where("g.expires_at_ms", "<=", nowMs);
+  return query.orderBy("g.expires_at_ms").orderBy("g.seq").execute();
 }

@@ -13,7 +13,7 @@
  * expiry rules, which book ledger rows, are in expiry.ts. Every function runs inside a write unit
  * that holds the account (its row lock on PostgreSQL, the serial queue on SQLite).
  */
-import { sql, type Transaction } from "kysely";
+import { type Kysely, sql, type Transaction } from "kysely";
 import { prepared } from "../db/prepared.ts";
 import type { CreditGrantRow, DB } from "../db/schema.ts";
 import { newId } from "../ids.ts";
@@ -50,27 +50,39 @@ export interface Spendable {
   nextDueMs: number | null;
 }
 
-/** The columns of a grant that spending and expiry read. */
+/** The columns of a grant that spending and expiry read (of `grantsWithRemaining`). */
 export const SPEND_COLUMNS = [
-  "seq",
-  "id",
-  "account_plan_id",
-  "amount_micros",
-  "remaining_micros",
-  "priority",
-  "expires_at_ms",
-  "expiry_booked",
+  "g.seq",
+  "g.id",
+  "g.account_plan_id",
+  "g.amount_micros",
+  "r.remaining_micros",
+  "g.priority",
+  "g.expires_at_ms",
+  "g.expiry_booked",
 ] as const;
+
+/**
+ * The grants (`g`, credit_grants) with what remains of each (`r`, credit_grant_remaining): the
+ * FROM of every query that reads a grant's remaining.
+ */
+export function grantsWithRemaining(db: Kysely<DB>) {
+  return db
+    .selectFrom("credit_grants as g")
+    .innerJoin("credit_grant_remaining as r", "r.seq", "g.seq");
+}
 
 type PageArgs = { accountId: string; offset: number };
 
 /**
- * The spending order (docs/api.md#spending-order) in the terms of the index
- * `credit_grants_spend`, so that a query ordered by it reads the index without a sort: booked
- * expiries first, then priority, then expiry (none last), then ledger order. Its names are those
- * of the one `credit_grants` in the FROM of the query it orders.
+ * The spending order (docs/api.md#spending-order) over the grants aliased `t`, in the terms of
+ * the index `credit_grants_spend`, so that a query ordered by it reads the index without a sort:
+ * booked expiries first, then priority, then expiry (none last), then ledger order.
  */
-const SPENDING_ORDER = sql`expiry_booked desc, priority, coalesce(expires_at_ms, ${sql.lit(NO_EXPIRY_KEY)}), seq`;
+function spendingOrder(t: "g" | "f") {
+  const column = (name: string) => sql.ref(`${t}.${name}`);
+  return sql`${column("expiry_booked")} desc, ${column("priority")}, coalesce(${column("expires_at_ms")}, ${sql.lit(NO_EXPIRY_KEY)}), ${column("seq")}`;
+}
 
 /**
  * A page of the account's grants with something left, in spending order (the order of the
@@ -80,8 +92,7 @@ const SPENDING_ORDER = sql`expiry_booked desc, priority, coalesce(expires_at_ms,
  * match.
  */
 const spendPage = prepared<PageArgs, SpendableGrant & { next_due_ms: number | null }>((db, arg) =>
-  db
-    .selectFrom("credit_grants")
+  grantsWithRemaining(db)
     .select(SPEND_COLUMNS)
     .select((eb) =>
       eb
@@ -93,9 +104,9 @@ const spendPage = prepared<PageArgs, SpendableGrant & { next_due_ms: number | nu
         .where("d.expires_at_ms", "is not", null)
         .as("next_due_ms"),
     )
-    .where("account_id", "=", arg("accountId"))
-    .where("exhausted", "=", sql.lit(0))
-    .orderBy(SPENDING_ORDER)
+    .where("g.account_id", "=", arg("accountId"))
+    .where("g.exhausted", "=", sql.lit(0))
+    .orderBy(spendingOrder("g"))
     .limit(SPEND_PAGE)
     .offset(arg("offset")),
 );
@@ -126,7 +137,7 @@ export interface Draw {
 
 const takeFromGrant = prepared<{ seq: number; take: number }, unknown>((db, arg) =>
   db
-    .updateTable("credit_grants")
+    .updateTable("credit_grant_remaining")
     .set((eb) => ({ remaining_micros: eb("remaining_micros", "-", arg("take")) }))
     .where("seq", "=", arg("seq"))
     .where("remaining_micros", ">=", arg("take")),
@@ -179,7 +190,7 @@ export async function drawDown(
  */
 const takeFromFirst = prepared<{ accountId: string; take: number }, unknown>((db, arg) =>
   db
-    .updateTable("credit_grants")
+    .updateTable("credit_grant_remaining")
     .set((eb) => ({ remaining_micros: eb("remaining_micros", "-", arg("take")) }))
     .where("seq", "=", (eb) =>
       eb
@@ -187,7 +198,7 @@ const takeFromFirst = prepared<{ accountId: string; take: number }, unknown>((db
         .select("f.seq")
         .where("f.account_id", "=", arg("accountId"))
         .where("f.exhausted", "=", sql.lit(0))
-        .orderBy(SPENDING_ORDER)
+        .orderBy(spendingOrder("f"))
         .limit(1),
     )
     .where("remaining_micros", ">=", arg("take")),
@@ -213,7 +224,7 @@ export interface GrantTerms {
 }
 
 /** A new grant's columns; the database sets `seq`, `expiry_booked` and `exhausted`. */
-type NewGrant = Omit<CreditGrantRow, "seq" | "expiry_booked" | "exhausted">;
+type NewGrant = Omit<CreditGrantRow, "seq" | "expiry_booked" | "exhausted" | "remaining_micros">;
 
 const insertGrant = prepared<NewGrant, { seq: number }>((db, arg) =>
   db
@@ -225,12 +236,17 @@ const insertGrant = prepared<NewGrant, { seq: number }>((db, arg) =>
       transaction_id: arg("transaction_id"),
       account_plan_id: arg("account_plan_id"),
       amount_micros: arg("amount_micros"),
-      remaining_micros: arg("remaining_micros"),
       priority: arg("priority"),
       expires_at_ms: arg("expires_at_ms"),
       created_at_ms: arg("created_at_ms"),
     })
     .returning("seq"),
+);
+
+const insertRemaining = prepared<{ seq: number; remaining_micros: number }, unknown>((db, arg) =>
+  db
+    .insertInto("credit_grant_remaining")
+    .values({ seq: arg("seq"), remaining_micros: arg("remaining_micros") }),
 );
 
 /**
@@ -250,7 +266,7 @@ export async function makeGrant(
   terms: GrantTerms,
 ): Promise<string> {
   const id = newId("grt");
-  await trx.executeQuery(
+  const { rows } = await trx.executeQuery(
     insertGrant(trx, {
       id,
       project_id: credit.projectId,
@@ -258,11 +274,15 @@ export async function makeGrant(
       transaction_id: credit.transactionId,
       account_plan_id: credit.accountPlanId,
       amount_micros: credit.amountMicros,
-      remaining_micros: credit.amountMicros,
       priority: terms.priority,
       expires_at_ms: terms.expiresAtMs,
       created_at_ms: credit.createdAtMs,
     }),
+  );
+  const seq = rows[0]?.seq;
+  if (seq === undefined) throw new Error(`ledger invariant: grant ${id} was not inserted`);
+  await trx.executeQuery(
+    insertRemaining(trx, { seq: Number(seq), remaining_micros: credit.amountMicros }),
   );
   return id;
 }

@@ -146,12 +146,14 @@ async function checkLedger(db: Kysely<DB>, nowMs: number): Promise<VerifyReport>
 
 /** The grant invariant (docs/api.md#grant-invariant): balance = Σ remaining, each in range. */
 async function checkGrants(db: Kysely<DB>, balances: Map<string, number>, problems: string[]) {
-  const sums = await db
-    .selectFrom("credit_grants")
-    .select((eb) => ["account_id", eb.fn.sum<number>("remaining_micros").as("remaining")])
-    .groupBy("account_id")
+  // Every grant with its remaining row (`credit_grant_remaining`); a missing one is reported.
+  const grants = () =>
+    db.selectFrom("credit_grants as g").leftJoin("credit_grant_remaining as r", "r.seq", "g.seq");
+  const sums = await grants()
+    .select((eb) => ["g.account_id", eb.fn.sum<number>("r.remaining_micros").as("remaining")])
+    .groupBy("g.account_id")
     .execute();
-  const remaining = new Map(sums.map((r) => [r.account_id, Number(r.remaining)]));
+  const remaining = new Map(sums.map((r) => [r.account_id, Number(r.remaining ?? 0)]));
   for (const [accountId, balance] of balances) {
     const sum = remaining.get(accountId) ?? 0;
     if (sum !== balance) {
@@ -160,25 +162,27 @@ async function checkGrants(db: Kysely<DB>, balances: Map<string, number>, proble
       );
     }
   }
-  const broken = await db
-    .selectFrom("credit_grants")
-    .select(["id", "amount_micros", "remaining_micros", "priority", "exhausted"])
+  const broken = await grants()
+    .select(["g.id", "g.amount_micros", "r.remaining_micros", "g.priority", "g.exhausted"])
     .where((eb) =>
       eb.or([
-        eb("amount_micros", "<=", 0),
-        eb("remaining_micros", "<", 0),
-        eb("remaining_micros", ">", eb.ref("amount_micros")),
-        eb("priority", "<", 0),
-        eb("priority", ">", 100),
+        eb("r.remaining_micros", "is", null),
+        eb("g.amount_micros", "<=", 0),
+        eb("r.remaining_micros", "<", 0),
+        eb("r.remaining_micros", ">", eb.ref("g.amount_micros")),
+        eb("g.priority", "<", 0),
+        eb("g.priority", ">", 100),
         // `exhausted` is 1 exactly when nothing remains (docs/design.md#grant-indexes).
-        eb.and([eb("exhausted", "=", 0), eb("remaining_micros", "=", 0)]),
-        eb.and([eb("exhausted", "!=", 0), eb("remaining_micros", "!=", 0)]),
+        eb.and([eb("g.exhausted", "=", 0), eb("r.remaining_micros", "=", 0)]),
+        eb.and([eb("g.exhausted", "!=", 0), eb("r.remaining_micros", "!=", 0)]),
       ]),
     )
+    .orderBy("g.seq")
     .execute();
   for (const g of broken) {
+    const left = g.remaining_micros === null ? "missing" : fromMicros(g.remaining_micros);
     problems.push(
-      `grant ${g.id}: remaining ${fromMicros(g.remaining_micros)} of amount ${fromMicros(g.amount_micros)}, priority ${g.priority}, exhausted ${g.exhausted}`,
+      `grant ${g.id}: remaining ${left} of amount ${fromMicros(g.amount_micros)}, priority ${g.priority}, exhausted ${g.exhausted}`,
     );
   }
   const unmatched = await db
