@@ -37,21 +37,28 @@ CREATE INDEX credit_grants_held ON credit_grants (account_id)
 
 -- 0 <= remaining <= amount, held by the database: a grant starts with all of its amount, and
 -- what remains of it never grows. The debit that takes the last micro-credit flags the grant.
-CREATE FUNCTION credit_grant_remaining_rules() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION credit_grant_remaining_starts_full() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF TG_OP = 'INSERT' THEN
-    IF NEW.remaining_micros IS DISTINCT FROM
-       (SELECT amount_micros FROM credit_grants WHERE seq = NEW.seq) THEN
-      RAISE EXCEPTION 'credit_grant_remaining: a grant starts with its whole amount';
-    END IF;
-  ELSIF NEW.remaining_micros > OLD.remaining_micros OR NEW.seq IS DISTINCT FROM OLD.seq THEN
-    RAISE EXCEPTION 'credit_grant_remaining: what remains of a grant never grows';
+  IF NEW.remaining_micros IS DISTINCT FROM
+     (SELECT amount_micros FROM credit_grants WHERE seq = NEW.seq) THEN
+    RAISE EXCEPTION 'credit_grant_remaining: a grant starts with its whole amount';
   END IF;
   RETURN NEW;
 END;
 $$;
-CREATE TRIGGER credit_grant_remaining_rules BEFORE INSERT OR UPDATE ON credit_grant_remaining
-  FOR EACH ROW EXECUTE FUNCTION credit_grant_remaining_rules();
+CREATE TRIGGER credit_grant_remaining_starts_full BEFORE INSERT ON credit_grant_remaining
+  FOR EACH ROW EXECUTE FUNCTION credit_grant_remaining_starts_full();
+
+-- The WHEN keeps a debit from calling the function at all.
+CREATE FUNCTION credit_grant_remaining_never_grows() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'credit_grant_remaining: what remains of a grant never grows';
+END;
+$$;
+CREATE TRIGGER credit_grant_remaining_never_grows BEFORE UPDATE ON credit_grant_remaining
+  FOR EACH ROW
+  WHEN (NEW.remaining_micros > OLD.remaining_micros OR NEW.seq IS DISTINCT FROM OLD.seq)
+  EXECUTE FUNCTION credit_grant_remaining_never_grows();
 
 CREATE FUNCTION credit_grant_remaining_exhausted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
