@@ -24,6 +24,7 @@ import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import LibsqlDatabase from "libsql";
 import pg from "pg";
+import { dropDatabase } from "./lib/pg-admin.ts";
 import { runPgbench } from "./lib/pgbench.ts";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -234,7 +235,7 @@ async function benchDatabase(): Promise<{ url: string; drop: () => Promise<void>
   await run(`CREATE DATABASE ${name}`);
   const url = new URL(admin);
   url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+  return { url: url.toString(), drop: () => dropDatabase(admin, name) };
 }
 
 /** Rows of the transactions table, and (PostgreSQL) the bootstrap project's id. */

@@ -39,6 +39,7 @@ import {
   sendOneWrite,
 } from "./lib/crash.ts";
 import { freePort, waitForHealth } from "./lib/net.ts";
+import { dropDatabase } from "./lib/pg-admin.ts";
 
 const ROUNDS = (process.env.CRASH_PG_ROUNDS ?? "kill-all,kill-one,postgres").split(",");
 const SERVERS = 3;
@@ -145,7 +146,7 @@ class Round {
 
   async tearDown(): Promise<void> {
     await Promise.all(this.servers.map((s) => s.kill()));
-    await admin(adminUrl(), (c) => c.query(`DROP DATABASE IF EXISTS ${this.dbName} WITH (FORCE)`));
+    await dropDatabase(adminUrl(), this.dbName);
   }
 
   /** POSTs to server `at`, or to the next one in turn; status 0 when the connection failed. */
