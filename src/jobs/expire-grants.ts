@@ -13,9 +13,9 @@ import { sql, type Transaction } from "kysely";
 import { tryLockAccount } from "../db/locks.ts";
 import { inSavepoint } from "../db/savepoint.ts";
 import type { DB } from "../db/schema.ts";
-import type { WriteQueue } from "../db/write-queue.ts";
 import { bookDueExpiries } from "../ledger/expiry.ts";
 import { checkLowBalance } from "../webhooks/events.ts";
+import { type BatchedRun, batches } from "./batches.ts";
 
 /** Largest number of accounts handled in one write unit. */
 export const EXPIRE_GRANTS_BATCH = 200;
@@ -94,21 +94,17 @@ async function runBatch(
  * seen once per run, in account id order).
  * @returns how many expiries were booked, and how many accounts failed
  */
-export async function runExpireGrants(opts: {
-  queue: WriteQueue;
-  nowMs: number;
-  batchSize?: number;
-}): Promise<ExpireGrantsResult> {
-  const batch = opts.batchSize ?? EXPIRE_GRANTS_BATCH;
+export async function runExpireGrants(run: BatchedRun): Promise<ExpireGrantsResult> {
   const total: ExpireGrantsResult = { expiries: 0, failed: 0 };
   for (const which of ["due", "held"] as const) {
     let afterId = "";
-    for (;;) {
-      const r = await opts.queue.run((trx) => runBatch(trx, which, opts.nowMs, afterId, batch));
+    const units = batches(run, EXPIRE_GRANTS_BATCH, (trx, batch) =>
+      runBatch(trx, which, run.nowMs, afterId, batch),
+    );
+    for await (const r of units) {
       total.expiries += r.expiries;
       total.failed += r.failed;
       afterId = r.lastId;
-      if (r.seen < batch) break;
     }
   }
   return total;
