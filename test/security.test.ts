@@ -7,6 +7,7 @@ import { hashApiKey } from "../src/http/auth.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { planRoutes } from "../src/plans/routes.ts";
 import { reservationRoutes } from "../src/reservations/routes.ts";
+import { transactionRoutes } from "../src/transactions/routes.ts";
 import { usageRoutes } from "../src/usage/routes.ts";
 import { expectError, type RegisteredRoute, registeredRoutes } from "./contract.ts";
 import { type CallInput, fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
@@ -154,7 +155,7 @@ describe("project isolation", () => {
       body: { accountId: a.account, planId: a.plan },
     });
     a.accountPlan = ap.accountPlan.id;
-    const txn = await t.call(ledgerRoutes.create, {
+    const txn = await t.call(transactionRoutes.create, {
       body: { accountId: a.account, amount: 1, type: "credit" },
     });
     a.transaction = txn.transaction.id;
@@ -190,10 +191,10 @@ describe("project isolation", () => {
     ["deduct", ledgerRoutes.deduct, (ref) => ({ accountId: ref, amount: 1 })],
     ["reserve", reservationRoutes.create, (ref) => ({ accountId: ref, amount: 1 })],
     ["list reservations", reservationRoutes.list, (ref) => ({ accountId: ref })],
-    ["list transactions", ledgerRoutes.list, (ref) => ({ accountId: ref })],
+    ["list transactions", transactionRoutes.list, (ref) => ({ accountId: ref })],
     [
       "manual transaction",
-      ledgerRoutes.create,
+      transactionRoutes.create,
       (ref) => ({ accountId: ref, amount: 1, type: "credit" }),
     ],
     ["list account plans", planRoutes.listAssigned, (ref) => ({ accountId: ref })],
@@ -256,11 +257,11 @@ describe("project isolation", () => {
   it("B's account and transaction lists hold none of A's data", async () => {
     const accounts = await asB(accountRoutes.list);
     expect(accounts.accounts.map((x) => x.externalId)).toEqual(["b_cust"]);
-    const txns = await asB(ledgerRoutes.list);
+    const txns = await asB(transactionRoutes.list);
     expect(txns.pagination.totalCount).toBe(1);
     expect(txns.items).toEqual([expect.objectContaining({ amount: 50, type: "credit" })]);
     expect(JSON.stringify(txns)).not.toContain(a.account);
-    const mine = await t.call(ledgerRoutes.list);
+    const mine = await t.call(transactionRoutes.list);
     expect(accounts.accounts[0]?.id).toEqual(expect.any(String));
     expect(mine.items.map((x) => x.accountId)).not.toContain(accounts.accounts[0]?.id);
   });

@@ -189,3 +189,16 @@ export async function balanceOf(db: Reader, account: AccountRow, nowMs: number) 
     available: account.balance_micros - reserved,
   };
 }
+
+/**
+ * The externalId of the account `accountId`.
+ * @throws Error when there is no such account (callers name one their unit just wrote to)
+ */
+export async function externalIdOf(db: Reader, accountId: string): Promise<string> {
+  const { external_id } = await db
+    .selectFrom("accounts")
+    .select("external_id")
+    .where("id", "=", accountId)
+    .executeTakeFirstOrThrow();
+  return external_id;
+}

@@ -4,7 +4,7 @@
  */
 import type { Kysely } from "kysely";
 import type { DB } from "../db/schema.ts";
-import type { WriteQueue } from "../db/write-queue.ts";
+import type { WriteQueue } from "../db/write-path.ts";
 import { hashApiKey } from "../http/auth.ts";
 
 /** One key as `ledger keys list --json` prints it; times are ISO 8601 UTC. */

@@ -5,21 +5,23 @@
  */
 import type { Kysely, Transaction } from "kysely";
 import { findAccountWithBalance } from "../accounts/lookup.ts";
+import { checkLowBalance } from "../accounts/low-balance.ts";
 import type { AccountListOptions } from "../db/account-list.ts";
 import { locksRows } from "../db/engine.ts";
 import { countedPage } from "../db/paging.ts";
 import { argValues, prepared } from "../db/prepared.ts";
 import type { DB, ReservationRow, ReservationStatus } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
-import { iso } from "../http/dates.ts";
-import type { WireOf } from "../http/respond.ts";
 import { newId } from "../ids.ts";
 import { parseJsonColumn, stringifyJson } from "../json.ts";
 import { postEntry, requireAvailable } from "../ledger/core.ts";
 import { bookDueExpiries, type DueExpiries, expiryAccount } from "../ledger/expiry.ts";
 import { fromMicros } from "../money.ts";
-import { checkLowBalance, emitReservationsExpired } from "../webhooks/events.ts";
-import type { reservationSchema } from "./schemas.ts";
+import { defineEvent } from "../webhooks/outbox.ts";
+import { effectiveStatus, reservationJson, reservationSchema } from "./schemas.ts";
+
+/** The `reservation.expired` event: its `data` is the Reservation object. */
+export const reservationExpired = defineEvent("reservation.expired", reservationSchema);
 
 /** Every column of a reservation, in the order the insert lists them. */
 const RESERVATION_COLUMNS = [
@@ -78,27 +80,6 @@ const settleReservation = prepared<
     .where("id", "=", arg("id"))
     .where("status", "=", "pending"),
 );
-
-/** The status a reader sees: a pending hold past its expiresAt is `expired`. */
-export function effectiveStatus(row: ReservationRow, nowMs: number): ReservationStatus {
-  return row.status === "pending" && row.expires_at_ms <= nowMs ? "expired" : row.status;
-}
-
-/** The API's Reservation object; `nowMs` decides the effective status (expired or not). */
-export function reservationJson(
-  row: ReservationRow,
-  nowMs: number,
-): WireOf<typeof reservationSchema> {
-  return {
-    id: row.id,
-    accountId: row.account_id,
-    amount: fromMicros(row.amount_micros),
-    status: effectiveStatus(row, nowMs),
-    createdAt: iso(row.created_at_ms),
-    expiresAt: iso(row.expires_at_ms),
-    metadata: parseJsonColumn(row.metadata) ?? {},
-  };
-}
 
 export interface CreateReservationInput {
   accountRef: string;
@@ -189,8 +170,8 @@ export async function confirmReservation(
   // that settles a hold does.
   const found = await findAccountWithBalance(trx, projectId, hold.account_id, nowMs);
   const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
-  const excess = actualMicros - hold.amount_micros;
-  if (excess > 0) requireAvailable(found.available - due.expiredMicros, excess);
+  const excessMicros = actualMicros - hold.amount_micros;
+  if (excessMicros > 0) requireAvailable(found.available - due.expiredMicros, excessMicros);
   const holdMeta = parseJsonColumn(hold.metadata) ?? {};
   const transaction = await postEntry(trx, {
     projectId,
@@ -221,13 +202,13 @@ export async function confirmReservation(
     balance: transaction.balance_after_micros,
     reserved: found.reserved - hold.amount_micros,
   };
-  const removed = await removeUncovered(trx, found.account, due, released, nowMs);
+  const removedMicros = await removeUncovered(trx, found.account, due, released, nowMs);
   await checkLowBalance(trx, found.account, {
     nowMs,
     availableBeforeMicros: found.available,
     transactionId: transaction.id,
   });
-  return { hold, transaction, balanceMicros: transaction.balance_after_micros - removed };
+  return { hold, transaction, balanceMicros: transaction.balance_after_micros - removedMicros };
 }
 
 /**
@@ -324,6 +305,12 @@ export async function expireReservations(trx: Transaction<DB>, nowMs: number, li
     .where("status", "=", "pending")
     .returningAll()
     .execute();
-  await emitReservationsExpired(trx, expired, nowMs);
+  for (const row of expired) {
+    await reservationExpired.emit(trx, {
+      projectId: row.project_id,
+      nowMs,
+      data: reservationJson(row, nowMs),
+    });
+  }
   return expired.length;
 }
