@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { accountRoutes } from "../src/accounts/routes.ts";
 import type { ErrorCode } from "../src/errors.ts";
+import { revokeKey } from "../src/cli/keys.ts";
 import { hashApiKey } from "../src/http/auth.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { planRoutes } from "../src/plans/routes.ts";
@@ -111,9 +112,24 @@ describe("authentication", () => {
     expect(await denied.json()).toMatchObject({ success: false, error: { code: "UNAUTHORIZED" } });
   });
 
-  it("refuses a revoked key with 401 while other keys keep working", async () => {
+  it("refuses a key revoked by this process at once, while other keys keep working", async () => {
     const p = await t.newProject("to-revoke");
     await t.call(accountRoutes.list, { key: p.key });
+    expect(await revokeKey(t.ledger.queue, p.key)).toMatch(/^key_/);
+    await t.fail(accountRoutes.list, { key: p.key }, 401, "UNAUTHORIZED");
+    await t.fail(
+      accountRoutes.create,
+      { key: p.key, body: { externalId: "r" } },
+      401,
+      "UNAUTHORIZED",
+    );
+    await t.call(accountRoutes.list);
+  });
+
+  it("refuses a key revoked by another process within 5 seconds", async () => {
+    const p = await t.newProject("revoked-elsewhere");
+    await t.call(accountRoutes.list, { key: p.key });
+    // What another process's revocation leaves: the row revoked, this process not told.
     const revoked = await t.ledger.queue.run(async (trx, nowMs) => {
       const r = await trx
         .updateTable("api_keys")
@@ -124,13 +140,14 @@ describe("authentication", () => {
       return Number(r.numUpdatedRows);
     });
     expect(revoked).toBe(1);
-    await t.fail(accountRoutes.list, { key: p.key }, 401, "UNAUTHORIZED");
-    await t.fail(
-      accountRoutes.create,
-      { key: p.key, body: { externalId: "r" } },
-      401,
-      "UNAUTHORIZED",
-    );
+    const started = performance.now();
+    let status = 200;
+    while (status === 200 && performance.now() - started < 6000) {
+      status = (await t.api("GET", "/v1/accounts", { key: p.key })).status;
+      if (status === 200) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(status).toBe(401);
+    expect(performance.now() - started).toBeLessThan(5000);
     await t.call(accountRoutes.list);
   });
 });
