@@ -1,5 +1,6 @@
 /**
- * `npm run profile -- [--postgres] [--scenario deduct|reserve|balance|usage] [--seconds N]`:
+ * `npm run profile -- [--postgres] [--scenario deduct|reserve|balance|usage] [--seconds N]
+ * [--out FILE.cpuprofile]`:
  * where one scenario of the bench spends its time (docs/benchmarks.md#how-the-speed-work-was-led).
  *
  * Starts one service process under `node --cpu-prof` on a fresh database (a file, or a new
@@ -8,13 +9,14 @@
  * requests answered, the service's CPU time per request, its self time by module, and on
  * PostgreSQL the statements `pg_stat_statements` saw (calls per request, mean execution time),
  * that is the round trips a request makes. The cluster must load pg_stat_statements
- * (scripts/pg-cluster.sh does).
+ * (scripts/pg-cluster.sh does); the extension is created in the run's database by the cluster's
+ * superuser, over the cluster's socket (LEDGER_PG_DATA names its folder).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import pg from "pg";
@@ -180,6 +182,20 @@ async function pgQuery(url: string, text: string): Promise<void> {
   await client.query(text).finally(() => client.end());
 }
 
+/** Runs `text` in database `database` as the cluster's superuser, over its socket. */
+async function asSuperuser(url: string, database: string, text: string): Promise<void> {
+  const data = process.env.LEDGER_PG_DATA;
+  if (!data) throw new Error("--postgres needs LEDGER_PG_DATA (scripts/pg-cluster.sh env)");
+  const client = new pg.Client({
+    host: dirname(data),
+    port: Number(new URL(url).port),
+    user: "postgres",
+    database,
+  });
+  await client.connect();
+  await client.query(text).finally(() => client.end());
+}
+
 async function main(): Promise<void> {
   const requests = scenarios[SCENARIO];
   if (!requests) throw new Error(`unknown scenario ${SCENARIO}`);
@@ -193,7 +209,7 @@ async function main(): Promise<void> {
     const u = new URL(admin);
     u.pathname = `/${dbName}`;
     url = u.toString();
-    await pgQuery(url, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    await asSuperuser(url, dbName, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
   }
   const env = {
     ...process.env,
@@ -211,7 +227,7 @@ async function main(): Promise<void> {
   const base = `http://127.0.0.1:${port}`;
   const headers = { "X-API-Key": apiKey, "Content-Type": "application/json" };
   await autocannon({ url: base, connections: 50, duration: 2, headers, requests });
-  if (POSTGRES) await pgQuery(url, "SELECT pg_stat_statements_reset()");
+  if (POSTGRES) await asSuperuser(url, dbName, "SELECT pg_stat_statements_reset()");
   const result = await autocannon({
     url: base,
     connections: 50,
@@ -225,7 +241,9 @@ async function main(): Promise<void> {
   const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"));
   if (!file) throw new Error("the service wrote no CPU profile");
   const { totalMs, byModule } = summarize(join(dir, file));
-  const busyMs = totalMs - (byModule.get("(idle)") ?? 0);
+  const busyMs = totalMs - (byModule.get("(idle)") ?? 0) / 1000;
+  const keep = option("out", "");
+  if (keep) copyFileSync(join(dir, file), keep);
   console.log(
     `${SCENARIO} on ${POSTGRES ? "postgres" : "sqlite"}: ${answered} answered in ${SECONDS} s (${Math.round(answered / SECONDS)}/s, p99 ${result.latency.p99} ms, errors ${result.errors + result.non2xx})`,
   );

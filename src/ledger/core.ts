@@ -195,7 +195,7 @@ const debitBalance = balanceMove("-", (eb, amountMicros) =>
 );
 
 /** Both engines return the new row's `seq` (SQLite's rowid, PostgreSQL's identity). */
-const insertTransaction = prepared<Omit<TransactionRow, "seq">, { seq: number }>((db, arg) =>
+export const insertTransaction = prepared<Omit<TransactionRow, "seq">, { seq: number }>((db, arg) =>
   db
     .insertInto("transactions")
     .values({

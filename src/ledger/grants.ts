@@ -13,7 +13,7 @@
  * expiry rules, which book ledger rows, are in expiry.ts. Every function runs inside a write unit
  * that holds the account (its row lock on PostgreSQL, the serial queue on SQLite).
  */
-import { type Kysely, sql, type Transaction } from "kysely";
+import { type ExpressionBuilder, type Kysely, sql, type Transaction } from "kysely";
 import type { AccountListOptions } from "../db/account-list.ts";
 import { prepared } from "../db/prepared.ts";
 import type { CreditGrantRow, DB } from "../db/schema.ts";
@@ -206,6 +206,41 @@ const takeFromFirst = prepared<{ accountId: string; takeMicros: number }, unknow
     )
     .where("remaining_micros", ">=", arg("takeMicros")),
 );
+
+/**
+ * Takes `amountMicros` from the account's first grant in spending order, which must hold at
+ * least that much (the plain debit checked it).
+ * @throws Error (a broken ledger invariant) when it does not
+ */
+export async function drawFromFirst(
+  trx: Transaction<DB>,
+  accountId: string,
+  amountMicros: number,
+): Promise<void> {
+  const result = await trx.executeQuery(
+    takeFromFirst(trx, { accountId, takeMicros: amountMicros }),
+  );
+  if (Number(result.numAffectedRows ?? 0) !== 1) {
+    throw new Error(
+      `ledger invariant: account ${accountId}'s first grant holds less than ${amountMicros}`,
+    );
+  }
+}
+
+/**
+ * What remains of the account's first grant in spending order (null when it has none), as a
+ * subquery of a statement on `accounts`.
+ */
+export function firstGrantRemaining(eb: ExpressionBuilder<DB, "accounts">) {
+  return eb
+    .selectFrom("credit_grants as f")
+    .innerJoin("credit_grant_remaining as fr", "fr.seq", "f.seq")
+    .select("fr.remaining_micros")
+    .whereRef("f.account_id", "=", "accounts.id")
+    .where("f.exhausted", "=", sql.lit(0))
+    .orderBy(spendingOrder("f"))
+    .limit(1);
+}
 
 /**
  * Takes `takeMicros` from one grant (an expiry takes from the grant it removes).

@@ -8,9 +8,10 @@ import { checkLowBalance } from "../accounts/low-balance.ts";
 import { parseDateParam } from "../dates.ts";
 import type { AccountRow, DB, TransactionSource, TransactionType } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
-import { postEntry, requireAvailable } from "./core.ts";
+import { type PostedEntry, postEntry, requireAvailable } from "./core.ts";
 import { bookDueExpiries, expiryAccount } from "./expiry.ts";
 import { DEFAULT_PRIORITY, type GrantTerms, type Spendable } from "./grants.ts";
+import { plainDebit } from "./plain-debit.ts";
 
 export interface MoveInput {
   accountRef: string;
@@ -29,11 +30,13 @@ export interface MoveInput {
  * `amount ≤ available` (docs/api.md#balance-adjustments-and-transactions) and spends grants in
  * the spending order (docs/api.md#spending-order).
  *
- * The deduction's hot path: the account (locked on PostgreSQL) with its holds and whether an
- * expiry is due or held, the balance update, one update of the first grant in spending order
- * when it covers the debit (else a read of the grants and an update of each drawn from), the
- * ledger row.
- * @returns the account and the stored entry (with `grantId` for a credit)
+ * A debit first tries the plain debit (plain-debit.ts: one statement on PostgreSQL, three on
+ * SQLite), which applies when nothing but the balance move, the entry and one grant's draw is
+ * needed; otherwise, and for every credit, the general path: the account (locked on
+ * PostgreSQL) with its holds and whether an expiry is due or held, the expiries, the balance
+ * update, the ledger row, the grants drawn from, the low-balance check.
+ * @returns the account (its id and externalId) and the stored entry (with `grantId` for a
+ *   credit)
  * @throws ApiError ACCOUNT_NOT_FOUND, INSUFFICIENT_CREDITS, BALANCE_LIMIT_EXCEEDED
  */
 export async function moveCredits(
@@ -41,7 +44,19 @@ export async function moveCredits(
   projectId: string,
   input: MoveInput,
   nowMs: number,
-) {
+): Promise<{ account: Pick<AccountRow, "id" | "external_id">; row: PostedEntry }> {
+  if (input.type === "debit" && (input.source === "deduct" || input.source === "manual")) {
+    const plain = await plainDebit(trx, {
+      projectId,
+      accountRef: input.accountRef,
+      amountMicros: input.amountMicros,
+      description: input.description ?? "",
+      metadata: input.metadata ?? {},
+      source: input.source,
+      nowMs,
+    });
+    if (plain) return plain;
+  }
   let account: AccountRow;
   let spendable: Spendable | undefined;
   let availableBeforeMicros: number | undefined;

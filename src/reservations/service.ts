@@ -16,8 +16,10 @@ import { newId } from "../ids.ts";
 import { parseJsonColumn, stringifyJson } from "../json.ts";
 import { postEntry, requireAvailable } from "../ledger/core.ts";
 import { bookDueExpiries, type DueExpiries, expiryAccount } from "../ledger/expiry.ts";
+import { plainDebit } from "../ledger/plain-debit.ts";
 import { fromMicros } from "../money.ts";
 import { defineEvent } from "../webhooks/outbox.ts";
+import { plainReserve } from "./plain-reserve.ts";
 import { effectiveStatus, reservationJson, reservationSchema } from "./schemas.ts";
 
 /** The `reservation.expired` event: its `data` is the Reservation object. */
@@ -91,7 +93,9 @@ export interface CreateReservationInput {
 }
 
 /**
- * Holds `amountMicros` of the account's available credits until now + ttl.
+ * Holds `amountMicros` of the account's available credits until now + ttl: a plain reservation
+ * in one statement (plain-reserve.ts), else the general path, which books the account's due
+ * expiries first and checks the low-balance threshold after.
  * @throws ApiError ACCOUNT_NOT_FOUND, INSUFFICIENT_CREDITS (amount > available)
  */
 export async function createReservation(
@@ -100,20 +104,14 @@ export async function createReservation(
   input: CreateReservationInput,
   nowMs: number,
 ): Promise<ReservationRow> {
-  const found = await findAccountWithBalance(trx, projectId, input.accountRef, nowMs);
-  const { account } = found;
-  // Credits past their expiresAt are never reserved (docs/api.md#expiry-of-grants).
-  const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
-  requireAvailable(found.available - due.expiredMicros, input.amountMicros);
   const metadata: Record<string, unknown> = { ...input.metadata };
   if (input.operation !== undefined) metadata.operation = input.operation;
   if (input.model !== undefined) metadata.model = input.model;
-  const row: ReservationRow = {
+  const hold = {
     id: newId("res"),
     project_id: projectId,
-    account_id: account.id,
     amount_micros: input.amountMicros,
-    status: "pending",
+    status: "pending" as const,
     metadata: stringifyJson(metadata),
     created_at_ms: nowMs,
     expires_at_ms: nowMs + input.ttlSeconds * 1000,
@@ -121,6 +119,14 @@ export async function createReservation(
     actual_micros: null,
     transaction_id: null,
   };
+  const plain = await plainReserve(trx, input.accountRef, hold);
+  if (plain) return plain;
+  const found = await findAccountWithBalance(trx, projectId, input.accountRef, nowMs);
+  const { account } = found;
+  // Credits past their expiresAt are never reserved (docs/api.md#expiry-of-grants).
+  const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
+  requireAvailable(found.available - due.expiredMicros, input.amountMicros);
+  const row: ReservationRow = { ...hold, account_id: account.id };
   await trx.executeQuery(insertReservation(trx, row));
   await checkLowBalance(trx, account, {
     nowMs,
@@ -150,11 +156,13 @@ async function pendingReservation(
 }
 
 /**
- * Settles a hold with the amount actually used (docs/api.md#reservations): debits `actualMicros` (a debit
- * transaction is always created, even for 0) and releases the rest; an overage beyond the hold
- * must fit in `available`, else 402 and the hold stays pending. The account's due grant
- * expiries are booked first; the debit spends first what is left of expired grants, and what
- * of that no hold covers any more is removed in the same unit (docs/api.md#expiry-of-grants).
+ * Settles a hold with the amount actually used (docs/api.md#reservations): debits
+ * `actualMicros` (a debit transaction is always created, even for 0) and releases the rest; an
+ * overage beyond the hold must fit in `available`, else 402 and the hold stays pending. A plain
+ * confirm (ledger/plain-debit.ts) is one statement after the hold's; otherwise the account's due
+ * grant expiries are booked first, the debit spends first what is left of expired grants, and
+ * what of that no hold covers any more is removed in the same unit
+ * (docs/api.md#expiry-of-grants).
  * @returns the hold, its debit, and the account's balance afterwards (micro-credits)
  * @throws ApiError RESERVATION_NOT_FOUND, RESERVATION_NOT_PENDING, INSUFFICIENT_CREDITS
  */
@@ -166,25 +174,36 @@ export async function confirmReservation(
   nowMs: number,
 ) {
   const hold = await pendingReservation(trx, projectId, reservationId, nowMs);
+  const debit = {
+    description: `Reservation ${hold.id} confirmed`,
+    metadata: {
+      ...(parseJsonColumn(hold.metadata) ?? {}),
+      reservationId: hold.id,
+      reservedAmount: fromMicros(hold.amount_micros),
+    },
+    source: "reservation" as const,
+  };
+  const plain = await plainDebit(trx, {
+    ...debit,
+    projectId,
+    accountRef: hold.account_id,
+    amountMicros: actualMicros,
+    nowMs,
+    hold: { id: hold.id, amountMicros: hold.amount_micros },
+  });
+  if (plain) return { hold, transaction: plain.row, balanceMicros: plain.row.balance_after_micros };
   // Locks the account (PostgreSQL) before its grants are read: after the hold, as every unit
   // that settles a hold does.
   const found = await findAccountWithBalance(trx, projectId, hold.account_id, nowMs);
   const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
   const excessMicros = actualMicros - hold.amount_micros;
   if (excessMicros > 0) requireAvailable(found.available - due.expiredMicros, excessMicros);
-  const holdMeta = parseJsonColumn(hold.metadata) ?? {};
   const transaction = await postEntry(trx, {
+    ...debit,
     projectId,
     accountId: hold.account_id,
     type: "debit",
     amountMicros: actualMicros,
-    description: `Reservation ${hold.id} confirmed`,
-    metadata: {
-      ...holdMeta,
-      reservationId: hold.id,
-      reservedAmount: fromMicros(hold.amount_micros),
-    },
-    source: "reservation",
     reservationId: hold.id,
     nowMs,
     spendable: due.spendable,
