@@ -1,20 +1,21 @@
 /**
  * `createApp(deps)`: the Hono app with its middleware, every route of docs/api.md#endpoints, `/health`,
- * `/ready`, `/openapi.json`, `/docs` and `/metrics`. No side effects: only `server.ts` opens the
+ * `/ready`, `/openapi.json` (with the event webhooks), `/docs` and `/metrics`. No side effects: only `server.ts` opens the
  * database, starts the scheduler and handles signals.
  */
 import { randomUUID } from "node:crypto";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
-import { sql } from "kysely";
 import { registerAccountRoutes } from "./accounts/routes.ts";
 import { ApiError, errorResponse, validationHook } from "./errors.ts";
 import { requireApiKey } from "./http/auth.ts";
 import { jsonBodyChecks } from "./http/body.ts";
 import type { App, AppDeps, AppEnv } from "./http/context.ts";
 import { registerDocs } from "./http/docs.ts";
+import { registerEventWebhooks } from "./http/event-webhooks.ts";
 import { exactJsonResponses } from "./http/json.ts";
+import { registerProbes } from "./http/probes.ts";
 import { registerLedgerRoutes } from "./ledger/routes.ts";
 import { registerModelRoutes } from "./models/routes.ts";
 import { registerPlanRoutes } from "./plans/routes.ts";
@@ -81,21 +82,32 @@ async function errorCode(c: Context): Promise<string | undefined> {
   }
 }
 
+/**
+ * The top of /openapi.json; the routes, their schemas and the event webhooks come from the
+ * registry (docs/api.md#openapi-document-and-typed-client).
+ */
+export const OPENAPI_CONFIG = {
+  openapi: "3.1.0",
+  info: {
+    title: "Credit Ledger API",
+    version: "1.0.0",
+    description: "Exact credit balances, reservations, plans and LLM usage costing.",
+  },
+  security: [{ ApiKey: [] }],
+};
+
+/** The OpenAPI document `app` serves at /openapi.json, built in-process. */
+export function openApiDocument(app: App) {
+  return app.getOpenAPI31Document(OPENAPI_CONFIG);
+}
+
 /** Builds the app over `deps`. */
 export function createApp(deps: AppDeps): App {
   const app: App = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   app.use("*", exactJsonResponses());
   app.use("*", requestId);
   app.use("*", observe(deps));
-  app.get("/health", (c) => c.json({ status: "ok" }));
-  app.get("/ready", async (c) => {
-    try {
-      await sql`SELECT 1`.execute(deps.db.read);
-      return c.json({ status: "ready" });
-    } catch {
-      return c.json({ status: "unavailable" }, 503);
-    }
-  });
+  registerProbes(app, deps);
   app.get("/metrics", async (c) =>
     c.body(await deps.metrics.render(), 200, { "Content-Type": deps.metrics.contentType }),
   );
@@ -110,20 +122,13 @@ export function createApp(deps: AppDeps): App {
   registerUsageRoutes(app, deps);
   registerModelRoutes(app, deps);
   registerWebhookRoutes(app, deps);
+  registerEventWebhooks(app);
   app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
     type: "apiKey",
     in: "header",
     name: "X-API-Key",
   });
-  app.doc31("/openapi.json", {
-    openapi: "3.1.0",
-    info: {
-      title: "Credit Ledger API",
-      version: "1.0.0",
-      description: "Exact credit balances, reservations, plans and LLM usage costing.",
-    },
-    security: [{ ApiKey: [] }],
-  });
+  app.doc31("/openapi.json", OPENAPI_CONFIG);
   app.notFound((c) => {
     const err = new ApiError("NOT_FOUND", `No route ${c.req.method} ${c.req.path}`);
     return c.json(err.toBody(), err.status);

@@ -1,13 +1,17 @@
 /**
  * `/openapi.json`: a valid OpenAPI 3.1 document (checked by @readme/openapi-parser) with every
  * route of the specification, and an example for each request (body and query parameters) and
- * each 200 response; every example conforms to the schema it illustrates.
+ * each 200 response; every example conforms to the schema it illustrates. Every operation has a
+ * unique camelCase `operationId` and a description, `/health` and `/ready` are in it, and its
+ * `webhooks` section has one entry per event type whose body is the event built from the very
+ * schema of src/events.ts (docs/api.md#openapi-document-and-typed-client).
  */
-import type { RouteConfig } from "@hono/zod-openapi";
+import { OpenAPIHono, type RouteConfig } from "@hono/zod-openapi";
 import { dereference, validate } from "@readme/openapi-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { accountRoutes } from "../src/accounts/routes.ts";
+import { EVENTS } from "../src/events.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { modelRoutes } from "../src/models/routes.ts";
 import { planRoutes } from "../src/plans/routes.ts";
@@ -48,6 +52,15 @@ const SPEC_ROUTES: [method: "get" | "post", path: string][] = [
   ["post", "/v1/webhooks/delete"],
   ["get", "/v1/webhooks/deliveries"],
 ];
+
+/** The routes outside /v1 that the document describes (no API key). */
+const SERVICE_ROUTES: [method: "get", path: string][] = [
+  ["get", "/health"],
+  ["get", "/ready"],
+];
+
+/** The event types of docs/api.md#event-types. */
+const EVENT_TYPES = ["balance.low", "reservation.expired", "credits.expired", "plan.granted"];
 
 /** The JSON Schema subset zod-to-openapi emits, as far as these checks read it. */
 interface JsonSchema {
@@ -101,31 +114,37 @@ const mediaSchema = z.looseObject({
 type Media = z.infer<typeof mediaSchema>;
 const contentSchema = z.record(z.string(), mediaSchema);
 
+/** The operations of one path or webhook, by method. */
+const pathItemSchema = z.record(
+  z.string(),
+  z.looseObject({
+    summary: z.unknown().optional(),
+    operationId: z.unknown().optional(),
+    description: z.unknown().optional(),
+    security: z.unknown().optional(),
+    tags: z.unknown().optional(),
+    requestBody: z.looseObject({ content: contentSchema }).optional(),
+    parameters: z
+      .array(
+        z.looseObject({
+          name: z.string(),
+          in: z.string().optional(),
+          required: z.boolean().optional(),
+          example: z.unknown().optional(),
+          schema: jsonSchema.optional(),
+        }),
+      )
+      .optional(),
+    responses: z.record(z.string(), z.looseObject({ content: contentSchema.optional() })),
+  }),
+);
+
 /** The parts of an OpenAPI document these checks read; `validate` checks the whole. */
 const documentSchema = z.looseObject({
   openapi: z.unknown(),
   security: z.unknown().optional(),
-  paths: z.record(
-    z.string(),
-    z.record(
-      z.string(),
-      z.looseObject({
-        summary: z.unknown().optional(),
-        tags: z.unknown().optional(),
-        requestBody: z.looseObject({ content: contentSchema }).optional(),
-        parameters: z
-          .array(
-            z.looseObject({
-              name: z.string(),
-              example: z.unknown().optional(),
-              schema: jsonSchema.optional(),
-            }),
-          )
-          .optional(),
-        responses: z.record(z.string(), z.looseObject({ content: contentSchema.optional() })),
-      }),
-    ),
-  ),
+  paths: z.record(z.string(), pathItemSchema),
+  webhooks: z.record(z.string(), pathItemSchema).optional(),
 });
 type Document = z.infer<typeof documentSchema>;
 
@@ -234,6 +253,25 @@ function schemasWithExamples(node: unknown, at: string, out: [string, unknown][]
   return out;
 }
 
+/** The dereferenced JSON schema zod-to-openapi makes of `schema` in a document of its own. */
+async function alone(schema: z.ZodType): Promise<unknown> {
+  const app = new OpenAPIHono();
+  app.openAPIRegistry.register("Alone", schema);
+  const document = app.getOpenAPI31Document({
+    openapi: "3.1.0",
+    info: { title: "alone", version: "0" },
+  });
+  const plain: unknown = JSON.parse(JSON.stringify(document));
+  if (!isApiDocument(plain)) throw new Error("not a document");
+  const components = z
+    .looseObject({ components: z.object({ schemas: z.record(z.string(), z.unknown()) }) })
+    .parse(await dereference(plain)).components.schemas;
+  // The schema registers under its own name (`BalanceLowData`), or `Alone` when it has none.
+  const [only] = Object.values(components);
+  expect(Object.keys(components)).toHaveLength(1);
+  return only;
+}
+
 describe("GET /openapi.json", () => {
   let t: TestLedger;
   /** The document as served. */
@@ -261,14 +299,94 @@ describe("GET /openapi.json", () => {
     expect(result.valid ? [] : result.errors).toEqual([]);
   });
 
-  it("has every route of the specification, and only routes that exist", () => {
-    for (const [method, path] of SPEC_ROUTES) {
+  it("has every route of the specification, /health and /ready, and only routes that exist", () => {
+    const routes = [...SPEC_ROUTES, ...SERVICE_ROUTES];
+    for (const [method, path] of routes) {
       expect(doc.paths[path]?.[method], `${method.toUpperCase()} ${path}`).toBeDefined();
     }
     const documented = Object.entries(doc.paths).flatMap(([path, ops]) =>
       Object.keys(ops as object).map((m) => `${m} ${path}`),
     );
-    expect(documented.sort()).toEqual(SPEC_ROUTES.map(([m, p]) => `${m} ${p}`).sort());
+    expect(documented.sort()).toEqual(routes.map(([m, p]) => `${m} ${p}`).sort());
+  });
+
+  it("gives every operation, webhooks included, a unique camelCase operationId and a description", () => {
+    const operations = [
+      ...Object.entries(doc.paths).flatMap(([path, ops]) =>
+        Object.entries(ops).map(([method, op]) => ({ at: `${method} ${path}`, op })),
+      ),
+      ...Object.entries(doc.webhooks ?? {}).flatMap(([name, ops]) =>
+        Object.entries(ops).map(([method, op]) => ({ at: `webhook ${name} ${method}`, op })),
+      ),
+    ];
+    expect(operations.length).toBe(SPEC_ROUTES.length + SERVICE_ROUTES.length + 4);
+    const ids = operations.map(({ at, op }) => {
+      expect(op.operationId, at).toMatch(/^[a-z][a-zA-Z0-9]*$/);
+      expect(op.description, at).toEqual(expect.stringMatching(/\S.{20,}/));
+      return String(op.operationId);
+    });
+    expect(new Set(ids).size).toBe(ids.length);
+    // The names the docs and the README use.
+    const byRoute = Object.fromEntries(
+      Object.entries(doc.paths).flatMap(([path, ops]) =>
+        Object.entries(ops).map(([method, op]) => [`${method} ${path}`, op.operationId]),
+      ),
+    );
+    expect(byRoute).toMatchObject({
+      "post /v1/accounts/create": "createAccount",
+      "post /v1/accounts/credits/add": "addCredits",
+      "post /v1/accounts/credits/deduct": "deductCredits",
+      "post /v1/reservations/create": "createReservation",
+      "post /v1/reservations/confirm": "confirmReservation",
+      "get /v1/transactions": "listTransactions",
+      "post /v1/usage/record": "recordUsage",
+      "get /health": "getHealth",
+      "get /ready": "getReadiness",
+    });
+  });
+
+  it("documents /health and /ready without the API key, with their answers", async () => {
+    for (const [method, path] of SERVICE_ROUTES) {
+      const op = deref.paths[path]?.[method];
+      expect(op?.security, path).toEqual([]);
+      const schema = op?.responses["200"]?.content?.["application/json"]?.schema;
+      const res = await t.api("GET", path, { key: null });
+      expect(res.status).toBe(200);
+      expect(conformance(schema, res.body, path)).toEqual([]);
+      expect(exampleOf(op?.responses["200"]?.content?.["application/json"])).toEqual(res.body);
+    }
+    const unavailable = deref.paths["/ready"]?.get?.responses["503"]?.content;
+    expect(exampleOf(unavailable?.["application/json"])).toEqual({ status: "unavailable" });
+  });
+
+  it("has one webhook per event type: the event built from its schema, with the signature headers", async () => {
+    expect(Object.keys(doc.webhooks ?? {}).sort()).toEqual([...EVENT_TYPES].sort());
+    expect(Object.keys(EVENTS).sort()).toEqual([...EVENT_TYPES].sort());
+    for (const [type, definition] of Object.entries(EVENTS)) {
+      const ops = deref.webhooks?.[type];
+      expect(Object.keys(ops ?? {}), type).toEqual(["post"]);
+      const op = ops?.post;
+      expect(op?.security, type).toEqual([]);
+      const headers = (op?.parameters ?? []).map((p) => [p.in, p.name, p.required]);
+      expect(headers, type).toEqual([
+        ["header", "webhook-id", true],
+        ["header", "webhook-timestamp", true],
+        ["header", "webhook-signature", true],
+      ]);
+      const body = op?.requestBody?.content["application/json"]?.schema;
+      expect(body?.required, type).toEqual(["id", "type", "createdAt", "data"]);
+      expect(Object.keys(body?.properties ?? {}), type).toEqual([
+        "id",
+        "type",
+        "createdAt",
+        "data",
+      ]);
+      expect(body?.properties?.id?.type).toBe("string");
+      expect(body?.properties?.createdAt?.type).toBe("string");
+      expect(body?.properties?.type, type).toEqual({ type: "string", enum: [type] });
+      // `data` is exactly what the schema of src/events.ts makes on its own.
+      expect(body?.properties?.data, type).toEqual(await alone(definition.data));
+    }
   });
 
   describe.each(SPEC_ROUTES)("%s %s", (method, path) => {

@@ -3,7 +3,7 @@ import type { z } from "@hono/zod-openapi";
 import type { App, AppDeps } from "../http/context.ts";
 import { paged, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
-import { resourceRoutes } from "../http/routes.ts";
+import { type OperationId, resourceRoutes } from "../http/routes.ts";
 import {
   accountJson,
   accountRefQuery,
@@ -27,10 +27,26 @@ import {
 /** The account routes, for tests and tools that call them by definition. */
 export const accountRoutes = resourceRoutes("Accounts", (route) => {
   /** A read of the account a query names (`accountId` or `externalId`). */
-  const byRef = <const P extends string, S extends z.ZodType>(path: P, summary: string, ok: S) =>
-    route.get(path, summary, { query: accountRefQuery, ok, errors: ["ACCOUNT_NOT_FOUND"] });
+  const byRef = <const P extends string, S extends z.ZodType>(
+    path: P,
+    summary: string,
+    operation: { operationId: OperationId; description: string },
+    ok: S,
+  ) =>
+    route.get(path, summary, {
+      ...operation,
+      query: accountRefQuery,
+      ok,
+      errors: ["ACCOUNT_NOT_FOUND"],
+    });
   return {
     create: route.post("/v1/accounts/create", "Create an account", {
+      operationId: "createAccount",
+      description:
+        "Creates an account for one of your customers, named by your `externalId` (unique in " +
+        "the project; 409 `DUPLICATE_EXTERNAL_ID` otherwise). `name` and `email` default to " +
+        '`""`, `metadata` to null, and the balance starts at 0. `lowBalanceThreshold` makes ' +
+        "the account fire `balance.low` events.",
       body: createAccountBody,
       ok: createAccountResponse,
       errors: ["DUPLICATE_EXTERNAL_ID"],
@@ -38,15 +54,46 @@ export const accountRoutes = resourceRoutes("Accounts", (route) => {
     update: route.post(
       "/v1/accounts/update",
       "Change an account's name, email, metadata or low-balance threshold",
-      { body: updateAccountBody, ok: updateAccountResponse, errors: ["ACCOUNT_NOT_FOUND"] },
+      {
+        operationId: "updateAccount",
+        description:
+          "Changes only the fields given: `name`, `email`, `metadata` (replaced whole) or " +
+          "`lowBalanceThreshold` (null removes it). `accountId` is the internal id or the " +
+          "`externalId`. Changing the threshold fires no event.",
+        body: updateAccountBody,
+        ok: updateAccountResponse,
+        errors: ["ACCOUNT_NOT_FOUND"],
+      },
     ),
-    get: byRef("/v1/accounts/get", "Get an account by internal id or externalId", accountSchema),
+    get: byRef(
+      "/v1/accounts/get",
+      "Get an account by internal id or externalId",
+      {
+        operationId: "getAccount",
+        description:
+          "Answers the Account object itself (no `success` envelope). Name the account with " +
+          "`accountId` (internal id or `externalId`) or `externalId`.",
+      },
+      accountSchema,
+    ),
     balance: byRef(
       "/v1/accounts/balance",
       "Balance, reserved and available credits",
+      {
+        operationId: "getBalance",
+        description:
+          "Answers `balance`, `reserved` (the pending, unexpired holds) and `available` " +
+          "(balance − reserved), the amount a deduction or reservation may take. Reading " +
+          "books nothing.",
+      },
       balanceSchema,
     ),
     list: route.get("/v1/accounts", "List the project's accounts", {
+      operationId: "listAccounts",
+      description:
+        "Lists the project's accounts, oldest first, `limit` (1–500, default 50) from " +
+        "`offset`. `pagination` is present when `limit` or `offset` was given, and whenever " +
+        "more accounts exist beyond the page.",
       query: listAccountsQuery,
       ok: listAccountsResponse,
     }),

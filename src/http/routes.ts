@@ -6,6 +6,9 @@
  *
  * The definitions are zod-openapi `createRoute` configs, so the same schemas validate requests,
  * type the handlers' responses (src/http/respond.ts) and document the route in /openapi.json.
+ * Every route must name its operation (`operationId`, which generated clients use) and say what
+ * it does (`description`), so a new route cannot reach the reference without them
+ * (docs/api.md#openapi-document-and-typed-client).
  */
 import { createRoute, type RouteConfig, type z } from "@hono/zod-openapi";
 import type { ErrorCode } from "../errors.ts";
@@ -14,19 +17,28 @@ import { errorResponses, jsonBody, okJson } from "./schemas.ts";
 /** What a route's `request.query` may be. */
 type QuerySchema = NonNullable<NonNullable<RouteConfig["request"]>["query"]>;
 
+/**
+ * An operation's id: camelCase, a verb then its object (`createAccount`, `listTransactions`),
+ * unique in the document (test/openapi.test.ts checks both).
+ */
+export type OperationId = Uncapitalize<string>;
+
 /** The parts of a route definition that every route has. */
 interface RouteDef<S extends z.ZodType, C extends ErrorCode> {
+  /** The operation's unique camelCase id. */
+  operationId: OperationId;
+  /** What the operation does and the rules a caller must know (Markdown, a few sentences). */
+  description: string;
   /** The schema of the 200 body. */
   ok: S;
-  /** What the 200 body is, for the reference (default: the route's summary). */
-  description?: string;
   /** Codes answered besides those every route answers (400, 401, 500, 503). */
   errors?: C[];
 }
 
 /**
  * The routes of one resource (its OpenAPI tag): the table `define` builds with the route definers
- * `get(path, summary, {query, ok, errors?})` and `post(path, summary, {body, ok, errors?})`.
+ * `get(path, summary, {operationId, description, query, ok, errors?})` and
+ * `post(path, summary, {operationId, description, body, ok, errors?})`.
  */
 export function resourceRoutes<T>(tag: string, define: (route: RouteDefiners) => T): T {
   return define(routeDefiners(tag));
@@ -45,14 +57,15 @@ function routeDefiners(tag: string) {
       S extends z.ZodType,
       C extends ErrorCode = never,
     >(path: P, summary: string, def: RouteDef<S, C> & { query: Q }) {
-      const ok = okJson(def.ok, def.description ?? summary);
       return createRoute({
         method: "get",
         path,
         tags,
         summary,
+        operationId: def.operationId,
+        description: def.description,
         request: { query: def.query },
-        responses: { ...ok, ...errorResponses(...(def.errors ?? [])) },
+        responses: { ...okJson(def.ok, summary), ...errorResponses(...(def.errors ?? [])) },
       });
     },
     post<
@@ -70,8 +83,10 @@ function routeDefiners(tag: string) {
         path,
         tags,
         summary,
+        operationId: def.operationId,
+        description: def.description,
         request: { body: jsonBody(def.body) },
-        responses: { ...okJson(def.ok, def.description ?? summary), ...errors },
+        responses: { ...okJson(def.ok, summary), ...errors },
       });
     },
   };

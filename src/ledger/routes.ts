@@ -23,11 +23,21 @@ import { grantTerms, moveCredits } from "./service.ts";
 export const ledgerRoutes = {
   ...resourceRoutes("Balance adjustments", (route) => ({
     add: route.post("/v1/accounts/credits/add", "Add credits (purchase, refund, bonus)", {
+      operationId: "addCredits",
+      description:
+        "Credits the account and answers the new `balance`, the `transactionId` of the ledger " +
+        "entry and the `grantId` of the credit grant it makes, with the optional `priority` " +
+        "(0–100, lower is spent first, default 50) and `expiresAt`. A balance may not pass " +
+        "9e9 credits (409 `BALANCE_LIMIT_EXCEEDED`).",
       body: addCreditsBody,
       ok: addCreditsResponse,
       errors: ["ACCOUNT_NOT_FOUND", "BALANCE_LIMIT_EXCEEDED"],
     }),
     deduct: route.post("/v1/accounts/credits/deduct", "Deduct credits without a reservation", {
+      operationId: "deductCredits",
+      description:
+        "Debits the account at once, spending its grants in the spending order. Needs " +
+        "`amount ≤ available` (402 `INSUFFICIENT_CREDITS` otherwise, and nothing changes).",
       body: deductCreditsBody,
       ok: deductCreditsResponse,
       errors: ["INSUFFICIENT_CREDITS", "ACCOUNT_NOT_FOUND"],
@@ -35,6 +45,11 @@ export const ledgerRoutes = {
   })),
   ...resourceRoutes("Credit grants", (route) => ({
     grants: route.get("/v1/accounts/grants", "List an account's credit grants, newest first", {
+      operationId: "listGrants",
+      description:
+        "Lists one account's credit grants with their `remaining` credits, `priority`, " +
+        "`expiresAt` and `status` (`active`, `spent` or `expired`); `activeOnly=true` keeps " +
+        "the active ones. The balance always equals the sum of the grants' `remaining`.",
       query: listGrantsQuery,
       ok: listGrantsResponse,
       errors: ["ACCOUNT_NOT_FOUND"],

@@ -17,6 +17,10 @@ import { findModel, listModels, priceOf } from "./service.ts";
 /** The model routes. */
 export const modelRoutes = resourceRoutes("Models", (route) => ({
   list: route.get("/v1/models", "List models with pricing, or get one with ?modelId=", {
+    operationId: "listModels",
+    description:
+      "Lists the global model catalog with prices in USD per million tokens, filtered by " +
+      "`provider` and `tier`; with `modelId` it answers that one model (404 when unknown).",
     query: modelsQuery,
     ok: modelsResponse,
     errors: ["MODEL_NOT_FOUND"],
@@ -24,7 +28,15 @@ export const modelRoutes = resourceRoutes("Models", (route) => ({
   calculate: route.post(
     "/v1/models/calculate",
     "Estimate a call's cost in USD without recording usage",
-    { body: calculateBody, ok: calculateResponse, errors: ["MODEL_NOT_FOUND"] },
+    {
+      operationId: "calculateCost",
+      description:
+        "Answers what a call with these token counts would cost at the model's current " +
+        "prices, exactly, and records nothing.",
+      body: calculateBody,
+      ok: calculateResponse,
+      errors: ["MODEL_NOT_FOUND"],
+    },
   ),
 }));
 

@@ -3,7 +3,7 @@ import { resolveAccount } from "../accounts/service.ts";
 import type { App, AppDeps } from "../http/context.ts";
 import { writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
-import { resourceRoutes } from "../http/routes.ts";
+import { type OperationId, resourceRoutes } from "../http/routes.ts";
 import {
   accountPlanJson,
   assignPlanBody,
@@ -31,32 +31,65 @@ import {
 /** The plan and assignment routes. */
 export const planRoutes = resourceRoutes("Plans", (route) => {
   /** A route that archives or activates a plan. */
-  const stateRoute = <const P extends string>(path: P, summary: string) =>
+  const stateRoute = <const P extends string>(
+    path: P,
+    summary: string,
+    operation: { operationId: OperationId; description: string },
+  ) =>
     route.post(path, summary, {
+      ...operation,
       body: planIdBody,
       ok: createPlanResponse,
       errors: ["PLAN_NOT_FOUND"],
     });
   return {
     list: route.get("/v1/plans", "List the project's plans", {
+      operationId: "listPlans",
+      description: "Lists the project's plans, oldest first, archived ones included.",
       query: listPlansQuery,
       ok: listPlansResponse,
     }),
     create: route.post("/v1/plans/create", "Create a recurring credit plan", {
+      operationId: "createPlan",
+      description:
+        "Creates a plan that grants `amount` credits every `interval` (`1d`, `week` or " +
+        "`month`), `occurrences` times (null: until cancelled). With `accumulate: false` the " +
+        "credits of a period expire when the next is granted. Plans are never deleted.",
       body: createPlanBody,
       ok: createPlanResponse,
     }),
-    archive: stateRoute("/v1/plans/archive", "Archive a plan (isActive false)"),
-    activate: stateRoute("/v1/plans/activate", "Re-activate an archived plan"),
+    archive: stateRoute("/v1/plans/archive", "Archive a plan (isActive false)", {
+      operationId: "archivePlan",
+      description:
+        "Sets `isActive` to false: the plan can no longer be assigned (409 `PLAN_INACTIVE`); " +
+        "its running assignments keep granting.",
+    }),
+    activate: stateRoute("/v1/plans/activate", "Re-activate an archived plan", {
+      operationId: "activatePlan",
+      description: "Sets `isActive` back to true, so the plan can be assigned again.",
+    }),
     listAssigned: route.get(
       "/v1/accounts/plans",
       "List an account's plan assignments, active and historical",
-      { query: listAccountPlansQuery, ok: listAccountPlansResponse, errors: ["ACCOUNT_NOT_FOUND"] },
+      {
+        operationId: "listAccountPlans",
+        description:
+          "Lists every assignment of one account, newest first, with its schedule " +
+          "(`nextGrantAt`, `grantsMade`, `expiresAt`, `cancelledAt`) and its plan.",
+        query: listAccountPlansQuery,
+        ok: listAccountPlansResponse,
+        errors: ["ACCOUNT_NOT_FOUND"],
+      },
     ),
     assign: route.post(
       "/v1/accounts/plans/assign",
       "Assign a plan to an account (replaces its active plan)",
       {
+        operationId: "assignPlan",
+        description:
+          "Starts the plan's schedule of grants for the account, replacing its active " +
+          "assignment. `startMode: immediate` (the default) grants the first period at once; " +
+          "`next_interval` grants nothing now and carries the replaced schedule over.",
         body: assignPlanBody,
         ok: assignPlanResponse,
         errors: ["ACCOUNT_NOT_FOUND", "PLAN_NOT_FOUND", "PLAN_INACTIVE", "BALANCE_LIMIT_EXCEEDED"],
@@ -66,6 +99,10 @@ export const planRoutes = resourceRoutes("Plans", (route) => {
       "/v1/accounts/plans/cancel",
       "Cancel an active assignment (granted credits stay)",
       {
+        operationId: "cancelAccountPlan",
+        description:
+          "Ends an active assignment: periods already due are granted first, and credits " +
+          "already granted stay. 409 `ACCOUNT_PLAN_NOT_ACTIVE` when it is no longer active.",
         body: cancelAccountPlanBody,
         ok: cancelAccountPlanResponse,
         errors: ["ACCOUNT_PLAN_NOT_FOUND", "ACCOUNT_PLAN_NOT_ACTIVE"],

@@ -26,21 +26,39 @@ import {
 /** The reservation routes. */
 export const reservationRoutes = resourceRoutes("Reservations", (route) => ({
   list: route.get("/v1/reservations", "List an account's reservations, newest first", {
+    operationId: "listReservations",
+    description:
+      "Lists one account's reservations, newest first (`limit` 1–1,000, default 100); " +
+      "`activeOnly=true` keeps the pending, unexpired ones.",
     query: listReservationsQuery,
     ok: listReservationsResponse,
     errors: ["ACCOUNT_NOT_FOUND"],
   }),
   create: route.post("/v1/reservations/create", "Hold credits before an expensive operation", {
+    operationId: "createReservation",
+    description:
+      "Holds `amount` credits (needs `amount ≤ available`, else 402) for `ttlSeconds` (1–86,400, " +
+      "default 900). The hold counts in `reserved` until it is confirmed, cancelled or " +
+      "expires; it moves no balance.",
     body: createReservationBody,
     ok: createReservationResponse,
     errors: ["ACCOUNT_NOT_FOUND", "INSUFFICIENT_CREDITS"],
   }),
   confirm: route.post("/v1/reservations/confirm", "Settle a reservation with the actual amount", {
+    operationId: "confirmReservation",
+    description:
+      "Debits `actualAmount` (≥ 0) and releases the rest of the hold. An `actualAmount` above " +
+      "the hold is debited when the excess fits in `available`, else 402 and the hold stays " +
+      "pending. 409 `RESERVATION_NOT_PENDING` once the hold has ended.",
     body: confirmReservationBody,
     ok: confirmReservationResponse,
     errors: ["RESERVATION_NOT_FOUND", "RESERVATION_NOT_PENDING", "INSUFFICIENT_CREDITS"],
   }),
   cancel: route.post("/v1/reservations/cancel", "Release a reservation", {
+    operationId: "cancelReservation",
+    description:
+      "Releases the whole hold; no transaction is written. 409 `RESERVATION_NOT_PENDING` " +
+      "once the hold has ended.",
     body: cancelReservationBody,
     ok: cancelReservationResponse,
     errors: ["RESERVATION_NOT_FOUND", "RESERVATION_NOT_PENDING"],

@@ -19,6 +19,11 @@ import { listTransactions, readAuditData } from "./service.ts";
 /** The transaction routes. */
 export const transactionRoutes = resourceRoutes("Transactions", (route) => ({
   list: route.get("/v1/transactions", "List ledger entries, newest first", {
+    operationId: "listTransactions",
+    description:
+      "Lists the ledger entries of one account (`accountId` or `externalId`) or of the whole " +
+      "project, newest first, filtered by `startDate`/`endDate` (inclusive). `include` adds " +
+      "each entry's settled `reservation` and its `usage` records.",
     query: listTransactionsQuery,
     ok: listTransactionsResponse,
     errors: ["ACCOUNT_NOT_FOUND"],
@@ -27,6 +32,11 @@ export const transactionRoutes = resourceRoutes("Transactions", (route) => ({
     "/v1/transactions/create",
     "Create a manual transaction (adjustment, refund, migration)",
     {
+      operationId: "createTransaction",
+      description:
+        "Writes a `credit` (a grant, like an add: `priority`, `expiresAt`, `grantId`) or a " +
+        "`debit` (needs `amount ≤ available`). Transactions are immutable; a correction is a " +
+        "new transaction.",
       body: createTransactionBody,
       ok: createTransactionResponse,
       errors: ["ACCOUNT_NOT_FOUND", "INSUFFICIENT_CREDITS", "BALANCE_LIMIT_EXCEEDED"],

@@ -20,6 +20,11 @@ export const usageRoutes = resourceRoutes("Usage", (route) => ({
     "/v1/usage/record",
     "Record LLM usage; the cost is computed from the model's current prices",
     {
+      operationId: "recordUsage",
+      description:
+        "Records one LLM call of a catalog model, costed exactly at its current prices " +
+        "(`cachedTokens` are part of `inputTokens`). It moves no credits; `transactionId` " +
+        "links it to the debit that paid for it.",
       body: recordBody,
       ok: recordResponse,
       errors: ["ACCOUNT_NOT_FOUND", "MODEL_NOT_FOUND", "TRANSACTION_NOT_FOUND"],
@@ -28,7 +33,15 @@ export const usageRoutes = resourceRoutes("Usage", (route) => ({
   list: route.get(
     "/v1/usage",
     "List usage records, newest first, or their summary with summary=true",
-    { query: usageQuery, ok: usageResponse, errors: ["ACCOUNT_NOT_FOUND"] },
+    {
+      operationId: "listUsage",
+      description:
+        "Lists usage records filtered by account, model, context and dates, or with " +
+        "`summary=true` answers their exact totals, by context and by model.",
+      query: usageQuery,
+      ok: usageResponse,
+      errors: ["ACCOUNT_NOT_FOUND"],
+    },
   ),
 }));
 

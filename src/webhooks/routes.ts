@@ -25,18 +25,40 @@ export const webhookRoutes = resourceRoutes("Webhooks", (route) => ({
   create: route.post(
     "/v1/webhooks/create",
     "Create a webhook endpoint (its signing secret is shown only here)",
-    { body: createWebhookBody, ok: createWebhookResponse },
+    {
+      operationId: "createWebhook",
+      description:
+        "Registers an `http`/`https` URL that receives the project's events of the types in " +
+        "`events` (default: all), signed as Standard Webhooks. The `secret` that verifies the " +
+        "signatures is in this answer only.",
+      body: createWebhookBody,
+      ok: createWebhookResponse,
+    },
   ),
   list: route.get("/v1/webhooks", "List the project's webhook endpoints (without secrets)", {
+    operationId: "listWebhooks",
+    description: "Lists the project's active webhook endpoints, oldest first, without secrets.",
     query: listWebhooksQuery,
     ok: listWebhooksResponse,
   }),
   delete: route.post(
     "/v1/webhooks/delete",
     "Delete a webhook endpoint and stop every delivery to it",
-    { body: deleteWebhookBody, ok: deleteWebhookResponse, errors: ["WEBHOOK_NOT_FOUND"] },
+    {
+      operationId: "deleteWebhook",
+      description:
+        "Removes the endpoint from the list; no new event is sent to it and its pending " +
+        "deliveries end as `failed`.",
+      body: deleteWebhookBody,
+      ok: deleteWebhookResponse,
+      errors: ["WEBHOOK_NOT_FOUND"],
+    },
   ),
   deliveries: route.get("/v1/webhooks/deliveries", "An endpoint's deliveries, newest first", {
+    operationId: "listWebhookDeliveries",
+    description:
+      "Lists one endpoint's deliveries, newest first, with their `status` (`pending`, " +
+      "`delivered` or `failed`), `attempts`, last answer and next attempt.",
     query: deliveriesQuery,
     ok: listDeliveriesResponse,
     errors: ["WEBHOOK_NOT_FOUND"],

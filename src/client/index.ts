@@ -1,0 +1,18 @@
+/**
+ * The typed client of the credit ledger (`import { createLedgerClient, verifyWebhook } from
+ * "credit-ledger/client"`; docs/api.md#typed-client): an `openapi-fetch` client typed by the
+ * service's own OpenAPI document that never rounds an amount, and the check of a webhook
+ * delivery's signature that returns the event typed by its `type`. No Node-only API: it runs on
+ * Node 20+, Bun, Deno and in browsers.
+ */
+export { LosslessNumber } from "lossless-json";
+export { createLedgerClient, type LedgerClient, type LedgerClientOptions } from "./client.ts";
+export type { Amount, components, operations, paths, webhooks } from "./openapi.ts";
+export {
+  type LedgerEvent,
+  type LedgerEventOf,
+  type LedgerEventType,
+  verifyWebhook,
+  type WebhookHeaders,
+  WebhookVerificationError,
+} from "./webhooks.ts";
