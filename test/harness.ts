@@ -1,6 +1,7 @@
 /**
  * Test harness: a fresh ledger on a temporary database *file* (not :memory:), the real app, a
- * project with its API key, an optional fake clock, and a real listening server on demand.
+ * project with its API key, the typed client of the package (src/client) calling the app
+ * in-process, an optional fake clock, and a real listening server on demand.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,6 +10,8 @@ import type { RouteConfig } from "@hono/zod-openapi";
 import { accountRoutes } from "../src/accounts/routes.ts";
 import { createApp } from "../src/app.ts";
 import { createProjectKey, seedModels } from "../src/bootstrap.ts";
+import { stringifyExact } from "../src/client/exact-json.ts";
+import { createLedgerClient, type LedgerClient } from "../src/client/index.ts";
 import { loadConfig } from "../src/config.ts";
 import type { ErrorBody, ErrorCode } from "../src/errors.ts";
 import type { App } from "../src/http/context.ts";
@@ -50,6 +53,13 @@ export interface TestLedger {
   now: () => number;
   setNow: (ms: number) => void;
   advance: (ms: number) => void;
+  /**
+   * The typed client (`credit-ledger/client`) with the project's key, calling the app
+   * in-process. Every /v1 answer is checked against its route's schema, as `api` checks it.
+   */
+  client: LedgerClient;
+  /** The typed client with another API key. */
+  clientFor: (key: string) => LedgerClient;
   /** Calls the app in-process. `key: null` sends no X-API-Key. */
   api: (
     method: string,
@@ -101,6 +111,33 @@ export async function makeLedger(
   const app = createApp(ledger.deps);
   const servers: HttpServer[] = [];
 
+  /** Every /v1 answer must match what its route declares (docs/api.md#endpoints). */
+  const checkAnswer = (method: string, path: string, res: Response, parsed: unknown) => {
+    if (path.startsWith("/v1/") && res.headers.get("Content-Type")?.includes("json")) {
+      const problems = responseProblems(findRoute(app, method, path), res.status, parsed);
+      if (problems.length > 0) {
+        throw new Error(`${method} ${path} answered ${res.status} off its schema: ${problems}`);
+      }
+    }
+  };
+
+  /** The typed client over `app.request`, each answer checked like `api`'s. */
+  const clientFor = (apiKey: string) =>
+    createLedgerClient({
+      baseUrl: "http://ledger.test",
+      apiKey,
+      fetch: async (request) => {
+        const res = await app.request(request);
+        const text = await res.clone().text();
+        let parsed: unknown = text;
+        try {
+          parsed = JSON.parse(text);
+        } catch {}
+        checkAnswer(request.method, new URL(request.url).pathname, res, parsed);
+        return res;
+      },
+    });
+
   const api: TestLedger["api"] = async (method, path, opts = {}) => {
     const headers: Record<string, string> = { ...opts.headers };
     const useKey = opts.key === undefined ? key : opts.key;
@@ -116,13 +153,7 @@ export async function makeLedger(
     try {
       parsed = JSON.parse(text);
     } catch {}
-    // Every /v1 answer must match what its route declares (docs/api.md#endpoints).
-    if (path.startsWith("/v1/") && res.headers.get("Content-Type")?.includes("json")) {
-      const problems = responseProblems(findRoute(app, method, path), res.status, parsed);
-      if (problems.length > 0) {
-        throw new Error(`${method} ${path} answered ${res.status} off its schema: ${problems}`);
-      }
-    }
+    checkAnswer(method, path, res, parsed);
     return { status: res.status, body: parsed, headers: res.headers };
   };
 
@@ -141,6 +172,8 @@ export async function makeLedger(
       if (fake === undefined) throw new Error("advance needs fakeClock");
       fake += ms;
     },
+    client: clientFor(key),
+    clientFor,
     api,
     call: async (route, input = {}) => {
       const res = await api(route.method.toUpperCase(), pathOf(route, input), input);
@@ -179,4 +212,36 @@ export async function fundedAccount(t: TestLedger, externalId: string, credits =
     await t.call(ledgerRoutes.add, { body: { accountId: externalId, amount: credits } });
   }
   return account.id;
+}
+
+/** What a call of the typed client resolves to. */
+interface ClientOutcome<D> {
+  data?: D;
+  error?: unknown;
+  response: Response;
+}
+
+/**
+ * Asserts that a call of the typed client answered 200 with a body.
+ * @returns the body, typed by the route
+ * @throws Error (failing the test) with the status and the error body otherwise
+ */
+export function expectOk<D>(outcome: ClientOutcome<D>): D {
+  const { data, error, response } = outcome;
+  if (response.status !== 200 || data === undefined) {
+    throw new Error(`${response.status} instead of 200: ${stringifyExact(error)}`);
+  }
+  return data;
+}
+
+/**
+ * Asserts that a call of the typed client answered the API's error `status`/`code` (the
+ * checks of `expectError`, test/contract.ts). @returns the error body
+ */
+export function expectFailure(
+  outcome: ClientOutcome<unknown>,
+  status: number,
+  code: ErrorCode,
+): ErrorBody {
+  return expectError({ status: outcome.response.status, body: outcome.error }, status, code);
 }

@@ -5,9 +5,16 @@
  * delivery's signature that returns the event typed by its `type`. No Node-only API: it runs on
  * Node 20+, Bun, Deno and in browsers.
  */
-export { LosslessNumber } from "lossless-json";
+export { isLosslessNumber, LosslessNumber } from "lossless-json";
 export { createLedgerClient, type LedgerClient, type LedgerClientOptions } from "./client.ts";
-export type { Amount, components, operations, paths, webhooks } from "./openapi.ts";
+export type {
+  Amount,
+  components,
+  LosslessAmount,
+  operations,
+  paths,
+  webhooks,
+} from "./openapi.ts";
 export {
   type LedgerEvent,
   type LedgerEventOf,
