@@ -7,7 +7,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { RouteConfig } from "@hono/zod-openapi";
-import { accountRoutes } from "../src/accounts/routes.ts";
 import { createApp } from "../src/app.ts";
 import { createProjectKey, seedModels } from "../src/bootstrap.ts";
 import { stringifyExact } from "../src/client/exact-json.ts";
@@ -16,7 +15,6 @@ import { loadConfig } from "../src/config.ts";
 import type { ErrorBody, ErrorCode } from "../src/errors.ts";
 import type { App } from "../src/http/context.ts";
 import { type HttpServer, serveHttp } from "../src/http/serve.ts";
-import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
 import { type Ledger, openLedger } from "../src/runtime.ts";
 import { expectError, findRoute, type OkBody, responseProblems } from "./contract.ts";
@@ -207,9 +205,15 @@ export async function makeLedger(
 
 /** Creates an account (externalId) and optionally funds it. @returns the account id */
 export async function fundedAccount(t: TestLedger, externalId: string, credits = 0) {
-  const { account } = await t.call(accountRoutes.create, { body: { externalId } });
+  const { account } = expectOk(
+    await t.client.POST("/v1/accounts/create", { body: { externalId } }),
+  );
   if (credits > 0) {
-    await t.call(ledgerRoutes.add, { body: { accountId: externalId, amount: credits } });
+    expectOk(
+      await t.client.POST("/v1/accounts/credits/add", {
+        body: { accountId: externalId, amount: credits },
+      }),
+    );
   }
   return account.id;
 }

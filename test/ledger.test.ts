@@ -1,12 +1,26 @@
+/**
+ * Adds, deductions, the transaction list and manual transactions (docs/api.md#balance-
+ * adjustments-and-transactions), called through the typed client (test/harness.ts's
+ * `t.client`) wherever the request is one its types allow; requests the types refuse (a string
+ * amount, an unknown `type`, a query of the wrong type) go raw through `t.fail`.
+ */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { accountRoutes } from "../src/accounts/routes.ts";
+import type { Amount, components, operations } from "../src/client/index.ts";
 import type { ErrorBody } from "../src/errors.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
-import { reservationRoutes } from "../src/reservations/routes.ts";
 import { transactionRoutes } from "../src/transactions/routes.ts";
-import { usageRoutes } from "../src/usage/routes.ts";
-import { type CallInput, fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
+import {
+  type CallInput,
+  expectFailure,
+  expectOk,
+  fundedAccount,
+  makeLedger,
+  type TestLedger,
+} from "./harness.ts";
+
+type AddBody = components["schemas"]["AddCreditsRequest"];
+type TransactionQuery = NonNullable<operations["listTransactions"]["parameters"]["query"]>;
 
 /** The `details` of a VALIDATION_ERROR: one `{path, message}` per field problem. */
 const fieldIssues = z.array(z.object({ path: z.string(), message: z.string() }));
@@ -21,17 +35,24 @@ describe("ledger", () => {
   });
   afterEach(async () => t.close());
 
-  /** The body of an add or a deduction. */
+  /** The raw body of an add or a deduction, for the requests the client's types refuse. */
   const credits = (amount: unknown, extra: object = {}, accountId = acc): CallInput => ({
     body: { accountId, amount, ...extra },
   });
-  const add = (amount: unknown, extra: object = {}, accountId = acc) =>
-    t.call(ledgerRoutes.add, credits(amount, extra, accountId));
-  const deduct = (amount: unknown, extra: object = {}, accountId = acc) =>
-    t.call(ledgerRoutes.deduct, credits(amount, extra, accountId));
-  const balance = () => t.call(accountRoutes.balance, { query: { accountId: acc } });
-  const txns = (query: Record<string, string | number> = { accountId: acc }) =>
-    t.call(transactionRoutes.list, { query });
+  /** What an add or a deduction takes besides the account and the amount. */
+  type Extra = Omit<Partial<AddBody>, "accountId" | "amount">;
+  const postAdd = (amount: Amount, extra: Extra = {}, accountId = acc) =>
+    t.client.POST("/v1/accounts/credits/add", { body: { accountId, amount, ...extra } });
+  const postDeduct = (amount: Amount, extra: Extra = {}, accountId = acc) =>
+    t.client.POST("/v1/accounts/credits/deduct", { body: { accountId, amount, ...extra } });
+  const add = async (amount: Amount, extra: Extra = {}, accountId = acc) =>
+    expectOk(await postAdd(amount, extra, accountId));
+  const deduct = async (amount: Amount, extra: Extra = {}, accountId = acc) =>
+    expectOk(await postDeduct(amount, extra, accountId));
+  const balance = async () =>
+    expectOk(await t.client.GET("/v1/accounts/balance", { params: { query: { accountId: acc } } }));
+  const txns = async (query: TransactionQuery = { accountId: acc }) =>
+    expectOk(await t.client.GET("/v1/transactions", { params: { query } }));
   const txnCount = async () => (await txns()).pagination.totalCount;
 
   describe("add and deduct", () => {
@@ -82,10 +103,11 @@ describe("ledger", () => {
     it("refuses a credit past 9e9 with 409 BALANCE_LIMIT_EXCEEDED and changes nothing", async () => {
       for (let i = 0; i < 9; i++) await add(1e9);
       expect((await balance()).balance).toBe(9e9);
-      await t.fail(ledgerRoutes.add, credits(0.000001), 409, "BALANCE_LIMIT_EXCEEDED");
-      await t.fail(
-        transactionRoutes.create,
-        { body: { accountId: acc, amount: 1, type: "credit" } },
+      expectFailure(await postAdd(0.000001), 409, "BALANCE_LIMIT_EXCEEDED");
+      expectFailure(
+        await t.client.POST("/v1/transactions/create", {
+          body: { accountId: acc, amount: 1, type: "credit" },
+        }),
         409,
         "BALANCE_LIMIT_EXCEEDED",
       );
@@ -96,12 +118,7 @@ describe("ledger", () => {
 
     it("refuses a deduction beyond available with 402 and details, changing nothing", async () => {
       await add(10);
-      const err = await t.fail(
-        ledgerRoutes.deduct,
-        credits(10.000001),
-        402,
-        "INSUFFICIENT_CREDITS",
-      );
+      const err = expectFailure(await postDeduct(10.000001), 402, "INSUFFICIENT_CREDITS");
       expect(err.error.details).toEqual({ available: 10, requested: 10.000001 });
       expect(await balance()).toMatchObject({ balance: 10, reserved: 0, available: 10 });
       expect(await txnCount()).toBe(1);
@@ -110,8 +127,10 @@ describe("ledger", () => {
 
     it("counts reservations against a deduction", async () => {
       await add(100);
-      await t.call(reservationRoutes.create, { body: { accountId: acc, amount: 60 } });
-      const err = await t.fail(ledgerRoutes.deduct, credits(41), 402, "INSUFFICIENT_CREDITS");
+      expectOk(
+        await t.client.POST("/v1/reservations/create", { body: { accountId: acc, amount: 60 } }),
+      );
+      const err = expectFailure(await postDeduct(41), 402, "INSUFFICIENT_CREDITS");
       expect(err.error.details).toEqual({ available: 40, requested: 41 });
       expect(await balance()).toEqual({
         accountId: acc,
@@ -140,15 +159,15 @@ describe("ledger", () => {
         [{ description: "d".repeat(1001) }, "body.description"],
         [{ paymentMethod: "p".repeat(256) }, "body.paymentMethod"],
       ] as const) {
-        const err = await t.fail(ledgerRoutes.add, credits(1, extra), 400, "VALIDATION_ERROR");
+        const err = expectFailure(await postAdd(1, extra), 400, "VALIDATION_ERROR");
         expect(issuePaths(err)).toContain(path);
       }
       expect(await txnCount()).toBe(1);
     });
 
     it("answers 404 for an unknown account", async () => {
-      await t.fail(ledgerRoutes.add, credits(1, {}, "nobody"), 404, "ACCOUNT_NOT_FOUND");
-      await t.fail(ledgerRoutes.deduct, credits(1, {}, "nobody"), 404, "ACCOUNT_NOT_FOUND");
+      expectFailure(await postAdd(1, {}, "nobody"), 404, "ACCOUNT_NOT_FOUND");
+      expectFailure(await postDeduct(1, {}, "nobody"), 404, "ACCOUNT_NOT_FOUND");
     });
   });
 
@@ -176,7 +195,7 @@ describe("ledger", () => {
       for (let i = 1; i <= 7; i++) await add(i);
       const all = (await txns()).items.map((i) => i.amount);
       expect(all).toEqual([7, 6, 5, 4, 3, 2, 1]);
-      const pages: number[] = [];
+      const pages: Amount[] = [];
       for (let offset = 0; offset < 7; offset += 3) {
         const page = await txns({ accountId: acc, limit: 3, offset });
         expect(page.pagination.hasMore).toBe(offset + 3 < 7);
@@ -199,20 +218,27 @@ describe("ledger", () => {
     });
 
     it("rejects limit 0, limit 501, offset -1 and a bad date", async () => {
-      const cases: [Record<string, string | number>, string][] = [
+      const cases: [TransactionQuery, string][] = [
         [{ limit: 0 }, "query.limit"],
         [{ limit: 501 }, "query.limit"],
         [{ offset: -1 }, "query.offset"],
         [{ startDate: "yesterday" }, "query.startDate"],
-        [{ limit: "abc" }, "query.limit"],
         [{ limit: 2.5 }, "query.limit"],
         [{ include: "bogus" }, "query.include"],
         [{ startDate: "2026-03-02", endDate: "2026-03-01" }, "query.startDate"],
       ];
       for (const [query, path] of cases) {
-        const err = await t.fail(transactionRoutes.list, { query }, 400, "VALIDATION_ERROR");
-        expect(issuePaths(err)).toContain(path);
+        const res = await t.client.GET("/v1/transactions", { params: { query } });
+        expect(issuePaths(expectFailure(res, 400, "VALIDATION_ERROR"))).toContain(path);
       }
+      // A limit that is not a number: the client's types refuse it, so it goes raw.
+      const err = await t.fail(
+        transactionRoutes.list,
+        { query: { limit: "abc" } },
+        400,
+        "VALIDATION_ERROR",
+      );
+      expect(issuePaths(err)).toContain("query.limit");
     });
 
     it("lists all accounts without accountId and filters by externalId", async () => {
@@ -225,9 +251,8 @@ describe("ledger", () => {
       expect(byExt.items.map((i) => [i.accountId, i.amount])).toEqual([[other, 7]]);
       const byExtInAccountId = await txns({ accountId: "other" });
       expect(byExtInAccountId.items).toHaveLength(1);
-      await t.fail(
-        transactionRoutes.list,
-        { query: { externalId: "ghost" } },
+      expectFailure(
+        await t.client.GET("/v1/transactions", { params: { query: { externalId: "ghost" } } }),
         404,
         "ACCOUNT_NOT_FOUND",
       );
@@ -253,21 +278,27 @@ describe("ledger", () => {
 
     it("adds reservation and usage audit data with include=reservation,usage", async () => {
       await add(100);
-      const { reservation } = await t.call(reservationRoutes.create, {
-        body: { accountId: acc, amount: 20, operation: "chat", model: "gpt-4o" },
-      });
-      const conf = await t.call(reservationRoutes.confirm, {
-        body: { reservationId: reservation.id, actualAmount: 12 },
-      });
-      const { usageRecord } = await t.call(usageRoutes.record, {
-        body: {
-          accountId: acc,
-          modelId: "gpt-4o",
-          inputTokens: 1000,
-          outputTokens: 500,
-          transactionId: conf.transactionId,
-        },
-      });
+      const { reservation } = expectOk(
+        await t.client.POST("/v1/reservations/create", {
+          body: { accountId: acc, amount: 20, operation: "chat", model: "gpt-4o" },
+        }),
+      );
+      const conf = expectOk(
+        await t.client.POST("/v1/reservations/confirm", {
+          body: { reservationId: reservation.id, actualAmount: 12 },
+        }),
+      );
+      const { usageRecord } = expectOk(
+        await t.client.POST("/v1/usage/record", {
+          body: {
+            accountId: acc,
+            modelId: "gpt-4o",
+            inputTokens: 1000,
+            outputTokens: 500,
+            transactionId: conf.transactionId,
+          },
+        }),
+      );
       const body = await txns({ accountId: acc, include: "reservation,usage" });
       const [settled, topUp] = body.items;
       expect(settled?.id).toBe(conf.transactionId);
@@ -299,7 +330,8 @@ describe("ledger", () => {
   });
 
   describe("manual transactions", () => {
-    const manual = (body: object) => t.call(transactionRoutes.create, { body });
+    const manual = async (body: components["schemas"]["CreateTransactionRequest"]) =>
+      expectOk(await t.client.POST("/v1/transactions/create", { body }));
 
     it("creates a credit and a debit with {success, transaction}", async () => {
       const c = await manual({ accountId: acc, amount: 50, type: "credit", description: "mig" });
@@ -329,9 +361,10 @@ describe("ledger", () => {
         "VALIDATION_ERROR",
       );
       expect(issuePaths(bad)).toContain("body.type");
-      const over = await t.fail(
-        transactionRoutes.create,
-        { body: { accountId: acc, amount: 11, type: "debit" } },
+      const over = expectFailure(
+        await t.client.POST("/v1/transactions/create", {
+          body: { accountId: acc, amount: 11, type: "debit" },
+        }),
         402,
         "INSUFFICIENT_CREDITS",
       );
@@ -344,17 +377,31 @@ describe("ledger", () => {
   it("keeps the balanceAfter chain and every invariant after a mixed sequence", async () => {
     await add(100.5);
     await deduct(0.25);
-    const r1 = await t.call(reservationRoutes.create, { body: { accountId: acc, amount: 30 } });
-    await t.call(reservationRoutes.confirm, {
-      body: { reservationId: r1.reservation.id, actualAmount: 35 },
-    });
-    const r2 = await t.call(reservationRoutes.create, { body: { accountId: acc, amount: 10 } });
-    await t.call(reservationRoutes.cancel, { body: { reservationId: r2.reservation.id } });
-    await t.call(transactionRoutes.create, {
-      body: { accountId: acc, amount: 0.75, type: "credit" },
-    });
-    await t.call(transactionRoutes.create, { body: { accountId: acc, amount: 6, type: "debit" } });
-    await t.fail(ledgerRoutes.deduct, credits(1000), 402, "INSUFFICIENT_CREDITS"); // no row
+    const hold = (amount: number) =>
+      t.client.POST("/v1/reservations/create", { body: { accountId: acc, amount } });
+    const r1 = expectOk(await hold(30));
+    expectOk(
+      await t.client.POST("/v1/reservations/confirm", {
+        body: { reservationId: r1.reservation.id, actualAmount: 35 },
+      }),
+    );
+    const r2 = expectOk(await hold(10));
+    expectOk(
+      await t.client.POST("/v1/reservations/cancel", {
+        body: { reservationId: r2.reservation.id },
+      }),
+    );
+    expectOk(
+      await t.client.POST("/v1/transactions/create", {
+        body: { accountId: acc, amount: 0.75, type: "credit" },
+      }),
+    );
+    expectOk(
+      await t.client.POST("/v1/transactions/create", {
+        body: { accountId: acc, amount: 6, type: "debit" },
+      }),
+    );
+    expectFailure(await postDeduct(1000), 402, "INSUFFICIENT_CREDITS"); // no row
     const items = (await txns()).items.slice().reverse();
     expect(items.map((i) => [i.type, i.amount])).toEqual([
       ["credit", 100.5],
@@ -365,7 +412,9 @@ describe("ledger", () => {
     ]);
     let running = 0;
     for (const item of items) {
-      running = Math.round((running + (item.type === "credit" ? 1 : -1) * item.amount) * 1e6) / 1e6;
+      const amount = Number(item.amount); // every amount here is far below 2^33: a number
+      expect(amount).toBe(item.amount);
+      running = Math.round((running + (item.type === "credit" ? 1 : -1) * amount) * 1e6) / 1e6;
       expect(item.balanceAfter).toBe(running);
     }
     expect(await balance()).toMatchObject({ balance: 60, reserved: 0, available: 60 });

@@ -1,14 +1,18 @@
 /**
  * Plans and account plans over HTTP (docs/api.md#plans-and-grants): shapes, defaults,
- * validation, archive/activate, assign/replace/cancel, and grants of archived plans.
+ * validation, archive/activate, assign/replace/cancel, and grants of archived plans. Called
+ * through the typed client (test/harness.ts's `t.client`); bodies its types refuse (an unknown
+ * interval or start mode, a missing name) go raw through `t.fail`.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { accountRoutes } from "../src/accounts/routes.ts";
+import type { Amount, components } from "../src/client/index.ts";
 import type { ErrorCode } from "../src/errors.ts";
 import { runGrantPlans } from "../src/jobs/grant-plans.ts";
 import { planRoutes } from "../src/plans/routes.ts";
-import { transactionRoutes } from "../src/transactions/routes.ts";
-import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
+import { expectFailure, expectOk, fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
+
+type PlanBody = components["schemas"]["CreatePlanRequest"];
+type AssignBody = components["schemas"]["AssignPlanRequest"];
 
 const DAY = 86_400_000;
 const START = "2026-01-31T09:00:00.000Z";
@@ -21,37 +25,48 @@ afterEach(async () => {
   await t.close();
 });
 
-async function createPlan(body: Record<string, unknown>) {
-  return (await t.call(planRoutes.create, { body })).plan;
+const postPlan = (body: PlanBody) => t.client.POST("/v1/plans/create", { body });
+
+async function createPlan(body: PlanBody) {
+  return expectOk(await postPlan(body)).plan;
 }
 
-async function balance(ref: string): Promise<number> {
-  return (await t.call(accountRoutes.balance, { query: { externalId: ref } })).balance;
+async function balance(ref: string): Promise<Amount> {
+  const query = { externalId: ref };
+  return expectOk(await t.client.GET("/v1/accounts/balance", { params: { query } })).balance;
 }
 
 async function transactions(ref: string) {
-  return (await t.call(transactionRoutes.list, { query: { externalId: ref, limit: 500 } })).items;
+  const query = { externalId: ref, limit: 500 };
+  return expectOk(await t.client.GET("/v1/transactions", { params: { query } })).items;
 }
 
 async function accountPlans(ref: string) {
-  const body = await t.call(planRoutes.listAssigned, { query: { accountId: ref } });
+  const query = { accountId: ref };
+  const body = expectOk(await t.client.GET("/v1/accounts/plans", { params: { query } }));
   expect(body.success).toBe(true);
   return body.plans;
 }
 
-const plans = async (key?: string) => (await t.call(planRoutes.list, { key })).plans;
+const plans = async (key?: string) =>
+  expectOk(await (key === undefined ? t.client : t.clientFor(key)).GET("/v1/plans")).plans;
 
-const assign = (body: Record<string, unknown>) => t.call(planRoutes.assign, { body });
-const assignFails = (body: Record<string, unknown>, status: number, code: ErrorCode) =>
-  t.fail(planRoutes.assign, { body }, status, code);
-const cancelFails = (accountPlanId: string, status: number, code: ErrorCode) =>
-  t.fail(planRoutes.cancel, { body: { accountPlanId } }, status, code);
+const postAssign = (body: AssignBody) => t.client.POST("/v1/accounts/plans/assign", { body });
+const assign = async (body: AssignBody) => expectOk(await postAssign(body));
+const assignFails = async (body: AssignBody, status: number, code: ErrorCode) =>
+  expectFailure(await postAssign(body), status, code);
+const postCancel = (accountPlanId: string) =>
+  t.client.POST("/v1/accounts/plans/cancel", { body: { accountPlanId } });
+const cancelFails = async (accountPlanId: string, status: number, code: ErrorCode) =>
+  expectFailure(await postCancel(accountPlanId), status, code);
+const archive = (planId: string) => t.client.POST("/v1/plans/archive", { body: { planId } });
+const activate = (planId: string) => t.client.POST("/v1/plans/activate", { body: { planId } });
 
 describe("POST /v1/plans/create", () => {
   it("returns {success, plan:{id, name, credits, interval, isActive}} with amount as credits", async () => {
-    const res = await t.call(planRoutes.create, {
-      body: { name: "Pro", amount: 250.5, interval: "month", occurrences: null },
-    });
+    const res = expectOk(
+      await postPlan({ name: "Pro", amount: 250.5, interval: "month", occurrences: null }),
+    );
     expect(res.success).toBe(true);
     expect(res.plan).toMatchObject({
       name: "Pro",
@@ -66,7 +81,7 @@ describe("POST /v1/plans/create", () => {
   it("applies the defaults: accumulate, markAsActive, description, price, billingPeriod", async () => {
     const plan = await createPlan({ name: "Daily", amount: 10, interval: "1d" });
     expect(plan).toMatchObject({ isActive: true, accumulate: true });
-    const list = await t.call(planRoutes.list);
+    const list = expectOk(await t.client.GET("/v1/plans"));
     expect(list.success).toBe(true);
     expect(list.plans).toHaveLength(1);
     expect(list.plans[0]).toMatchObject({
@@ -110,9 +125,17 @@ describe("POST /v1/plans/create", () => {
     ["amount 0", { amount: 0 }],
     ["negative amount", { amount: -5 }],
     ["amount with 7 decimals", { amount: 1.0000001 }],
-    ["interval year", { interval: "year" }],
     ["occurrences 0", { occurrences: 0 }],
     ["occurrences 1.5", { occurrences: 1.5 }],
+  ])("rejects %s with 400 VALIDATION_ERROR and creates nothing", async (_label, patch) => {
+    const body: PlanBody = { name: "Bad", amount: 10, interval: "1d", ...patch };
+    expectFailure(await postPlan(body), 400, "VALIDATION_ERROR");
+    expect(await plans()).toEqual([]);
+  });
+
+  // Bodies the client's types refuse, sent raw.
+  it.each([
+    ["interval year", { interval: "year" }],
     ["missing name", { name: undefined }],
   ])("rejects %s with 400 VALIDATION_ERROR and creates nothing", async (_label, patch) => {
     const body = { name: "Bad", amount: 10, interval: "1d", ...patch };
@@ -130,18 +153,18 @@ describe("POST /v1/plans/create", () => {
 describe("archive and activate", () => {
   it("toggles isActive and shows it in the list", async () => {
     const plan = await createPlan({ name: "P", amount: 5, interval: "1d" });
-    const archived = await t.call(planRoutes.archive, { body: { planId: plan.id } });
+    const archived = expectOk(await archive(plan.id));
     expect(archived).toMatchObject({ success: true, plan: { id: plan.id, isActive: false } });
     expect((await plans())[0]?.isActive).toBe(false);
-    const active = await t.call(planRoutes.activate, { body: { planId: plan.id } });
+    const active = expectOk(await activate(plan.id));
     expect(active).toMatchObject({ success: true, plan: { id: plan.id, isActive: true } });
     expect((await plans())[0]?.isActive).toBe(true);
   });
 
   it("404 PLAN_NOT_FOUND for an unknown plan (archive, activate, assign)", async () => {
     await fundedAccount(t, "u1");
-    for (const route of [planRoutes.archive, planRoutes.activate]) {
-      await t.fail(route, { body: { planId: "plan_nope" } }, 404, "PLAN_NOT_FOUND");
+    for (const post of [archive, activate]) {
+      expectFailure(await post("plan_nope"), 404, "PLAN_NOT_FOUND");
     }
     await assignFails({ accountId: "u1", planId: "plan_nope" }, 404, "PLAN_NOT_FOUND");
   });
@@ -149,9 +172,8 @@ describe("archive and activate", () => {
   it("another project's plan is PLAN_NOT_FOUND", async () => {
     const plan = await createPlan({ name: "Mine", amount: 5, interval: "1d" });
     const other = await t.newProject("other");
-    await t.fail(
-      planRoutes.archive,
-      { body: { planId: plan.id }, key: other.key },
+    expectFailure(
+      await t.clientFor(other.key).POST("/v1/plans/archive", { body: { planId: plan.id } }),
       404,
       "PLAN_NOT_FOUND",
     );
@@ -161,7 +183,7 @@ describe("archive and activate", () => {
   it("assigning an archived plan is 409 PLAN_INACTIVE and grants nothing", async () => {
     await fundedAccount(t, "u1");
     const plan = await createPlan({ name: "P", amount: 5, interval: "1d" });
-    await t.call(planRoutes.archive, { body: { planId: plan.id } });
+    expectOk(await archive(plan.id));
     await assignFails({ accountId: "u1", planId: plan.id }, 409, "PLAN_INACTIVE");
     expect(await balance("u1")).toBe(0);
     expect(await accountPlans("u1")).toEqual([]);
@@ -250,8 +272,10 @@ describe("account plans", () => {
   it("rejects an unknown startMode with 400", async () => {
     await fundedAccount(t, "u1");
     const plan = await createPlan({ name: "A", amount: 10, interval: "1d" });
-    await assignFails(
-      { accountId: "u1", planId: plan.id, startMode: "later" },
+    // A start mode the client's types refuse, sent raw.
+    await t.fail(
+      planRoutes.assign,
+      { body: { accountId: "u1", planId: plan.id, startMode: "later" } },
       400,
       "VALIDATION_ERROR",
     );
@@ -264,7 +288,7 @@ describe("account plans", () => {
     const assigned = await assign({ accountId: "u1", planId: plan.id });
     const apId = assigned.accountPlan.id;
     t.advance(3_600_000);
-    const res = await t.call(planRoutes.cancel, { body: { accountPlanId: apId } });
+    const res = expectOk(await postCancel(apId));
     expect(res.success).toBe(true);
     expect(res.accountPlan).toMatchObject({
       id: apId,
@@ -302,7 +326,7 @@ describe("account plans", () => {
     await fundedAccount(t, "u1");
     const plan = await createPlan({ name: "A", amount: 7, interval: "1d" });
     const assigned = await assign({ accountId: "u1", planId: plan.id });
-    await t.call(planRoutes.archive, { body: { planId: plan.id } });
+    expectOk(await archive(plan.id));
     t.advance(DAY);
     const run = await runGrantPlans({ queue: t.ledger.queue, nowMs: t.now() });
     expect(run).toEqual({ grants: 1, completed: 0, failed: 0 });
@@ -315,10 +339,9 @@ describe("account plans", () => {
   });
 
   it("GET /v1/accounts/plans needs an account (400) that exists (404)", async () => {
-    await t.fail(planRoutes.listAssigned, {}, 400, "VALIDATION_ERROR");
-    await t.fail(
-      planRoutes.listAssigned,
-      { query: { accountId: "ghost" } },
+    expectFailure(await t.client.GET("/v1/accounts/plans"), 400, "VALIDATION_ERROR");
+    expectFailure(
+      await t.client.GET("/v1/accounts/plans", { params: { query: { accountId: "ghost" } } }),
       404,
       "ACCOUNT_NOT_FOUND",
     );

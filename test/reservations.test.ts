@@ -1,10 +1,16 @@
+/**
+ * Reservations (docs/api.md#reservations): holds, confirm below and above the hold, cancel,
+ * expiry at `expiresAt`, the list; called through the typed client (test/harness.ts's
+ * `t.client`), except a `ttlSeconds` of the wrong type, which its types refuse.
+ */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { accountRoutes } from "../src/accounts/routes.ts";
+import type { components } from "../src/client/index.ts";
 import type { ErrorCode } from "../src/errors.ts";
 import { runExpireReservations } from "../src/jobs/expire-reservations.ts";
 import { reservationRoutes } from "../src/reservations/routes.ts";
-import { transactionRoutes } from "../src/transactions/routes.ts";
-import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
+import { expectFailure, expectOk, fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
+
+type HoldBody = components["schemas"]["CreateReservationRequest"];
 
 const START = "2026-03-01T10:00:00Z";
 const START_MS = Date.parse(START);
@@ -19,26 +25,32 @@ describe("reservations", () => {
     await t.close();
   });
 
-  const reserve = (body: Record<string, unknown>) => t.call(reservationRoutes.create, { body });
-  const reserveFails = (body: Record<string, unknown>, status: number, code: ErrorCode) =>
-    t.fail(reservationRoutes.create, { body }, status, code);
-  const holdId = async (body: Record<string, unknown>) => (await reserve(body)).reservation.id;
-  const confirm = (reservationId: string, actualAmount: number) =>
-    t.call(reservationRoutes.confirm, { body: { reservationId, actualAmount } });
-  const confirmFails = (id: string, actualAmount: number, status: number, code: ErrorCode) =>
-    t.fail(reservationRoutes.confirm, { body: { reservationId: id, actualAmount } }, status, code);
-  const cancel = (reservationId: string) =>
-    t.call(reservationRoutes.cancel, { body: { reservationId } });
-  const cancelFails = (reservationId: string, status: number, code: ErrorCode) =>
-    t.fail(reservationRoutes.cancel, { body: { reservationId } }, status, code);
-  const balance = (externalId: string) => t.call(accountRoutes.balance, { query: { externalId } });
+  const postHold = (body: HoldBody) => t.client.POST("/v1/reservations/create", { body });
+  const reserve = async (body: HoldBody) => expectOk(await postHold(body));
+  const reserveFails = async (body: HoldBody, status: number, code: ErrorCode) =>
+    expectFailure(await postHold(body), status, code);
+  const holdId = async (body: HoldBody) => (await reserve(body)).reservation.id;
+  const postConfirm = (reservationId: string, actualAmount: number) =>
+    t.client.POST("/v1/reservations/confirm", { body: { reservationId, actualAmount } });
+  const confirm = async (reservationId: string, actualAmount: number) =>
+    expectOk(await postConfirm(reservationId, actualAmount));
+  const confirmFails = async (id: string, actualAmount: number, status: number, code: ErrorCode) =>
+    expectFailure(await postConfirm(id, actualAmount), status, code);
+  const postCancel = (reservationId: string) =>
+    t.client.POST("/v1/reservations/cancel", { body: { reservationId } });
+  const cancel = async (reservationId: string) => expectOk(await postCancel(reservationId));
+  const cancelFails = async (reservationId: string, status: number, code: ErrorCode) =>
+    expectFailure(await postCancel(reservationId), status, code);
+  const balance = async (externalId: string) =>
+    expectOk(await t.client.GET("/v1/accounts/balance", { params: { query: { externalId } } }));
   const list = async (externalId: string, activeOnly = false) => {
-    const query = { accountId: externalId, ...(activeOnly ? { activeOnly: true } : {}) };
-    const body = await t.call(reservationRoutes.list, { query });
+    const query = { accountId: externalId, ...(activeOnly ? { activeOnly: "true" as const } : {}) };
+    const body = expectOk(await t.client.GET("/v1/reservations", { params: { query } }));
     expect(body.success).toBe(true);
     return body.reservations;
   };
-  const txns = () => t.call(transactionRoutes.list, { query: { accountId: "u1" } });
+  const txns = async () =>
+    expectOk(await t.client.GET("/v1/transactions", { params: { query: { accountId: "u1" } } }));
 
   it("creates a pending hold with metadata and a default 900 s lifetime", async () => {
     const accountId = await fundedAccount(t, "u1", 100);
@@ -73,9 +85,16 @@ describe("reservations", () => {
     expect(one.reservation.expiresAt).toBe("2026-03-01T10:00:01.000Z");
     const day = await reserve({ accountId: "u1", amount: 1, ttlSeconds: 86400 });
     expect(day.reservation.expiresAt).toBe("2026-03-02T10:00:00.000Z");
-    for (const ttlSeconds of [0, 86401, 1.5, -5, "60"]) {
+    for (const ttlSeconds of [0, 86401, 1.5, -5]) {
       await reserveFails({ accountId: "u1", amount: 1, ttlSeconds }, 400, "VALIDATION_ERROR");
     }
+    // A string: the client's types refuse it, so it goes raw.
+    await t.fail(
+      reservationRoutes.create,
+      { body: { accountId: "u1", amount: 1, ttlSeconds: "60" } },
+      400,
+      "VALIDATION_ERROR",
+    );
     expect(await balance("u1")).toMatchObject({ reserved: 2, available: 98 });
   });
 
@@ -204,9 +223,10 @@ describe("reservations", () => {
     const other = await t.newProject("other");
     await confirmFails("res_nope", 1, 404, "RESERVATION_NOT_FOUND");
     await cancelFails("res_nope", 404, "RESERVATION_NOT_FOUND");
-    await t.fail(
-      reservationRoutes.cancel,
-      { body: { reservationId: id }, key: other.key },
+    expectFailure(
+      await t.clientFor(other.key).POST("/v1/reservations/cancel", {
+        body: { reservationId: id },
+      }),
       404,
       "RESERVATION_NOT_FOUND",
     );
@@ -229,7 +249,7 @@ describe("reservations", () => {
     // ids[0] was created at +0 with 600 s: at +600 s it is no longer active.
     t.setNow(START_MS + 600_000);
     expect((await list("u1", true)).map((r) => r.id)).toEqual([ids[3]]);
-    await t.fail(reservationRoutes.list, {}, 400, "VALIDATION_ERROR");
+    expectFailure(await t.client.GET("/v1/reservations"), 400, "VALIDATION_ERROR");
   });
 
   it("expires a hold at expiresAt, before and after the sweeper runs", async () => {
