@@ -1,24 +1,25 @@
 /**
  * Edge inputs, over real HTTP: what a caller sends is what the ledger keeps, or the request is a
  * 400/415/431 that changes nothing (docs/api.md#amounts-and-money, #errors, #accounts, #dates).
+ * Requests the typed client can make go through it (with the runtime's fetch); the rest (text
+ * and bytes written by hand, other charsets, oversized headers) go raw through `http`.
  */
-import type { RouteConfig } from "@hono/zod-openapi";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { accountRoutes } from "../src/accounts/routes.ts";
+import { type LedgerClient, LosslessNumber } from "../src/client/index.ts";
 import type { ErrorBody } from "../src/errors.ts";
-import { transactionRoutes } from "../src/transactions/routes.ts";
-import { usageRoutes } from "../src/usage/routes.ts";
-import { expectError, type OkBody, responseProblems } from "./contract.ts";
-import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
+import { expectError } from "./contract.ts";
+import { expectFailure, expectOk, fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
 
 let t: TestLedger;
 let base: string;
+/** The typed client over real HTTP (answers checked against their routes). */
+let client: LedgerClient;
 
 interface HttpResult {
   status: number;
   text: string;
-  /** The parsed JSON (or the text): read it through `okBody` or `expectError`. */
+  /** The parsed JSON (or the text): read it through `expectError`, or as text. */
   body: unknown;
 }
 
@@ -48,13 +49,6 @@ async function http(
   return { status: res.status, text, body: parsed };
 }
 
-/** Asserts that `res`, an answer of `route`, is 200 with the route's 200 body. @returns it */
-function okBody<R extends RouteConfig>(route: R, res: HttpResult): OkBody<R> {
-  expect(res.status, res.text).toBe(200);
-  expect(responseProblems(route, 200, res.body)).toEqual([]);
-  return res.body as OkBody<R>;
-}
-
 /** The `details` of a VALIDATION_ERROR: one `{path, message}` per field problem. */
 const fieldIssues = z.array(z.object({ path: z.string(), message: z.string() }));
 /** The path of the first field problem of a VALIDATION_ERROR. */
@@ -62,8 +56,8 @@ const firstIssuePath = (err: ErrorBody) => fieldIssues.parse(err.error.details)[
 
 /** The account's ledger, newest first, as the API lists it. */
 async function ledgerOf(accountId: string) {
-  const res = await http("GET", `/v1/transactions?accountId=${accountId}&limit=500`);
-  return okBody(transactionRoutes.list, res).items;
+  const query = { accountId, limit: 500 };
+  return expectOk(await client.GET("/v1/transactions", { params: { query } })).items;
 }
 
 /** `depth` nested objects around `leaf`, as JSON text (built without recursion). */
@@ -74,6 +68,7 @@ function nestedObjects(depth: number, leaf = "1"): string {
 beforeAll(async () => {
   t = await makeLedger();
   base = await t.listen();
+  client = t.clientFor(t.key, base);
 });
 afterAll(async () => {
   await t.close();
@@ -84,27 +79,23 @@ describe("1. the usage list and summary honour externalId", () => {
     await fundedAccount(t, "usage-a");
     await fundedAccount(t, "usage-b");
     for (const accountId of ["usage-a", "usage-b", "usage-b"]) {
-      const res = await http("POST", "/v1/usage/record", {
-        body: { accountId, modelId: "gpt-4o", inputTokens: 1000, outputTokens: 100 },
-      });
-      okBody(usageRoutes.record, res);
+      expectOk(
+        await client.POST("/v1/usage/record", {
+          body: { accountId, modelId: "gpt-4o", inputTokens: 1000, outputTokens: 100 },
+        }),
+      );
     }
-    const list = okBody(usageRoutes.list, await http("GET", "/v1/usage?externalId=usage-a"));
+    const usage = (query: { externalId: string; summary?: "true" }) =>
+      client.GET("/v1/usage", { params: { query } });
+    const list = expectOk(await usage({ externalId: "usage-a" }));
     if (!("usageRecords" in list)) throw new Error(`no records: ${JSON.stringify(list)}`);
     expect(list.usageRecords).toHaveLength(1);
-    const summary = okBody(
-      usageRoutes.list,
-      await http("GET", "/v1/usage?externalId=usage-b&summary=true"),
-    );
+    const summary = expectOk(await usage({ externalId: "usage-b", summary: "true" }));
     if (!("summary" in summary)) throw new Error(`no summary: ${JSON.stringify(summary)}`);
     expect(summary.summary.totalInputTokens).toBe(2000);
     expect(summary.summary.byModel["gpt-4o"]?.count).toBe(2);
-    expectError(await http("GET", "/v1/usage?externalId=nobody"), 404, "ACCOUNT_NOT_FOUND");
-    expectError(
-      await http("GET", "/v1/usage?externalId=nobody&summary=true"),
-      404,
-      "ACCOUNT_NOT_FOUND",
-    );
+    expectFailure(await usage({ externalId: "nobody" }), 404, "ACCOUNT_NOT_FOUND");
+    expectFailure(await usage({ externalId: "nobody", summary: "true" }), 404, "ACCOUNT_NOT_FOUND");
   });
 });
 
@@ -121,14 +112,22 @@ describe("2. dates are parsed strictly, on every route that takes them", () => {
     "2026-1-1",
     "Jan 1 2026",
   ];
-  const routes = ["/v1/transactions?", "/v1/usage?", "/v1/usage?summary=true&"];
+  type Dates = { startDate?: string; endDate?: string };
+  /** The routes that take dates: the transaction list, the usage list and its summary. */
+  const routes: [string, (query: Dates) => Promise<{ error?: unknown; response: Response }>][] = [
+    ["/v1/transactions", (query) => client.GET("/v1/transactions", { params: { query } })],
+    ["/v1/usage", (query) => client.GET("/v1/usage", { params: { query } })],
+    [
+      "/v1/usage?summary=true",
+      (query) => client.GET("/v1/usage", { params: { query: { ...query, summary: "true" } } }),
+    ],
+  ];
 
   it("refuses other forms and days not in the calendar with a 400", async () => {
-    for (const route of routes) {
+    for (const [, get] of routes) {
       for (const date of refused) {
-        for (const field of ["startDate", "endDate"]) {
-          const res = await http("GET", `${route}${field}=${encodeURIComponent(date)}`);
-          const err = expectError(res, 400, "VALIDATION_ERROR");
+        for (const field of ["startDate", "endDate"] as const) {
+          const err = expectFailure(await get({ [field]: date }), 400, "VALIDATION_ERROR");
           expect(firstIssuePath(err)).toBe(`query.${field}`);
         }
       }
@@ -143,10 +142,10 @@ describe("2. dates are parsed strictly, on every route that takes them", () => {
       "2026-01-01T00:00:00.123+02:00",
       "2026-01-01T10:00:00-05:30",
     ];
-    for (const route of routes) {
+    for (const [route, get] of routes) {
       for (const date of accepted) {
-        const res = await http("GET", `${route}startDate=${encodeURIComponent(date)}`);
-        expect(res.status, `${route}${date}: ${res.text}`).toBe(200);
+        const res = await get({ startDate: date });
+        expect(res.response.status, `${route} ${date}: ${JSON.stringify(res.error)}`).toBe(200);
       }
     }
   });
@@ -158,11 +157,9 @@ describe("2. dates are parsed strictly, on every route that takes them", () => {
     const created = Date.parse(entry?.createdAt ?? "");
     // The same instant written in +02:00: the entry is inside [start, end] at both ends.
     const plus2 = new Date(created + 2 * 3_600_000).toISOString().replace("Z", "+02:00");
-    const res = await http(
-      "GET",
-      `/v1/transactions?accountId=${id}&startDate=${encodeURIComponent(plus2)}&endDate=${encodeURIComponent(plus2)}`,
-    );
-    expect(okBody(transactionRoutes.list, res).items).toHaveLength(1);
+    const query = { accountId: id, startDate: plus2, endDate: plus2 };
+    const res = expectOk(await client.GET("/v1/transactions", { params: { query } }));
+    expect(res.items).toHaveLength(1);
   });
 });
 
@@ -205,15 +202,18 @@ describe("4. amounts are read from the JSON text", () => {
   for (const literal of ["0.30000000000000001", "1.0000000000000000000001", "1e-7", "1e400"]) {
     it(`refuses ${literal} on add and deduct, changing nothing`, async () => {
       const id = await fundedAccount(t, `literal-${literal}`, 10);
-      for (const path of ["/v1/accounts/credits/add", "/v1/accounts/credits/deduct"]) {
-        const res = await http("POST", path, {
-          body: `{"accountId":"${id}","amount":${literal}}`,
-        });
-        const err = expectError(res, 400, "VALIDATION_ERROR");
+      // The client writes a LosslessNumber as its literal, digit for digit.
+      const body = { accountId: id, amount: new LosslessNumber(literal) };
+      for (const res of [
+        await client.POST("/v1/accounts/credits/add", { body }),
+        await client.POST("/v1/accounts/credits/deduct", { body }),
+      ]) {
+        const err = expectFailure(res, 400, "VALIDATION_ERROR");
         expect(firstIssuePath(err)).toBe("body.amount");
       }
-      const balance = await http("GET", `/v1/accounts/balance?accountId=${id}`);
-      expect(okBody(accountRoutes.balance, balance).balance).toBe(10);
+      const query = { accountId: id };
+      const balance = expectOk(await client.GET("/v1/accounts/balance", { params: { query } }));
+      expect(balance.balance).toBe(10);
       expect(await ledgerOf(id)).toHaveLength(1);
     });
   }
@@ -236,25 +236,27 @@ describe("4. amounts are read from the JSON text", () => {
 describe("5. strings and metadata keys round-trip exactly, or are refused", () => {
   it("refuses U+0000 in externalId, name and description", async () => {
     const nul = "\u0000";
-    expectError(
-      await http("POST", "/v1/accounts/create", { body: { externalId: `a${nul}b` } }),
+    expectFailure(
+      await client.POST("/v1/accounts/create", { body: { externalId: `a${nul}b` } }),
       400,
       "VALIDATION_ERROR",
     );
-    expectError(
-      await http("POST", "/v1/accounts/create", { body: { externalId: "nul-name", name: nul } }),
+    expectFailure(
+      await client.POST("/v1/accounts/create", { body: { externalId: "nul-name", name: nul } }),
       400,
       "VALIDATION_ERROR",
     );
     const id = await fundedAccount(t, "nul-description", 1);
-    expectError(
-      await http("POST", "/v1/accounts/credits/deduct", {
+    expectFailure(
+      await client.POST("/v1/accounts/credits/deduct", {
         body: { accountId: id, amount: 1, description: `x${nul}y` },
       }),
       400,
       "VALIDATION_ERROR",
     );
-    expectError(await http("GET", "/v1/accounts/get?externalId=a%00b"), 400, "VALIDATION_ERROR");
+    const get = (query: { externalId: string }) =>
+      client.GET("/v1/accounts/get", { params: { query } });
+    expectFailure(await get({ externalId: `a${nul}b` }), 400, "VALIDATION_ERROR");
     expect(await ledgerOf(id)).toHaveLength(1);
   });
 
@@ -284,10 +286,10 @@ describe("5. strings and metadata keys round-trip exactly, or are refused", () =
     );
     // A well-formed pair and other characters round-trip.
     const emoji = "x\u{1F600}\uFFFD\u00e9";
-    const ok = await http("POST", "/v1/accounts/create", { body: { externalId: emoji } });
-    expect(ok.status).toBe(200);
-    const read = await http("GET", `/v1/accounts/get?externalId=${encodeURIComponent(emoji)}`);
-    expect(okBody(accountRoutes.get, read).externalId).toBe(emoji);
+    expectOk(await client.POST("/v1/accounts/create", { body: { externalId: emoji } }));
+    const query = { externalId: emoji };
+    const read = expectOk(await client.GET("/v1/accounts/get", { params: { query } }));
+    expect(read.externalId).toBe(emoji);
   });
 
   it("round-trips __proto__ and constructor metadata keys as plain data", async () => {
@@ -368,12 +370,13 @@ describe("7. one string never names two accounts", () => {
   it("refuses an externalId with the form of an internal account id", async () => {
     const id = await fundedAccount(t, "real-owner", 3);
     for (const externalId of [id, id.toLowerCase(), "acc_01ARZ3NDEKTSV4RRFFQ69G5FAV"]) {
-      const res = await http("POST", "/v1/accounts/create", { body: { externalId } });
-      const err = expectError(res, 400, "VALIDATION_ERROR");
+      const res = await client.POST("/v1/accounts/create", { body: { externalId } });
+      const err = expectFailure(res, 400, "VALIDATION_ERROR");
       expect(firstIssuePath(err)).toBe("body.externalId");
     }
-    const byExternal = await http("GET", `/v1/accounts/get?externalId=${id}`);
-    expectError(byExternal, 404, "ACCOUNT_NOT_FOUND");
+    const query = { externalId: id };
+    const byExternal = await client.GET("/v1/accounts/get", { params: { query } });
+    expectFailure(byExternal, 404, "ACCOUNT_NOT_FOUND");
   });
 });
 
@@ -414,21 +417,26 @@ describe("10. accountId and externalId must agree", () => {
   it("answers 400 on every route that takes both, when they name two accounts", async () => {
     const a = await fundedAccount(t, "agree-a", 1);
     await fundedAccount(t, "agree-b", 1);
-    const routes = [
-      "/v1/accounts/get",
-      "/v1/accounts/balance",
-      "/v1/transactions",
-      "/v1/reservations",
-      "/v1/accounts/plans",
-      "/v1/usage",
+    type Both = { accountId: string; externalId: string };
+    type Get = (query: Both) => Promise<{ error?: unknown; response: Response }>;
+    const routes: [string, Get][] = [
+      ["/v1/accounts/get", (query) => client.GET("/v1/accounts/get", { params: { query } })],
+      [
+        "/v1/accounts/balance",
+        (query) => client.GET("/v1/accounts/balance", { params: { query } }),
+      ],
+      ["/v1/transactions", (query) => client.GET("/v1/transactions", { params: { query } })],
+      ["/v1/reservations", (query) => client.GET("/v1/reservations", { params: { query } })],
+      ["/v1/accounts/plans", (query) => client.GET("/v1/accounts/plans", { params: { query } })],
+      ["/v1/usage", (query) => client.GET("/v1/usage", { params: { query } })],
     ];
-    for (const route of routes) {
-      const clash = await http("GET", `${route}?accountId=${a}&externalId=agree-b`);
-      expectError(clash, 400, "VALIDATION_ERROR");
-      const same = await http("GET", `${route}?accountId=${a}&externalId=agree-a`);
-      expect(same.status, `${route}: ${same.text}`).toBe(200);
-      const byExternal = await http("GET", `${route}?accountId=agree-a&externalId=agree-a`);
-      expect(byExternal.status).toBe(200);
+    for (const [route, get] of routes) {
+      const clash = await get({ accountId: a, externalId: "agree-b" });
+      expectFailure(clash, 400, "VALIDATION_ERROR");
+      const same = await get({ accountId: a, externalId: "agree-a" });
+      expect(same.response.status, `${route}: ${JSON.stringify(same.error)}`).toBe(200);
+      const byExternal = await get({ accountId: "agree-a", externalId: "agree-a" });
+      expect(byExternal.response.status).toBe(200);
     }
   });
 });

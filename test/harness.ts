@@ -56,8 +56,11 @@ export interface TestLedger {
    * in-process. Every /v1 answer is checked against its route's schema, as `api` checks it.
    */
   client: LedgerClient;
-  /** The typed client with another API key. */
-  clientFor: (key: string) => LedgerClient;
+  /**
+   * The typed client with another API key, calling the app in-process or, given `base` (a URL
+   * of `listen`), over real HTTP with the runtime's fetch; answers checked the same way.
+   */
+  clientFor: (key: string, base?: string) => LedgerClient;
   /** Calls the app in-process. `key: null` sends no X-API-Key. */
   api: (
     method: string,
@@ -119,13 +122,13 @@ export async function makeLedger(
     }
   };
 
-  /** The typed client over `app.request`, each answer checked like `api`'s. */
-  const clientFor = (apiKey: string) =>
+  /** The typed client over `app.request` or `fetch`, each answer checked like `api`'s. */
+  const clientFor = (apiKey: string, base?: string) =>
     createLedgerClient({
-      baseUrl: "http://ledger.test",
+      baseUrl: base ?? "http://ledger.test",
       apiKey,
       fetch: async (request) => {
-        const res = await app.request(request);
+        const res = await (base === undefined ? app.request(request) : fetch(request));
         const text = await res.clone().text();
         let parsed: unknown = text;
         try {
