@@ -1,62 +1,66 @@
-import type { RouteConfig } from "@hono/zod-openapi";
+/**
+ * Concurrency over a real HTTP server, through the typed client with the runtime's fetch
+ * (test/harness.ts's `t.clientFor(key, base)`): simultaneous holds and deductions, one
+ * Idempotency-Key sent ten times at once, a mixed load keeping every invariant; and the SQLite
+ * write queue's group commit.
+ */
 import type { Transaction } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { accountRoutes } from "../src/accounts/routes.ts";
+import type { Amount, LedgerClient } from "../src/client/index.ts";
 import type { DB } from "../src/db/schema.ts";
-import { ledgerRoutes } from "../src/ledger/routes.ts";
-import { reservationRoutes } from "../src/reservations/routes.ts";
-import { transactionRoutes } from "../src/transactions/routes.ts";
 import { expectError } from "./contract.ts";
-import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
-import {
-  countStatuses,
-  expectDistinctBalances,
-  fetchFrom,
-  type JsonReply,
-  okBody,
-  routePath,
-  sendJson,
-} from "./http-client.ts";
+import { expectOk, fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
+import { countStatuses, expectDistinctBalances } from "./http-client.ts";
 import { sqliteOnly } from "./pg-harness.ts";
+
+/** What a call of the typed client resolves to. */
+interface Outcome {
+  data?: unknown;
+  error?: unknown;
+  response: Response;
+}
+
+/** An outcome as `{status, body}` (the body being `data` or `error`). */
+const reply = (o: Outcome) => ({ status: o.response.status, body: o.data ?? o.error });
+
+/** An amount that must be a plain number here (every amount of these tests is below 2^33). */
+function num(amount: Amount | undefined): number {
+  if (typeof amount !== "number") throw new Error(`not a number: ${String(amount)}`);
+  return amount;
+}
 
 describe("concurrency over a real HTTP server", () => {
   let t: TestLedger;
-  let base: string;
+  let client: LedgerClient;
   beforeEach(async () => {
     t = await makeLedger();
-    base = await t.listen();
+    client = t.clientFor(t.key, await t.listen());
   });
   afterEach(async () => {
     expect(await t.verify()).toEqual([]);
     await t.close();
   });
 
-  /** Calls `route` over HTTP: `query` for a GET, `body` (JSON) for a POST. */
-  const http = (
-    route: RouteConfig,
-    input: {
-      query?: Record<string, string | number | boolean>;
-      body?: unknown;
-      headers?: Record<string, string>;
-    } = {},
-  ): Promise<JsonReply> =>
-    sendJson(fetchFrom(base), t.key, route.method.toUpperCase(), routePath(route, input.query), {
-      body: input.body,
-      headers: input.headers,
-    });
-  /** Funds "u1" with `credits`, then sends `n` calls of `route` with `body` at once. */
-  const simultaneous = async (credits: number, n: number, route: RouteConfig, body: object) => {
+  /** Funds "u1" with `credits`, then makes `n` calls of `send` at once. */
+  const simultaneous = async <O extends Outcome>(
+    credits: number,
+    n: number,
+    send: () => Promise<O>,
+  ) => {
     await fundedAccount(t, "u1", credits);
-    return Promise.all(Array.from({ length: n }, () => http(route, { body })));
+    return Promise.all(Array.from({ length: n }, send));
   };
   const balanceView = async (ref: string) =>
-    okBody(accountRoutes.balance, await http(accountRoutes.balance, { query: { accountId: ref } }));
-  const txns = async (query: Record<string, string | number>) =>
-    okBody(transactionRoutes.list, await http(transactionRoutes.list, { query }));
+    expectOk(await client.GET("/v1/accounts/balance", { params: { query: { accountId: ref } } }));
+  const txns = async (query: { accountId: string; limit?: number }) =>
+    expectOk(await client.GET("/v1/transactions", { params: { query } }));
 
   it("grants exactly 6 of 20 simultaneous reservations of 75 against 500", async () => {
     const body = { accountId: "u1", amount: 75 };
-    const results = await simultaneous(500, 20, reservationRoutes.create, body);
+    const outcomes = await simultaneous(500, 20, () =>
+      client.POST("/v1/reservations/create", { body }),
+    );
+    const results = outcomes.map(reply);
     expect(countStatuses(results)).toEqual({ 200: 6, 402: 14 });
     for (const r of results.filter((x) => x.status === 402)) {
       const err = expectError(r, 402, "INSUFFICIENT_CREDITS");
@@ -65,14 +69,17 @@ describe("concurrency over a real HTTP server", () => {
     expect(await balanceView("u1")).toEqual(
       expect.objectContaining({ balance: 500, reserved: 450, available: 50 }),
     );
-    const query = { accountId: "u1", activeOnly: true };
-    const list = await http(reservationRoutes.list, { query });
-    expect(okBody(reservationRoutes.list, list).reservations).toHaveLength(6);
+    const query = { accountId: "u1", activeOnly: "true" as const };
+    const list = expectOk(await client.GET("/v1/reservations", { params: { query } }));
+    expect(list.reservations).toHaveLength(6);
   });
 
   it("lets exactly 100 of 300 simultaneous deductions of 1 through from 100", async () => {
     const body = { accountId: "u1", amount: 1 };
-    const results = await simultaneous(100, 300, ledgerRoutes.deduct, body);
+    const outcomes = await simultaneous(100, 300, () =>
+      client.POST("/v1/accounts/credits/deduct", { body }),
+    );
+    const results = outcomes.map(reply);
     expect(countStatuses(results)).toEqual({ 200: 100, 402: 200 });
     expectDistinctBalances(results, 100);
     expect((await balanceView("u1")).balance).toBe(0);
@@ -81,19 +88,32 @@ describe("concurrency over a real HTTP server", () => {
 
   it("applies 10 simultaneous requests with one Idempotency-Key once", async () => {
     await fundedAccount(t, "u1", 100);
-    const results = await Promise.all(
+    // The bodies as text, read by a middleware of the caller's own (openapi-fetch's `use`).
+    const texts: string[] = [];
+    client.use({
+      async onResponse({ response }) {
+        if (new URL(response.url).pathname === "/v1/accounts/credits/deduct") {
+          texts.push(await response.clone().text());
+        }
+        return undefined;
+      },
+    });
+    const outcomes = await Promise.all(
       Array.from({ length: 10 }, () =>
-        http(ledgerRoutes.deduct, {
+        client.POST("/v1/accounts/credits/deduct", {
           body: { accountId: "u1", amount: 30 },
           headers: { "Idempotency-Key": "same-key" },
         }),
       ),
     );
-    expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));
-    expect(new Set(results.map((r) => r.text)).size).toBe(1);
-    expect(results[0]?.body).toMatchObject({ success: true, balance: 70, deducted: 30 });
-    expect(results.filter((r) => r.replayed === null)).toHaveLength(1);
-    expect(results.filter((r) => r.replayed === "true")).toHaveLength(9);
+    const replayed = outcomes.map((o) => o.response.headers.get("Idempotent-Replayed"));
+    expect(outcomes.map((o) => o.response.status)).toEqual(Array(10).fill(200));
+    expect(texts).toHaveLength(10);
+    expect(new Set(texts).size).toBe(1);
+    expect(outcomes[0]?.data).toMatchObject({ success: true, balance: 70, deducted: 30 });
+    for (const o of outcomes) expect(o.data).toEqual(outcomes[0]?.data);
+    expect(replayed.filter((r) => r === null)).toHaveLength(1);
+    expect(replayed.filter((r) => r === "true")).toHaveLength(9);
     expect((await balanceView("u1")).balance).toBe(70);
     expect((await txns({ accountId: "u1" })).pagination.totalCount).toBe(2);
   });
@@ -115,37 +135,36 @@ describe("concurrency over a real HTTP server", () => {
       const amount = (rand(5000) + 1) / 100; // 0.01 … 50
       const micros = Math.round(amount * 1e6);
       const kind = rand(4);
+      const body = { accountId: id, amount };
       if (kind === 0) {
         ops.push(async () => {
-          const r = await http(ledgerRoutes.add, { body: { accountId: id, amount } });
-          okBody(ledgerRoutes.add, r);
+          expectOk(await client.POST("/v1/accounts/credits/add", { body }));
           move(id, micros);
         });
       } else if (kind === 1) {
         ops.push(async () => {
-          const r = await http(ledgerRoutes.deduct, { body: { accountId: id, amount } });
-          expect([200, 402]).toContain(r.status);
-          if (r.status === 200) move(id, -micros);
+          const r = await client.POST("/v1/accounts/credits/deduct", { body });
+          expect([200, 402]).toContain(r.response.status);
+          if (r.response.status === 200) move(id, -micros);
         });
       } else {
         const confirmIt = kind === 2;
         const actual = (rand(6000) + 0) / 100; // may exceed the hold
         ops.push(async () => {
-          const r = await http(reservationRoutes.create, { body: { accountId: id, amount } });
-          expect([200, 402]).toContain(r.status);
-          if (r.status !== 200) return;
-          const reservationId = okBody(reservationRoutes.create, r).reservation.id;
-          const cancel = reservationRoutes.cancel;
+          const r = await client.POST("/v1/reservations/create", { body });
+          expect([200, 402]).toContain(r.response.status);
+          if (r.response.status !== 200) return;
+          const reservationId = expectOk(r).reservation.id;
+          const cancel = () => client.POST("/v1/reservations/cancel", { body: { reservationId } });
           if (confirmIt) {
-            const c = await http(reservationRoutes.confirm, {
+            const c = await client.POST("/v1/reservations/confirm", {
               body: { reservationId, actualAmount: actual },
             });
-            expect([200, 402]).toContain(c.status);
-            if (c.status === 200) move(id, -Math.round(actual * 1e6));
-            else okBody(cancel, await http(cancel, { body: { reservationId } }));
+            expect([200, 402]).toContain(c.response.status);
+            if (c.response.status === 200) move(id, -Math.round(actual * 1e6));
+            else expectOk(await cancel());
           } else {
-            const x = await http(cancel, { body: { reservationId } });
-            expect(okBody(cancel, x).amountReleased).toBe(amount);
+            expect(expectOk(await cancel()).amountReleased).toBe(amount);
           }
         });
       }
@@ -155,18 +174,18 @@ describe("concurrency over a real HTTP server", () => {
     expect(await t.verify()).toEqual([]);
     for (const id of accounts) {
       const view = await balanceView(id);
-      expect(Math.round(view.balance * 1e6)).toBe(expected.get(id));
+      expect(Math.round(num(view.balance) * 1e6)).toBe(expected.get(id));
       expect(view.reserved).toBe(0);
-      expect(view.reserved).toBeLessThanOrEqual(view.balance);
-      expect(view.balance).toBeGreaterThanOrEqual(0);
+      expect(num(view.reserved)).toBeLessThanOrEqual(num(view.balance));
+      expect(num(view.balance)).toBeGreaterThanOrEqual(0);
       const txs = await txns({ accountId: id, limit: 500 });
       expect(txs.pagination.hasMore).toBe(false);
       let sum = 0;
       for (const tx of txs.items) {
-        sum += (tx.type === "credit" ? 1 : -1) * Math.round(tx.amount * 1e6);
+        sum += (tx.type === "credit" ? 1 : -1) * Math.round(num(tx.amount) * 1e6);
       }
       expect(sum).toBe(expected.get(id));
-      expect(Math.round((txs.items[0]?.balanceAfter ?? 0) * 1e6)).toBe(expected.get(id));
+      expect(Math.round(num(txs.items[0]?.balanceAfter ?? 0) * 1e6)).toBe(expected.get(id));
     }
   });
 });
