@@ -54,8 +54,9 @@ describe("verifyWebhook on the service's own deliveries", () => {
     secret = webhook.secret;
     worker = startWorker(t);
 
-    // One event of each type: a plan grant, a crossing of the threshold, a hold and a grant
-    // that run out.
+    // One event of each type: a plan grant (10 credits), a deduction taking `available` below 5
+    // (an expiring grant of priority 100 stays unspent, so its expiry books 2.5 later, already
+    // below the threshold), a hold and that grant running out.
     const { plan } = expectOk(
       await t.client.POST("/v1/plans/create", {
         body: { name: "Pro", amount: 10, interval: "month" },
@@ -72,22 +73,23 @@ describe("verifyWebhook on the service's own deliveries", () => {
       }),
     );
     expectOk(
+      await t.client.POST("/v1/accounts/credits/add", {
+        body: {
+          accountId: "acme",
+          amount: 2.5,
+          priority: 100,
+          expiresAt: new Date(Date.now() + 1200).toISOString(),
+        },
+      }),
+    );
+    expectOk(
       await t.client.POST("/v1/accounts/credits/deduct", {
-        body: { accountId: "acme", amount: 6 },
+        body: { accountId: "acme", amount: 8 },
       }),
     );
     expectOk(
       await t.client.POST("/v1/reservations/create", {
         body: { accountId: "acme", amount: 1, ttlSeconds: 1 },
-      }),
-    );
-    expectOk(
-      await t.client.POST("/v1/accounts/credits/add", {
-        body: {
-          accountId: "acme",
-          amount: 2.5,
-          expiresAt: new Date(Date.now() + 1200).toISOString(),
-        },
       }),
     );
     await new Promise((r) => setTimeout(r, 1300));
@@ -97,6 +99,8 @@ describe("verifyWebhook on the service's own deliveries", () => {
     while (deliveries.length < 4 && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 20));
     }
+    // Time for a delivery that should not exist to arrive too.
+    await new Promise((r) => setTimeout(r, 300));
   }, 30_000);
 
   afterAll(async () => {
@@ -127,11 +131,11 @@ describe("verifyWebhook on the service's own deliveries", () => {
           expect(event.data).toEqual({
             accountId: account.id,
             externalId: "acme",
-            balance: 4,
+            balance: 4.5,
             reserved: 0,
-            available: 4,
+            available: 4.5,
             threshold: 5,
-            transactionId: items.find((i) => i.type === "debit" && i.amount === 6)?.id,
+            transactionId: items.find((i) => i.type === "debit" && i.amount === 8)?.id,
           });
           break;
         case "plan.granted":
@@ -141,7 +145,7 @@ describe("verifyWebhook on the service's own deliveries", () => {
           expect(event.data).toMatchObject({ accountId: account.id, amount: 1, status: "expired" });
           break;
         case "credits.expired":
-          expect(event.data).toMatchObject({ externalId: "acme", amount: 2.5, balance: 4 });
+          expect(event.data).toMatchObject({ externalId: "acme", amount: 2.5, balance: 2 });
           break;
       }
       seen.push(event.type);
