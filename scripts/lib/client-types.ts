@@ -90,6 +90,7 @@ function amountProperty(
  * @throws Error when openapi-typescript refuses the document
  */
 export async function generateClientTypes(document: unknown): Promise<string> {
+  // The JSON of /openapi.json, which openapi-typescript validates itself before it reads it.
   const nodes = await openapiTS(document as OpenAPI3, {
     silent: true,
     // Every number of the document is an object property (test/client-types.test.ts checks

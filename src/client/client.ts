@@ -35,7 +35,7 @@ interface KeptBody {
   parseAs: string;
 }
 
-/** A statuses whose response may not carry a body (`new Response` refuses one). */
+/** The statuses whose response may not carry a body (`new Response` refuses one). */
 const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
 
 /**
