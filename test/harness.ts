@@ -94,7 +94,7 @@ export async function makeLedger(
   let fake = options.fakeClock ? Date.parse(options.fakeClock) : undefined;
   const clock = fake === undefined ? Date.now : () => fake as number;
   const database = await freshDatabase(dir);
-  const config = loadConfig({ DATABASE_URL: database.url, ...options.env });
+  const config = loadConfig({ ...database.env, ...options.env });
   const ledger = await openLedger(config, { clock });
   await seedModels(ledger.queue);
   const { projectId, apiKey: key } = await createProjectKey(ledger.queue, "test");
