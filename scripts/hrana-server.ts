@@ -1,6 +1,6 @@
 /**
  * `node dist/scripts/hrana-server.js --db FILE [--port N] [--token T] [--idle-seconds S]
- * [--lock-timeout-ms MS] [--log FILE] [--exit-with-stdin]`: the Hrana test server
+ * [--lock-timeout-ms MS] [--synchronous FULL|NORMAL] [--log FILE] [--exit-with-stdin]`: the Hrana test server
  * (scripts/lib/hrana/server.ts) as a process of its own. Prints
  * `hrana listening on http://127.0.0.1:PORT` once it listens; stops on SIGTERM/SIGINT, and with
  * `--exit-with-stdin` when its standard input closes (its parent went away). `--log` appends
@@ -17,6 +17,7 @@ const { values } = parseArgs({
     token: { type: "string" },
     "idle-seconds": { type: "string", default: "10" },
     "lock-timeout-ms": { type: "string", default: "15000" },
+    synchronous: { type: "string", default: "FULL" },
     log: { type: "string" },
     "exit-with-stdin": { type: "boolean", default: false },
   },
@@ -32,6 +33,7 @@ const server = await startHranaServer({
   token: values.token ?? process.env.HRANA_TOKEN,
   idleSeconds: Number(values["idle-seconds"]),
   lockTimeoutMs: Number(values["lock-timeout-ms"]),
+  synchronous: values.synchronous === "NORMAL" ? "NORMAL" : "FULL",
   ...(logFile
     ? {
         log: (entry) =>

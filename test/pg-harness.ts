@@ -111,7 +111,8 @@ export async function freshDatabase(dir: string): Promise<FreshDatabase> {
   const path = join(dir, "ledger.db");
   if (TEST_TARGET === "libsql") {
     const token = `hrana_${randomBytes(12).toString("hex")}`;
-    const server = await spawnHranaServer({ path, token });
+    // NORMAL: the server outlives every test, so only its own crash could lose a commit.
+    const server = await spawnHranaServer({ path, token, synchronous: "NORMAL" });
     return {
       url: server.url,
       env: { DATABASE_URL: server.url, DATABASE_AUTH_TOKEN: token },

@@ -170,11 +170,14 @@ describe.runIf(TEST_ENGINE === "postgres")("three servers on one PostgreSQL data
   it("deliver every event, never one event from two processes at once", async () => {
     const database = await createPgDatabase();
     cleanup.push(() => database.drop());
-    const env = serverEnv({ DATABASE_URL: database.url }, {
-      WEBHOOK_RETRY_SECONDS: "0.05,0.05,0.05,0.05,0.05",
-      WEBHOOK_POLL_MS: "10",
-      WEBHOOK_CONCURRENCY: "4",
-    });
+    const env = serverEnv(
+      { DATABASE_URL: database.url },
+      {
+        WEBHOOK_RETRY_SECONDS: "0.05,0.05,0.05,0.05,0.05",
+        WEBHOOK_POLL_MS: "10",
+        WEBHOOK_CONCURRENCY: "4",
+      },
+    );
     const servers = await Promise.all([spawnServer(env), spawnServer(env), spawnServer(env)]);
     cleanup.push(() => Promise.all(servers.map(stop)).then(() => undefined));
     const receiver: Receiver = await startReceiver();

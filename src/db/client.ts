@@ -17,6 +17,7 @@ import LibsqlDatabase from "libsql";
 import type { Engine } from "./engine.ts";
 import { NativeSqliteDialect } from "./native-driver.ts";
 import { isPostgresUrl, openPostgres } from "./postgres.ts";
+import { fetchWithTimeout, GuardedClient } from "./remote-libsql.ts";
 import type { DB } from "./schema.ts";
 
 export interface DatabaseOptions {
@@ -120,14 +121,20 @@ async function openClient(options: DatabaseOptions, path: string | null): Promis
   if (path) mkdirSync(dirname(resolve(path)), { recursive: true });
   // On a file, one connection per client, so the PRAGMAs set on it stay in force (the client
   // pools connections and opens new ones with default settings); remote databases keep the
-  // client's own pooling and the server's settings.
+  // client's own pooling and the server's settings, and every call is guarded: an unreachable
+  // server is a 503 within seconds (src/db/remote-libsql.ts).
   const clientConfig = {
     url: options.url,
     authToken: options.authToken,
     concurrency: path ? 1 : 20,
+    ...(path ? {} : { fetch: fetchWithTimeout }),
   };
-  const writeClient = createClient(clientConfig);
-  const readClient = createClient(clientConfig);
+  const open = () => {
+    const client = createClient(clientConfig);
+    return path ? client : new GuardedClient(client);
+  };
+  const writeClient = open();
+  const readClient = open();
   const pragmas = path ? connectionPragmas(options.synchronous) : [];
   const applyPragmas = async (client: typeof writeClient) => {
     for (const pragma of pragmas) await client.execute(pragma);
@@ -145,6 +152,10 @@ async function openClient(options: DatabaseOptions, path: string | null): Promis
     close: async () => {
       await read.destroy();
       await write.destroy();
+      // The dialect leaves a client it was handed open; an open WebSocket would keep the
+      // process alive (a CLI command that never exits).
+      readClient.close();
+      writeClient.close();
     },
   };
 }

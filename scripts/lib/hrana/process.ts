@@ -34,6 +34,8 @@ export interface HranaProcessOptions {
   port?: number;
   token?: string;
   idleSeconds?: number;
+  /** PRAGMA synchronous of the server (default FULL). */
+  synchronous?: "FULL" | "NORMAL";
   /** Appends one JSON line per pipeline and statement to this file. */
   logFile?: string;
 }
@@ -46,6 +48,7 @@ export function spawnHranaServer(options: HranaProcessOptions): Promise<HranaPro
   const args = [hranaServerScript(), "--db", options.path, "--port", String(options.port ?? 0)];
   if (options.token) args.push("--token", options.token);
   if (options.idleSeconds !== undefined) args.push("--idle-seconds", String(options.idleSeconds));
+  if (options.synchronous) args.push("--synchronous", options.synchronous);
   if (options.logFile) args.push("--log", options.logFile);
   args.push("--exit-with-stdin");
   const child = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"] });

@@ -26,6 +26,8 @@ export interface HranaServerOptions {
   idleSeconds?: number;
   /** Milliseconds a writer waits for the write lock before SQLITE_BUSY (default 15000). */
   lockTimeoutMs?: number;
+  /** PRAGMA synchronous of the server's connections (default FULL). */
+  synchronous?: "FULL" | "NORMAL";
   /** Told about every pipeline and statement (for counting round trips). */
   log?: (entry: LogEntry) => void;
 }
@@ -46,6 +48,7 @@ export async function startHranaServer(options: HranaServerOptions): Promise<Hra
     path: options.path,
     lock: new WriteLock(),
     lockTimeoutMs: options.lockTimeoutMs ?? 15_000,
+    synchronous: options.synchronous ?? "FULL",
     log: options.log,
   });
   const streams = new HttpStreams(db, (options.idleSeconds ?? 10) * 1000);

@@ -36,6 +36,7 @@ export class SharedDatabase {
   readonly path: string;
   readonly lock: WriteLock;
   readonly lockTimeoutMs: number;
+  readonly synchronous: "FULL" | "NORMAL";
   readonly log: ((entry: LogEntry) => void) | undefined;
   readonly #idle: Connection[] = [];
   readonly #statements = new WeakMap<Connection, Map<string, Prepared>>();
@@ -44,8 +45,10 @@ export class SharedDatabase {
     path: string;
     lock: WriteLock;
     lockTimeoutMs: number;
+    synchronous: "FULL" | "NORMAL";
     log?: ((entry: LogEntry) => void) | undefined;
   }) {
+    this.synchronous = options.synchronous;
     this.path = options.path;
     this.lock = options.lock;
     this.lockTimeoutMs = options.lockTimeoutMs;
@@ -60,7 +63,7 @@ export class SharedDatabase {
     // brief locks (a checkpoint), since waiting here blocks the whole process.
     const conn = new LibsqlDatabase(this.path);
     conn.exec("PRAGMA busy_timeout = 100");
-    conn.exec("PRAGMA synchronous = FULL");
+    conn.exec(`PRAGMA synchronous = ${this.synchronous}`);
     return conn;
   }
 
