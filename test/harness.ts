@@ -46,6 +46,8 @@ export interface TestLedger {
   dir: string;
   /** The ledger's DATABASE_URL: a file in `dir`, or a PostgreSQL database (pg-harness.ts). */
   databaseUrl: string;
+  /** DATABASE_URL, with DATABASE_AUTH_TOKEN on remote libSQL: for a second ledger on it. */
+  databaseEnv: { DATABASE_URL: string; DATABASE_AUTH_TOKEN?: string };
   /** The fake clock's time (epoch ms); only meaningful with `fakeClock`. */
   now: () => number;
   setNow: (ms: number) => void;
@@ -133,6 +135,7 @@ export async function makeLedger(
     projectId,
     dir,
     databaseUrl: database.url,
+    databaseEnv: database.env,
     now: () => clock(),
     setNow: (ms) => {
       fake = ms;

@@ -15,7 +15,7 @@ import { Kysely } from "kysely";
 // A static import, so that a bundler (the single binary's) sees and embeds the native addon.
 import LibsqlDatabase from "libsql";
 import type { Engine } from "./engine.ts";
-import { NativeSqliteDialect } from "./native-driver.ts";
+import { NativeSqliteDialect, TransactionalDdlSqliteAdapter } from "./native-driver.ts";
 import { isPostgresUrl, openPostgres } from "./postgres.ts";
 import { fetchWithTimeout, GuardedClient } from "./remote-libsql.ts";
 import type { DB } from "./schema.ts";
@@ -117,6 +117,13 @@ function openNative(path: string, synchronous: "FULL" | "NORMAL"): Database {
   };
 }
 
+/** The @libsql/client dialect, with transactional migrations (TransactionalDdlSqliteAdapter). */
+class ClientDialect extends LibsqlDialect {
+  override createAdapter() {
+    return new TransactionalDdlSqliteAdapter();
+  }
+}
+
 async function openClient(options: DatabaseOptions, path: string | null): Promise<Database> {
   if (path) mkdirSync(dirname(resolve(path)), { recursive: true });
   // On a file, one connection per client, so the PRAGMAs set on it stay in force (the client
@@ -141,8 +148,8 @@ async function openClient(options: DatabaseOptions, path: string | null): Promis
   };
   await applyPragmas(writeClient);
   await applyPragmas(readClient);
-  const write = new Kysely<DB>({ dialect: new LibsqlDialect({ client: writeClient }) });
-  const read = new Kysely<DB>({ dialect: new LibsqlDialect({ client: readClient }) });
+  const write = new Kysely<DB>({ dialect: new ClientDialect({ client: writeClient }) });
+  const read = new Kysely<DB>({ dialect: new ClientDialect({ client: readClient }) });
   return {
     write,
     read,

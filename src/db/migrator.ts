@@ -1,8 +1,9 @@
 /**
  * Applies the numbered migrations in order with Kysely's Migrator: SQLite's from `sql/`
  * (0001_init.sql, 0002_…), PostgreSQL's from `sql/postgres/` (the same numbers, the same schema
- * in PostgreSQL's SQL). Migrations are frozen once merged; on SQLite each runs in its own
- * transaction, on PostgreSQL all pending ones run in one. The single binary carries the files
+ * in PostgreSQL's SQL). Migrations are frozen once merged; all pending ones run in one
+ * transaction with their records (on SQLite through TransactionalDdlSqliteAdapter), so a failed
+ * or interrupted run leaves nothing half applied. The single binary carries the files
  * embedded (src/embedded-assets.ts; PostgreSQL's under `postgres/` names) and applies those.
  *
  * On PostgreSQL several processes may start at once: the migrator runs under a session-level
