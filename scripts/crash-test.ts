@@ -143,7 +143,9 @@ async function runRound(round: number): Promise<string> {
     await r.start();
     await crash.fundAccounts(r.post);
     const workers = Array.from({ length: WORKERS }, () => r.worker());
-    await new Promise((res) => setTimeout(res, 300 + Math.random() * 1200));
+    // Remote writes are slower (a round trip per statement): a longer run before the kill.
+    const runMs = REMOTE ? 2000 + Math.random() * 3000 : 300 + Math.random() * 1200;
+    await new Promise((res) => setTimeout(res, runMs));
     r.stopped = true;
     r.server?.kill("SIGKILL");
     await Promise.allSettled(workers);

@@ -135,7 +135,14 @@ export async function migrateToLatest(
     if (error) throw error instanceof Error ? error : new Error(String(error));
     return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
   };
-  if (engine !== "postgres") return migrate(db);
+  if (engine !== "postgres") {
+    // Nothing pending: no write transaction, so a start does not wait for another writer (on a
+    // remote server, the write lock of a killed process's transaction until its stream expires).
+    const migrator = new Migrator({ db, provider: new SqlFilesProvider(load, engine) });
+    const known = await migrator.getMigrations();
+    if (known.every((m) => m.executedAt !== undefined)) return [];
+    return migrate(db);
+  }
   // One connection holds the lock and runs the migrator, so that the Migrator's own bookkeeping
   // tables are created under the lock too. A waiting process must not give up after the
   // connection's statement timeout while another one applies a long migration.
