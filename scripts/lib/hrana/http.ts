@@ -8,8 +8,9 @@
  */
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { SharedDatabase } from "./database.ts";
 import { HranaError, pipelineBodySchema, type StreamResponse, sqliteError } from "./proto.ts";
-import { type SharedDatabase, Stream } from "./stream.ts";
+import { Stream } from "./stream.ts";
 
 /** Largest pipeline body read, in bytes. */
 const MAX_BODY_BYTES = 8 * 1024 * 1024;

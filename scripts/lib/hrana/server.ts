@@ -8,8 +8,8 @@
  * synchronous driver in the service's own process would stall it.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { type LogEntry, SharedDatabase } from "./database.ts";
 import { HttpStreams, sendJson } from "./http.ts";
-import { type LogEntry, SharedDatabase } from "./stream.ts";
 import { WriteLock } from "./write-lock.ts";
 import { WsEndpoint } from "./ws.ts";
 

@@ -10,8 +10,9 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { type WebSocket, WebSocketServer } from "ws";
 import { z } from "zod";
+import type { SharedDatabase } from "./database.ts";
 import { HranaError, type StreamRequest, sqliteError, streamRequestSchema } from "./proto.ts";
-import { type SharedDatabase, Stream } from "./stream.ts";
+import { Stream } from "./stream.ts";
 
 const clientMsgSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("hello"), jwt: z.string().nullish() }),
