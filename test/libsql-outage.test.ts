@@ -20,6 +20,7 @@ import type { App } from "../src/http/context.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
 import { type Ledger, openLedger } from "../src/runtime.ts";
+import { transactionRoutes } from "../src/transactions/routes.ts";
 import { expectError } from "./contract.ts";
 import { okBody, type Send, sendJson } from "./http-client.ts";
 import { TEST_TARGET } from "./pg-harness.ts";
@@ -126,7 +127,7 @@ describe.runIf(TEST_TARGET === "sqlite").each(["http", "ws"] as const)(
       const view = await request("GET", "/v1/accounts/balance?externalId=o1");
       expect(okBody(accountRoutes.balance, view).balance).toBe(100 - deductions.ok);
       const txs = await request("GET", "/v1/transactions?externalId=o1&limit=500");
-      expect(okBody(ledgerRoutes.list, txs).pagination.totalCount).toBe(1 + deductions.ok);
+      expect(okBody(transactionRoutes.list, txs).pagination.totalCount).toBe(1 + deductions.ok);
       expect((await verifyLedger(ledger.db.read, Date.now())).problems).toEqual([]);
     });
   },
