@@ -17,7 +17,6 @@ import { createApp } from "../src/app.ts";
 import { createProjectKey } from "../src/bootstrap.ts";
 import { loadConfig } from "../src/config.ts";
 import type { App } from "../src/http/context.ts";
-import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
 import { type Ledger, openLedger } from "../src/runtime.ts";
 import { transactionRoutes } from "../src/transactions/routes.ts";
