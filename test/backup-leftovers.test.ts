@@ -6,7 +6,7 @@
  * writing at that moment. The rules of the removal, file by file, in process. SQLite only (the
  * backups are of the embedded file); needs `npm run build`.
  */
-import { spawnSync } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import {
   copyFileSync,
   mkdirSync,
@@ -18,6 +18,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import LibsqlDatabase from "libsql";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   claimTemporary,
@@ -45,6 +46,30 @@ function deadPid(): number {
   const pid = spawnSync(process.execPath, ["-e", ""]).pid;
   if (pid === undefined) throw new Error("no process id");
   return pid;
+}
+
+/** A process that holds SQLite's read lock on each of `paths` until it is killed. */
+function holdLocks(paths: string[]): Promise<ChildProcess> {
+  const script = `
+    const D = require("libsql");
+    const held = ${JSON.stringify(paths)}.map((path) => {
+      const db = new D(path);
+      db.exec("BEGIN");
+      db.exec("SELECT count(*) FROM sqlite_schema");
+      return db;
+    });
+    process.stdout.write("held\\n");
+    setInterval(() => held.length, 60_000);`;
+  const child = spawn(process.execPath, ["-e", script], {
+    cwd: new URL("..", import.meta.url).pathname,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  return new Promise((resolve, reject) => {
+    child.stdout?.on("data", (d: Buffer) => {
+      if (d.toString().includes("held")) resolve(child);
+    });
+    child.on("exit", () => reject(new Error("the lock holder ended")));
+  });
 }
 
 /** What `verify`'s checks find in the database file at `path`. */
@@ -84,7 +109,7 @@ describe.runIf(sqliteOnly)("leftovers of a killed ledger backup", () => {
     expect(first.length).toBe(killed.length);
 
     // What must stay: files that are not ours, a finished backup, a temporary of another
-    // machine that is still fresh. What must go too: one of another machine unchanged for a day.
+    // machine that is still fresh. What must go too: one of another machine, long unchanged.
     const pid = deadPid();
     const keep: Record<string, string> = {
       "notes.txt": "the operator's notes",
@@ -94,9 +119,9 @@ describe.runIf(sqliteOnly)("leftovers of a killed ledger backup", () => {
     };
     for (const [name, text] of Object.entries(keep)) writeFileSync(join(backups, name), text);
     const stale = `.stale.db.${OTHER_ORIGIN}.${pid}.tmp`;
-    writeFileSync(join(backups, stale), "SQLite format 3\0 abandoned a day ago");
-    const dayAgo = (Date.now() - STALE_MS - 60_000) / 1000;
-    utimesSync(join(backups, stale), dayAgo, dayAgo);
+    writeFileSync(join(backups, stale), "SQLite format 3\0 abandoned long ago");
+    const longAgo = (Date.now() - STALE_MS - 60_000) / 1000;
+    utimesSync(join(backups, stale), longAgo, longAgo);
     const before = hashes(Object.keys(keep).map((name) => join(backups, name)));
     // The killed backup's files are still there, as it left them.
     expect(filesMatching(backups, /^\.second\.db\./)).toEqual(killed);
@@ -143,7 +168,7 @@ describe.runIf(sqliteOnly)("which temporaries a backup removes", () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it("ours whose process is gone, any unchanged for a day, and nothing else", async () => {
+  it("ours that no process holds: by process id here, by age from elsewhere; nothing else", async () => {
     const dead = deadPid();
     const alive = process.ppid;
     const journal = Buffer.from([0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7, 0, 0, 0, 0]);
@@ -170,12 +195,22 @@ describe.runIf(sqliteOnly)("which temporaries a backup removes", () => {
     };
     for (const [name, content] of Object.entries(files)) writeFileSync(join(dir, name), content);
     mkdirSync(join(dir, `.l.db.${origin()}.${dead}.tmp`));
-    const dayAgo = (Date.now() - STALE_MS - 60_000) / 1000;
-    utimesSync(join(dir, `.e.db.${OTHER_ORIGIN}.${alive}.tmp`), dayAgo, dayAgo);
+    const longAgo = (Date.now() - STALE_MS - 60_000) / 1000;
+    utimesSync(join(dir, `.e.db.${OTHER_ORIGIN}.${alive}.tmp`), longAgo, longAgo);
+    // Named as abandoned, but another process holds a lock on them: in use, they stay.
+    const lockedHere = `.n.db.${origin()}.${dead}.tmp`;
+    const lockedElsewhere = `.o.db.${OTHER_ORIGIN}.${dead}.tmp`;
+    for (const name of [lockedHere, lockedElsewhere]) {
+      const db = new LibsqlDatabase(join(dir, name));
+      db.exec("CREATE TABLE copied (x)");
+      db.close();
+    }
     // This process is writing one right now: it stays.
     const inProgress = temporaryNameFor(join(dir, "m.db"));
     writeFileSync(inProgress, sqlite);
     const claim = claimTemporary(inProgress);
+    const holder = await holdLocks([join(dir, lockedHere), join(dir, lockedElsewhere)]);
+    utimesSync(join(dir, lockedElsewhere), longAgo, longAgo);
     try {
       expect(await removeAbandonedTemporaries(dir)).toEqual(
         [
@@ -190,6 +225,7 @@ describe.runIf(sqliteOnly)("which temporaries a backup removes", () => {
       );
     } finally {
       claim.release();
+      holder.kill("SIGKILL");
     }
     expect(readdirSync(dir).sort()).toEqual(
       [
@@ -202,6 +238,8 @@ describe.runIf(sqliteOnly)("which temporaries a backup removes", () => {
         `k.db.${origin()}.${dead}.tmp`,
         `.l.db.${origin()}.${dead}.tmp`,
         `.m.db.${origin()}.${process.pid}.tmp`,
+        lockedHere,
+        lockedElsewhere,
       ].sort(),
     );
   });

@@ -14,6 +14,7 @@ import {
   BackupError,
   checkDatabaseFile,
   fsyncPath,
+  holdReadLock,
   removeDatabaseFiles,
   vacuumInto,
 } from "./sqlite-file.ts";
@@ -74,10 +75,13 @@ export async function writeBackup(
   await mkdir(dirname(target), { recursive: true });
   const temporary = temporaryNameFor(target);
   const claim = claimTemporary(temporary);
+  let readLock: { release: () => void } | undefined;
   try {
     const removedLeftovers = await removeAbandonedTemporaries(dirname(target));
     await removeDatabaseFiles(temporary);
     await vacuumInto(sourcePath, temporary);
+    // Tells a backup in another process that this copy is in use (see temporaries.ts).
+    readLock = holdReadLock(temporary);
     // SQLite does not fsync a VACUUM INTO copy; a backup must survive a power cut.
     await fsyncPath(temporary);
     const report = await checkDatabaseFile(temporary, nowMs);
@@ -98,6 +102,7 @@ export async function writeBackup(
       removedLeftovers,
     };
   } finally {
+    readLock?.release();
     await removeDatabaseFiles(temporary);
     claim.release();
   }

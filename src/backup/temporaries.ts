@@ -3,16 +3,16 @@
  * process left behind (docs/operations.md, "Backups and restore").
  *
  * A temporary is named `.<final name>.<origin>.<pid>.tmp`, beside its destination, where
- * `<origin>` is 8 hex digits that stand for this machine and process namespace (a hash of the
- * host name and, on Linux, the PID namespace), so that a process id is only ever compared with
- * the processes it belongs among; SQLite may add `-journal`, `-wal` or `-shm` to it. Before
- * writing, each backup removes from its folder the temporaries whose backup is over:
+ * `<origin>` is 8 hex digits standing for the host name of the machine (or container) that
+ * writes it; SQLite may add `-journal`, `-wal` or `-shm` to it. While a backup writes its copy,
+ * SQLite holds a lock on it, and from then until the copy has its name the backup holds a read
+ * lock on it (`holdReadLock`). Before writing, each backup removes from its folder the
+ * temporaries whose backup is over, that is, on which no process holds a lock, and:
  *
  * - of this origin, when no process with their id runs (or the id is this process's own and it
- *   has no backup to that name in progress: a process id is reused after a restart);
- * - of any origin, when unchanged for STALE_MS (24 hours): another machine or container sharing
- *   the folder runs processes this one cannot see, and no backup leaves its file unchanged that
- *   long;
+ *   is not writing that file: a process id is reused after a restart);
+ * - of another origin (a machine or container, perhaps since recreated, whose processes cannot
+ *   be seen from here), once unchanged for STALE_MS (an hour);
  * - named as earlier versions named them (`.<final name>.<pid>.tmp`), when no process with their
  *   id runs and what is there was written by SQLite: a database, or a copy killed before its
  *   header was written, with a rollback journal beside it.
@@ -20,14 +20,13 @@
  * No other file is touched.
  */
 import { createHash } from "node:crypto";
-import { readlinkSync } from "node:fs";
 import { open, readdir, stat } from "node:fs/promises";
 import { hostname } from "node:os";
 import { basename, dirname, join } from "node:path";
-import { removeDatabaseFiles } from "./sqlite-file.ts";
+import { isLocked, removeDatabaseFiles } from "./sqlite-file.ts";
 
-/** Milliseconds after which an unchanged temporary of any origin counts as abandoned. */
-export const STALE_MS = 24 * 60 * 60 * 1000;
+/** Milliseconds after which an unchanged, unlocked temporary of another origin is abandoned. */
+export const STALE_MS = 60 * 60 * 1000;
 
 const CURRENT = /^\.(.+)\.([0-9a-f]{8})\.(\d+)\.tmp(?:-journal|-wal|-shm)?$/;
 const LEGACY = /^\.(.+)\.(\d+)\.tmp(?:-journal|-wal|-shm)?$/;
@@ -40,20 +39,9 @@ const inProgress = new Set<string>();
 
 let originTag: string | undefined;
 
-/** This machine and process namespace, as 8 hex digits. */
+/** This machine (or container), as 8 hex digits of a hash of its host name. */
 export function origin(): string {
-  if (originTag === undefined) {
-    let namespace = "";
-    try {
-      namespace = readlinkSync("/proc/self/ns/pid");
-    } catch {
-      // Not Linux, or no /proc: the host name alone.
-    }
-    originTag = createHash("sha256")
-      .update(`${hostname()}\n${namespace}`)
-      .digest("hex")
-      .slice(0, 8);
-  }
+  originTag ??= createHash("sha256").update(hostname()).digest("hex").slice(0, 8);
   return originTag;
 }
 
@@ -114,17 +102,22 @@ async function isAbandoned(
   if (stats.some((info) => info !== null && !info.isFile())) return false;
   const newestMs = Math.max(0, ...stats.map((info) => info?.mtimeMs ?? 0));
   const current = CURRENT.exec(baseName);
+  let over: boolean;
   if (current) {
-    if (nowMs - newestMs >= STALE_MS) return true;
-    return current[2] === origin() && !processIsAlive(Number(current[3]));
+    over =
+      current[2] === origin() ? !processIsAlive(Number(current[3])) : nowMs - newestMs >= STALE_MS;
+  } else {
+    const legacy = LEGACY.exec(baseName);
+    // An earlier version's name: only what SQLite wrote, a database or the journal of one being
+    // written (a copy killed mid-way has no header yet, but its journal has one).
+    over =
+      legacy !== null &&
+      !processIsAlive(Number(legacy[2])) &&
+      ((await beginsWith(base, SQLITE_HEADER)) ||
+        (await beginsWith(`${base}-journal`, JOURNAL_HEADER)));
   }
-  const legacy = LEGACY.exec(baseName);
-  if (!legacy || processIsAlive(Number(legacy[2]))) return false;
-  // An earlier version's name: only what SQLite wrote, a database or the journal of one being
-  // written (a copy killed mid-way has no header yet, but its journal has one).
-  return (
-    (await beginsWith(base, SQLITE_HEADER)) || (await beginsWith(`${base}-journal`, JOURNAL_HEADER))
-  );
+  // Whatever the names say, a copy that a process holds a lock on is in use.
+  return over && !isLocked(base);
 }
 
 /**
