@@ -210,11 +210,14 @@ describe("a job that keeps failing", () => {
     const lines: { level: string; msg: string; obj: Record<string, unknown> }[] = [];
     const log = (level: string) => (obj: object, msg?: string) =>
       lines.push({ level, msg: msg ?? "", obj: { ...obj } });
-    let outcome: () => Promise<unknown> = () =>
+    const full = () =>
       Promise.reject(
         new CannotWriteError(driverError("database or disk is full", { code: "SQLITE_FULL" })),
       );
-    const queue = { run: () => outcome() } as unknown as WriteQueue;
+    let outcome: () => Promise<unknown> = full;
+    // The write path's episode, as the jobs see it.
+    const health: { failure: { sinceMs: number } | undefined } = { failure: { sinceMs: 1 } };
+    const queue = { run: () => outcome(), health } as unknown as WriteQueue;
     const never = "0 0 0 1 1 *";
     const scheduler = startScheduler({
       queue,
@@ -223,25 +226,48 @@ describe("a job that keeps failing", () => {
       expireCron: never,
       grantCron: never,
     });
+    const run = () => scheduler.runNow("purge-idempotency-keys");
+    const levels = (msg: string) => lines.filter((l) => l.msg === msg).map((l) => l.level);
     try {
-      for (let i = 0; i < 4; i++) await scheduler.runNow("purge-idempotency-keys");
-      const failed = lines.filter((l) => l.msg === "job failed");
-      expect(failed.map((l) => l.level)).toEqual(["error", "debug", "debug", "debug"]);
-      expect(failed[0]?.obj.err).toBe("SQLITE_FULL: database or disk is full");
+      for (let i = 0; i < 3; i++) await run();
+      expect(levels("job failed")).toEqual(["error", "debug", "debug"]);
+      expect(lines[0]?.obj.err).toBe("SQLITE_FULL: database or disk is full");
+      // A run with nothing to write succeeds while the database still cannot write: no news.
+      outcome = () => Promise.resolve(0);
+      await run();
+      outcome = full;
+      await run();
+      expect(levels("job failed")).toEqual(["error", "debug", "debug", "debug"]);
+      expect(levels("job recovered")).toEqual([]);
       // Another kind of error is news: logged at error again.
       outcome = () => Promise.reject(new Error("something else"));
-      await scheduler.runNow("purge-idempotency-keys");
+      await run();
       expect(lines.at(-1)).toMatchObject({ level: "error", msg: "job failed" });
+      // The database writes again; the job's next success is its recovery, logged once.
+      health.failure = undefined;
       outcome = () => Promise.resolve(0);
-      await scheduler.runNow("purge-idempotency-keys");
-      await scheduler.runNow("purge-idempotency-keys");
-      const recovered = lines.filter((l) => l.msg === "job recovered");
-      expect(recovered).toEqual([
+      await run();
+      await run();
+      expect(lines.filter((l) => l.msg === "job recovered")).toEqual([
         {
           level: "info",
           msg: "job recovered",
           obj: { job: "purge-idempotency-keys", failedRuns: 5 },
         },
+      ]);
+      // A new episode of the write path is news again.
+      health.failure = { sinceMs: 2 };
+      outcome = full;
+      await run();
+      await run();
+      expect(levels("job failed")).toEqual([
+        "error",
+        "debug",
+        "debug",
+        "debug",
+        "error",
+        "error",
+        "debug",
       ]);
     } finally {
       scheduler.stop();

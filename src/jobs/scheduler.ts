@@ -7,8 +7,8 @@
  * something; at `error` when it failed) and, with `metrics`, counted (`ledger_job_runs_total`,
  * `ledger_job_failures_total`, …). A job that keeps failing with the same error (a full disk
  * fails it every few seconds) logs it once, at `error`; the repeats go to `debug`, and the
- * first run that succeeds again logs `job recovered` with the number of failed runs
- * (docs/operations.md, "Logs").
+ * first run that succeeds again (once the database writes again, for a failure to write) logs
+ * `job recovered` with the number of failed runs (docs/operations.md, "Logs").
  */
 import { Cron } from "croner";
 import { CannotWriteError, describeDatabaseError } from "../db/storage-errors.ts";
@@ -67,8 +67,14 @@ export function startScheduler(opts: SchedulerOptions): Scheduler {
     "purge-idempotency-keys": (nowMs) => opts.queue.run((trx) => purgeIdempotencyKeys(trx, nowMs)),
   };
 
-  /** Per job, the failed runs in a row and the kind of error of the last one. */
-  const failing = new Map<JobName, { runs: number; kind: string }>();
+  /**
+   * Per job, its failed runs since it last logged a success, and the kind of error it logged.
+   * A database that cannot write is one kind for as long as the write path's episode lasts
+   * (src/db/write-health.ts): a job with nothing to write may succeed meanwhile, which proves
+   * nothing, so it neither ends the job's episode nor is logged as a recovery.
+   */
+  const failing = new Map<JobName, { runs: number; kind: string; cannotWrite: boolean }>();
+  const writeEpisode = () => opts.queue.health?.failure?.sinceMs;
 
   /** One run of `name`: never throws; logs and records the outcome. */
   const runJob = async (name: JobName): Promise<void> => {
@@ -77,7 +83,7 @@ export function startScheduler(opts: SchedulerOptions): Scheduler {
     try {
       const result = await runs[name](opts.clock());
       const failed = failing.get(name);
-      if (failed) {
+      if (failed && !(failed.cannotWrite && writeEpisode() !== undefined)) {
         failing.delete(name);
         opts.logger.info({ job: name, failedRuns: failed.runs }, "job recovered");
       }
@@ -86,14 +92,15 @@ export function startScheduler(opts: SchedulerOptions): Scheduler {
     } catch (err) {
       ok = false;
       const text = errorText(err);
-      // Every failure to write is one episode, whichever table's file could not grow.
-      const kind = err instanceof CannotWriteError ? "cannot write" : text;
+      const cannotWrite = err instanceof CannotWriteError;
+      // Every failure to write in one episode is one kind, whichever table could not grow.
+      const kind = cannotWrite ? `cannot write since ${writeEpisode() ?? 0}` : text;
       const failed = failing.get(name);
       if (failed?.kind === kind) {
         failed.runs++;
         opts.logger.debug?.({ job: name, err: text, failedRuns: failed.runs }, "job failed");
       } else {
-        failing.set(name, { runs: (failed?.runs ?? 0) + 1, kind });
+        failing.set(name, { runs: (failed?.runs ?? 0) + 1, kind, cannotWrite });
         opts.logger.error({ job: name, err: text }, "job failed");
       }
     }
