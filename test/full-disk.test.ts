@@ -117,12 +117,15 @@ const named = (lines: LogLine[], msg: string) => lines.filter((l) => l.msg === m
 /**
  * The scenario on a running server whose database is on `disk`: fill, write, check, unfill,
  * check again. `underlying` matches the database's own error in the log; `sweeperFails`: the
- * reservation sweeper cannot end the expired holds while the disk is full.
+ * reservation sweeper cannot end the expired holds while the disk is full; `probeFailsWhileFull`:
+ * the probe write cannot succeed until the space is back. (On PostgreSQL a full tablespace still
+ * takes a small write now and then, in blocks that aborted transactions gave back, so a probe
+ * may succeed, and `/ready` answer 200, between two writes that fail.)
  */
 async function fullDiskScenario(
   server: RunningProcess,
   disk: Tmpfs,
-  options: { underlying: RegExp; sweeperFails: boolean },
+  options: { underlying: RegExp; sweeperFails: boolean; probeFailsWhileFull: boolean },
 ) {
   const { underlying } = options;
   const post = client(server);
@@ -159,9 +162,11 @@ async function fullDiskScenario(
     });
   }
   expect(await readyStatus(server)).toBe(503);
-  // Still full, and quiet: the probe keeps failing, so /ready stays 503 without traffic.
-  await new Promise((r) => setTimeout(r, 3500));
-  expect(await readyStatus(server)).toBe(503);
+  if (options.probeFailsWhileFull) {
+    // Still full, and quiet: the probe keeps failing, so /ready stays 503 without traffic.
+    await new Promise((r) => setTimeout(r, 3500));
+    expect(await readyStatus(server)).toBe(503);
+  }
 
   let lines = jsonLines(server.stdout());
   const episodes = named(lines, "database cannot write");
@@ -270,6 +275,7 @@ describe.runIf(TEST_ENGINE === "sqlite")("a full disk under SQLite", () => {
       await fullDiskScenario(server, disk, {
         underlying: /^SQLITE_(FULL|IOERR)/,
         sweeperFails: true,
+        probeFailsWhileFull: true,
       });
       const verify = runCli(["verify"], env);
       expect(verify.stderr).toBe("");
@@ -325,6 +331,7 @@ describe.runIf(TEST_ENGINE === "postgres")("a full disk under PostgreSQL", () =>
     await fullDiskScenario(server, disk, {
       underlying: /^(53\d{3}|58030)\b/,
       sweeperFails: false,
+      probeFailsWhileFull: false,
     });
     const verify = runCli(["verify"], env);
     expect(verify.stderr).toBe("");
