@@ -14,7 +14,7 @@ import {
   describeDatabaseError,
   isStorageFailure,
 } from "../src/db/storage-errors.ts";
-import type { WriteQueue } from "../src/db/write-queue.ts";
+import type { WriteQueue } from "../src/db/write-path.ts";
 import { startScheduler } from "../src/jobs/scheduler.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";

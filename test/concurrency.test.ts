@@ -5,6 +5,7 @@ import { accountRoutes } from "../src/accounts/routes.ts";
 import type { DB } from "../src/db/schema.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { reservationRoutes } from "../src/reservations/routes.ts";
+import { transactionRoutes } from "../src/transactions/routes.ts";
 import { expectError } from "./contract.ts";
 import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
 import {
@@ -51,7 +52,7 @@ describe("concurrency over a real HTTP server", () => {
   const balanceView = async (ref: string) =>
     okBody(accountRoutes.balance, await http(accountRoutes.balance, { query: { accountId: ref } }));
   const txns = async (query: Record<string, string | number>) =>
-    okBody(ledgerRoutes.list, await http(ledgerRoutes.list, { query }));
+    okBody(transactionRoutes.list, await http(transactionRoutes.list, { query }));
 
   it("grants exactly 6 of 20 simultaneous reservations of 75 against 500", async () => {
     const body = { accountId: "u1", amount: 75 };

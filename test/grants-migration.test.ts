@@ -20,12 +20,12 @@ import { loadConfig } from "../src/config.ts";
 import { openDatabase } from "../src/db/client.ts";
 import { migrateToLatest, migrationsDirOf, readMigrationFiles } from "../src/db/migrator.ts";
 import type { DB, TransactionType } from "../src/db/schema.ts";
-import { listGrantsResponse } from "../src/grants/schemas.ts";
 import { runGrantPlans } from "../src/jobs/grant-plans.ts";
 import { grantsWithRemaining } from "../src/ledger/grants.ts";
-import { listTransactionsResponse } from "../src/ledger/schemas.ts";
+import { listGrantsResponse } from "../src/ledger/schemas.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
 import { openLedger } from "../src/runtime.ts";
+import { listTransactionsResponse } from "../src/transactions/schemas.ts";
 import { freshDatabase, TEST_ENGINE } from "./pg-harness.ts";
 
 const T0 = Date.parse("2026-01-01T00:00:00Z");

@@ -10,11 +10,12 @@ import { accountRoutes } from "../src/accounts/routes.ts";
 import { loadConfig } from "../src/config.ts";
 import { runGrantPlans } from "../src/jobs/grant-plans.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
-import { grantNextPeriod } from "../src/plans/grants.ts";
 import { planRoutes } from "../src/plans/routes.ts";
 import { addIntervals } from "../src/plans/schedule.ts";
+import { grantNextPeriod } from "../src/plans/settlement.ts";
 import { reservationRoutes } from "../src/reservations/routes.ts";
 import { openLedger } from "../src/runtime.ts";
+import { transactionRoutes } from "../src/transactions/routes.ts";
 import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
 import { TEST_ENGINE } from "./pg-harness.ts";
 
@@ -61,7 +62,7 @@ async function reserve(t: TestLedger, amount: number): Promise<string> {
 
 /** The account's transactions, oldest first. */
 async function txns(t: TestLedger, ref = "u1") {
-  const { items } = await t.call(ledgerRoutes.list, { query: { accountId: ref, limit: 500 } });
+  const { items } = await t.call(transactionRoutes.list, { query: { accountId: ref, limit: 500 } });
   return [...items].reverse();
 }
 const moves = (list: { type: string; amount: number }[]) => list.map((x) => [x.type, x.amount]);

@@ -5,6 +5,7 @@ import { paged, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
 import {
+  accountJson,
   accountRefQuery,
   accountSchema,
   balanceSchema,
@@ -16,7 +17,6 @@ import {
   updateAccountResponse,
 } from "./schemas.ts";
 import {
-  accountJson,
   balanceView,
   createAccount,
   listAccounts,

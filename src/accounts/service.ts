@@ -5,32 +5,12 @@
 import type { Kysely, Transaction } from "kysely";
 import type { AccountRow, DB } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
-import { iso } from "../http/dates.ts";
-import type { WireOf } from "../http/respond.ts";
 import { newId } from "../ids.ts";
-import { parseJsonColumn, stringifyJson } from "../json.ts";
+import { stringifyJson } from "../json.ts";
 import { fromMicros } from "../money.ts";
+import type { WireOf } from "../wire.ts";
 import { balanceOf, findAccount, findAccountByExternalId } from "./lookup.ts";
-import type { accountSchema, balanceSchema } from "./schemas.ts";
-
-/** The API's Account object. */
-export function accountJson(row: AccountRow): WireOf<typeof accountSchema> {
-  return {
-    id: row.id,
-    developerId: row.project_id,
-    externalId: row.external_id,
-    name: row.name,
-    email: row.email,
-    balance: fromMicros(row.balance_micros),
-    metadata: parseJsonColumn(row.metadata),
-    lowBalanceThreshold:
-      row.low_balance_threshold_micros === null
-        ? null
-        : fromMicros(row.low_balance_threshold_micros),
-    createdAt: iso(row.created_at_ms),
-    updatedAt: iso(row.updated_at_ms),
-  };
-}
+import type { balanceSchema } from "./schemas.ts";
 
 /** The fields of an account that a request sets, on create and on update alike. */
 interface AccountFields {

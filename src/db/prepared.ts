@@ -8,7 +8,9 @@
  * array. The SQL text stays identical, so the driver reuses its prepared statement too.
  *
  * SQLite and PostgreSQL differ in placeholders (`?` against `$1`) and in a few functions, so a
- * query is compiled once for each engine it runs on, and its builder is told which one.
+ * query is compiled once for each engine it runs on, and its builder is told which one. On
+ * PostgreSQL each such query also has a statement name (`statementName`), under which the driver
+ * prepares it once per connection, so the server parses and plans it once, not at every call.
  */
 import {
   type Compilable,
@@ -55,6 +57,14 @@ const builders: Record<Engine, Kysely<DB>> = {
 
 const MARKER = "\u0000prepared:";
 
+/** The PostgreSQL text of every prepared query compiled so far → its statement name. */
+const names = new Map<string, string>();
+
+/** The statement name of a prepared query's PostgreSQL text, or undefined for any other text. */
+export function statementName(text: string): string | undefined {
+  return names.get(text);
+}
+
 /** Stands for the named argument inside a prepared query's builder. */
 export type Arg<A> = <K extends keyof A & string>(name: K) => A[K];
 
@@ -81,6 +91,8 @@ export function prepared<A extends Record<string, unknown>, R>(
     );
     const entry = { query, slots };
     compiled[engine] = entry;
+    if (engine === "postgres" && !names.has(query.sql))
+      names.set(query.sql, `ledger_${names.size}`);
     return entry;
   };
   return (db, args) => {

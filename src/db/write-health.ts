@@ -14,7 +14,7 @@ import { sql } from "kysely";
 import type { Engine } from "./engine.ts";
 import { inSavepoint } from "./savepoint.ts";
 import { describeDatabaseError } from "./storage-errors.ts";
-import type { WriteUnit } from "./write-queue.ts";
+import type { WriteUnit } from "./write-path.ts";
 
 /** Milliseconds between two probes while the database cannot write. */
 export const PROBE_INTERVAL_MS = 1000;

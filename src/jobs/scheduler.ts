@@ -12,7 +12,7 @@
  */
 import { Cron } from "croner";
 import { CannotWriteError, describeDatabaseError } from "../db/storage-errors.ts";
-import type { WriteQueue } from "../db/write-queue.ts";
+import type { WriteQueue } from "../db/write-path.ts";
 import type { Logger } from "../http/context.ts";
 import { purgeIdempotencyKeys } from "../http/idempotency.ts";
 import type { Metrics } from "../metrics.ts";

@@ -6,42 +6,15 @@ import { readFile } from "node:fs/promises";
 import type { Kysely, Transaction } from "kysely";
 import type { DB, ModelRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
-import type { WireOf } from "../http/respond.ts";
-import { type ExactDecimal, fromMicros, type PriceMicros, validatedMicros } from "../money.ts";
+import { type PriceMicros, validatedMicros } from "../money.ts";
 import { type CatalogModel, catalogFileSchema } from "./catalog-format.ts";
 import { convertLitellm, isLitellmMap } from "./litellm.ts";
-import type { modelSchema } from "./schemas.ts";
 
 /** The shipped catalog, relative to the repository root. */
 export const DEFAULT_CATALOG_URL = new URL(
   import.meta.url.includes("/dist/") ? "../../../data/models.json" : "../../data/models.json",
   import.meta.url,
 );
-
-/** The API's Model object (docs/api.md#endpoints). */
-export function modelJson(row: ModelRow): WireOf<typeof modelSchema> {
-  const text: {
-    inputPerMillion: ExactDecimal;
-    outputPerMillion: ExactDecimal;
-    cachedInputPerMillion?: ExactDecimal;
-  } = {
-    inputPerMillion: fromMicros(row.input_micros_per_m),
-    outputPerMillion: fromMicros(row.output_micros_per_m),
-  };
-  if (row.cached_micros_per_m !== null) {
-    text.cachedInputPerMillion = fromMicros(row.cached_micros_per_m);
-  }
-  return {
-    modelId: row.model_id,
-    provider: row.provider,
-    displayName: row.display_name,
-    modelType: row.model_type,
-    tier: row.tier,
-    pricing: { text, contextWindow: row.context_window },
-    source: row.source,
-    pricesAsOf: row.prices_as_of,
-  };
-}
 
 /** A model's prices as integers. */
 export function priceOf(row: ModelRow): PriceMicros {

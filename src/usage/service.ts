@@ -10,37 +10,12 @@ import { newestFirstPage } from "../db/paging.ts";
 import { projectRow } from "../db/project-row.ts";
 import type { DB, UsageContext, UsageRecordRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
-import { iso } from "../http/dates.ts";
-import type { WireOf } from "../http/respond.ts";
 import { newId } from "../ids.ts";
 import { stringifyJson } from "../json.ts";
 import { findModel, priceOf } from "../models/service.ts";
 import { costPicoUsd, picoUsdToDecimal } from "../money.ts";
-import type { summarySchema, usageRecordSchema } from "./schemas.ts";
-
-const PICO_PER_MICRO = 1_000_000n;
-
-/** A record's cost in pico-USD. */
-function costOf(row: Pick<UsageRecordRow, "cost_micro_usd" | "cost_pico_rem">): bigint {
-  return BigInt(row.cost_micro_usd) * PICO_PER_MICRO + BigInt(row.cost_pico_rem);
-}
-
-/** The API's Usage record object (docs/api.md#endpoints). */
-export function usageRecordJson(row: UsageRecordRow): WireOf<typeof usageRecordSchema> {
-  return {
-    id: row.id,
-    context: row.context,
-    accountId: row.account_id,
-    modelId: row.model_id,
-    usageType: row.usage_type,
-    inputTokens: row.input_tokens,
-    outputTokens: row.output_tokens,
-    cachedTokens: row.cached_tokens,
-    transactionId: row.transaction_id,
-    estimatedCostUsd: picoUsdToDecimal(costOf(row)),
-    createdAt: iso(row.created_at_ms),
-  };
-}
+import type { WireOf } from "../wire.ts";
+import { costOf, PICO_PER_MICRO, type summarySchema } from "./schemas.ts";
 
 export interface RecordUsageInput {
   context: UsageContext;
