@@ -110,12 +110,18 @@ async function lookupAccount<R>(db: Reader, key: AccountKey, id: Lookup<R>, exte
  * The account named by `ref` (its internal id, else its externalId) in the project. Inside a
  * PostgreSQL write unit it also locks the account's row until the unit commits: every unit that
  * changes an account, or anything of it (holds, assignments, grants), finds it here first, so
- * such units take turns across processes (see docs/design.md, "Engines").
+ * such units take turns across processes (see docs/design.md, "Engines"). A unit that only
+ * names the account (a usage record) passes `lock: false`.
  * @throws ApiError ACCOUNT_NOT_FOUND (also for another project's account)
  */
-export function findAccount(db: Reader, projectId: string, ref: string): Promise<AccountRow> {
+export function findAccount(
+  db: Reader,
+  projectId: string,
+  ref: string,
+  options: { lock: boolean } = { lock: true },
+): Promise<AccountRow> {
   const key = { projectId, ref, nowMs: 0 };
-  return locksRows(db)
+  return options.lock && locksRows(db)
     ? lookupAccount(db, key, byId.locked, byExternalId.locked)
     : lookupAccount(db, key, byId.plain, byExternalId.plain);
 }
@@ -153,9 +159,31 @@ export async function findAccountWithBalance(
   nowMs: number,
 ) {
   const key = { projectId, ref, nowMs };
-  const { held_micros, grant_work, ...account } = locksRows(db)
-    ? await lockedWithHeld(db, key)
-    : await lookupAccount(db, key, byId.held, byExternalId.held);
+  return withBalances(
+    locksRows(db)
+      ? await lockedWithHeld(db, key)
+      : await lookupAccount(db, key, byId.held, byExternalId.held),
+  );
+}
+
+/**
+ * `findAccountWithBalance` of the account with this externalId, for a read (no lock).
+ * @throws ApiError ACCOUNT_NOT_FOUND
+ */
+export async function findAccountWithBalanceByExternalId(
+  db: Kysely<DB>,
+  projectId: string,
+  externalId: string,
+  nowMs: number,
+) {
+  const key = { projectId, ref: externalId, nowMs };
+  const row = (await db.executeQuery(byExternalId.held(db, key))).rows[0];
+  if (!row) throw new ApiError("ACCOUNT_NOT_FOUND", `Account ${externalId} not found`);
+  return withBalances(row);
+}
+
+/** An account read with its holds and grant work, as the lookups with balances return it. */
+function withBalances({ held_micros, grant_work, ...account }: AccountWithHeld) {
   const reserved = Number(held_micros);
   return {
     account,
@@ -219,16 +247,6 @@ const heldByAccount = prepared<{ accountId: string; nowMs: number }, { held: num
     .where("status", "=", "pending")
     .where("expires_at_ms", ">", arg("nowMs")),
 );
-
-/** The account's balance and available credits, in micro-credits, at `nowMs`. */
-export async function balanceOf(db: Reader, account: AccountRow, nowMs: number) {
-  const reserved = await reservedMicros(db, account.id, nowMs);
-  return {
-    balance: account.balance_micros,
-    reserved,
-    available: account.balance_micros - reserved,
-  };
-}
 
 /**
  * The externalId of the account `accountId`.

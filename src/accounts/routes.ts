@@ -85,7 +85,11 @@ export function registerAccountRoutes(app: App, deps: AppDeps): void {
   });
 
   app.openapi(r.balance, async (c) => {
-    const account = await resolveAccount(deps.db.read, c.get("projectId"), c.req.valid("query"));
-    return ok(c, r.balance, await balanceView(deps.db.read, account, deps.clock()));
+    const query = c.req.valid("query");
+    return ok(
+      c,
+      r.balance,
+      await balanceView(deps.db.read, c.get("projectId"), query, deps.clock()),
+    );
   });
 }

@@ -9,7 +9,12 @@ import { newId } from "../ids.ts";
 import { stringifyJson } from "../json.ts";
 import { fromMicros } from "../money.ts";
 import type { WireOf } from "../wire.ts";
-import { balanceOf, findAccount, findAccountByExternalId } from "./lookup.ts";
+import {
+  findAccount,
+  findAccountByExternalId,
+  findAccountWithBalance,
+  findAccountWithBalanceByExternalId,
+} from "./lookup.ts";
 import type { balanceSchema } from "./schemas.ts";
 
 /** The fields of an account that a request sets, on create and on update alike. */
@@ -121,6 +126,12 @@ export async function listAccounts(
   return { rows, totalCount: Number(count) };
 }
 
+/** An account named by a query: by `accountId` (internal id or externalId), `externalId`, or both. */
+export interface AccountQuery {
+  accountId?: string | undefined;
+  externalId?: string | undefined;
+}
+
 /**
  * The account named by a query: `accountId` (internal id or externalId) or `externalId`. When
  * both are given they must name the same account (docs/api.md, "Accounts").
@@ -130,27 +141,32 @@ export async function listAccounts(
 export async function resolveAccount(
   db: Kysely<DB> | Transaction<DB>,
   projectId: string,
-  ref: { accountId?: string | undefined; externalId?: string | undefined },
+  ref: AccountQuery,
 ): Promise<AccountRow> {
-  if (ref.accountId === undefined) {
-    return findAccountByExternalId(db, projectId, ref.externalId ?? "");
-  }
-  const account = await findAccount(db, projectId, ref.accountId);
-  if (ref.externalId !== undefined && ref.externalId !== account.external_id) {
-    throw new ApiError("VALIDATION_ERROR", "accountId and externalId name different accounts", [
-      { path: "query.externalId", message: "names another account than accountId" },
-    ]);
-  }
+  const account =
+    ref.accountId === undefined
+      ? await findAccountByExternalId(db, projectId, ref.externalId ?? "")
+      : await findAccount(db, projectId, ref.accountId);
+  requireSameAccount(account, ref);
   return account;
 }
 
-/** The Balance view (docs/api.md#endpoints) of an account at `nowMs`. */
+/**
+ * The Balance view (docs/api.md#endpoints) at `nowMs` of the account a query names, read in one
+ * query with its holds.
+ * @throws ApiError as `resolveAccount`
+ */
 export async function balanceView(
   db: Kysely<DB>,
-  account: AccountRow,
+  projectId: string,
+  ref: AccountQuery,
   nowMs: number,
 ): Promise<WireOf<typeof balanceSchema>> {
-  const { balance, reserved, available } = await balanceOf(db, account, nowMs);
+  const { account, balance, reserved, available } =
+    ref.accountId === undefined
+      ? await findAccountWithBalanceByExternalId(db, projectId, ref.externalId ?? "", nowMs)
+      : await findAccountWithBalance(db, projectId, ref.accountId, nowMs);
+  requireSameAccount(account, ref);
   return {
     accountId: account.id,
     externalId: account.external_id,
@@ -158,4 +174,15 @@ export async function balanceView(
     reserved: fromMicros(reserved),
     available: fromMicros(available),
   };
+}
+
+/** @throws ApiError VALIDATION_ERROR when the query's `externalId` is not `account`'s */
+function requireSameAccount(account: AccountRow, ref: AccountQuery): void {
+  if (ref.accountId !== undefined && ref.externalId !== undefined) {
+    if (ref.externalId !== account.external_id) {
+      throw new ApiError("VALIDATION_ERROR", "accountId and externalId name different accounts", [
+        { path: "query.externalId", message: "names another account than accountId" },
+      ]);
+    }
+  }
 }

@@ -70,6 +70,17 @@ export type Arg<A> = <K extends keyof A & string>(name: K) => A[K];
 
 type Slot = { name: string } | { value: unknown };
 
+/** A prepared query: the compiled query for a database and the arguments. */
+export interface Prepared<A, R> {
+  (db: Kysely<DB>, args: A): CompiledQuery<R>;
+  /**
+   * The query's SQL text on `engine`, and the name of the argument behind each parameter, in
+   * order (`null` for a value fixed in the builder): for tools that run the service's own
+   * statements elsewhere (the bench's pgbench script).
+   */
+  describe(engine: Engine): { sql: string; parameters: (string | null)[] };
+}
+
 /**
  * Prepares a query: `build(db, arg, engine)` is called once per engine, with `arg(name)`
  * standing for each value; `engine` lets a builder use an engine's own SQL where they differ.
@@ -78,7 +89,7 @@ type Slot = { name: string } | { value: unknown };
  */
 export function prepared<A extends Record<string, unknown>, R>(
   build: (db: Kysely<DB>, arg: Arg<A>, engine: Engine) => Compilable<R>,
-): (db: Kysely<DB>, args: A) => CompiledQuery<R> {
+): Prepared<A, R> {
   const compiled: Partial<Record<Engine, { query: CompiledQuery<R>; slots: Slot[] }>> = {};
   const compile = (engine: Engine) => {
     const arg = ((name: string) => `${MARKER}${name}`) as Arg<A>;
@@ -95,12 +106,17 @@ export function prepared<A extends Record<string, unknown>, R>(
       names.set(query.sql, `ledger_${names.size}`);
     return entry;
   };
-  return (db, args) => {
+  const run = (db: Kysely<DB>, args: A) => {
     const engine = engineOf(db);
     const { query, slots } = compiled[engine] ?? compile(engine);
     const parameters = slots.map((slot) => ("name" in slot ? args[slot.name] : slot.value));
     return { ...query, parameters };
   };
+  const describe = (engine: Engine) => {
+    const { query, slots } = compiled[engine] ?? compile(engine);
+    return { sql: query.sql, parameters: slots.map((slot) => ("name" in slot ? slot.name : null)) };
+  };
+  return Object.assign(run, { describe });
 }
 
 /**

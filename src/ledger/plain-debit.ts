@@ -124,8 +124,11 @@ type PgArgs = Args & {
   holdMicros: number | null;
 };
 
-/** PostgreSQL's one statement (sql/postgres/0006_fast_debit.sql). */
-const pgPlainDebit = prepared<PgArgs, PgRow>((db, arg) => ({
+/**
+ * PostgreSQL's one statement (sql/postgres/0006_fast_debit.sql); the bench's pgbench script runs
+ * this very statement (scripts/lib/pgbench.ts).
+ */
+export const pgPlainDebit = prepared<PgArgs, PgRow>((db, arg) => ({
   compile: () =>
     sql<PgRow>`SELECT * FROM ledger_plain_debit(${arg("projectId")}, ${arg("ref")}, ${arg("byId")}, ${arg("amountMicros")}, ${arg("nowMs")}, ${arg("txnId")}, ${arg("description")}, ${arg("metadata")}, ${arg("source")}, ${arg("holdId")}, ${arg("holdMicros")})`.compile(
       db,

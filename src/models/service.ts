@@ -4,6 +4,7 @@
  */
 import { readFile } from "node:fs/promises";
 import type { Kysely, Transaction } from "kysely";
+import { prepared } from "../db/prepared.ts";
 import type { DB, ModelRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { type PriceMicros, validatedMicros } from "../money.ts";
@@ -97,11 +98,11 @@ export function listModels(db: Kysely<DB>, filter: { provider?: string; tier?: s
 
 /** @throws ApiError MODEL_NOT_FOUND */
 export async function findModel(db: Kysely<DB> | Transaction<DB>, modelId: string) {
-  const row = await db
-    .selectFrom("models")
-    .selectAll()
-    .where("model_id", "=", modelId)
-    .executeTakeFirst();
+  const row = (await db.executeQuery(modelById(db, { modelId }))).rows[0];
   if (!row) throw new ApiError("MODEL_NOT_FOUND", `Model ${modelId} not found`);
   return row;
 }
+
+const modelById = prepared<{ modelId: string }, ModelRow>((db, arg) =>
+  db.selectFrom("models").selectAll().where("model_id", "=", arg("modelId")),
+);
