@@ -13,7 +13,7 @@ import { chmodSync, chownSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import pg from "pg";
 import { afterEach, describe, expect, it, type TestContext } from "vitest";
-import { TEST_ENGINE, testPgUrl, withDatabase } from "./pg-harness.ts";
+import { sqliteOnly, TEST_ENGINE, testPgUrl, withDatabase } from "./pg-harness.ts";
 import { jsonLines, type LogLine, type RunningProcess, runCli, spawnServer } from "./processes.ts";
 import { mountTmpfs, type Tmpfs } from "./tmpfs.ts";
 
@@ -265,7 +265,7 @@ async function startServer(env: NodeJS.ProcessEnv): Promise<RunningProcess> {
   return server;
 }
 
-describe.runIf(TEST_ENGINE === "sqlite")("a full disk under SQLite", () => {
+describe.runIf(sqliteOnly)("a full disk under SQLite", () => {
   // Both drivers of the embedded file: libSQL's native one (the default) and @libsql/client.
   for (const driver of ["native", "client"]) {
     it(`503 while the disk is full, writes and /ready back once space is (${driver} driver)`, async (ctx) => {
