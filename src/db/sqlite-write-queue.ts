@@ -3,10 +3,15 @@
  * two overlapping transactions. It takes every unit waiting (at most `maxBatch`) into one
  * `BEGIN IMMEDIATE` transaction, runs each inside its own SAVEPOINT so that a unit that throws
  * (402, 409, a bug) rolls back alone, commits once, and only then settles each unit's promise.
+ * A unit that meets a database that cannot write (src/db/storage-errors.ts) ends its batch:
+ * every unit of it gets the 503, nothing of it is kept, and `health` records the failure
+ * (docs/design.md, "When the database cannot write").
  */
 import { CompiledQuery, type Transaction } from "kysely";
 import type { Database } from "./client.ts";
 import type { DB } from "./schema.ts";
+import { asCannotWrite, isStorageFailure } from "./storage-errors.ts";
+import { probeWrite, WriteHealth } from "./write-health.ts";
 import type { BatchStats, Clock, WriteQueue, WriteQueueOptions, WriteUnit } from "./write-path.ts";
 
 interface Job {
@@ -30,6 +35,7 @@ export class SqliteWriteQueue implements WriteQueue {
   readonly #clock: Clock;
   readonly #maxBatch: number;
   readonly #onBatch: ((stats: BatchStats) => void) | undefined;
+  readonly health: WriteHealth;
   #waiting: Job[] = [];
   #running: Promise<void> | undefined;
 
@@ -38,6 +44,7 @@ export class SqliteWriteQueue implements WriteQueue {
     this.#clock = clock;
     this.#maxBatch = options.maxBatch;
     this.#onBatch = options.onBatch;
+    this.health = new WriteHealth(() => this.run(probeWrite("sqlite")), options.logger);
   }
 
   /** Units waiting for a transaction (not counting the batch being committed). */
@@ -48,7 +55,8 @@ export class SqliteWriteQueue implements WriteQueue {
   /**
    * Runs `unit` in the serial write path.
    * @returns the unit's result, once its transaction has committed.
-   * @throws whatever the unit threw (its savepoint rolled back), or the commit's error.
+   * @throws whatever the unit threw (its savepoint rolled back), the commit's error, or
+   *   `CannotWriteError` (503) when the database cannot write: then no unit of the batch is kept.
    */
   run<T>(unit: WriteUnit<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
@@ -81,18 +89,18 @@ export class SqliteWriteQueue implements WriteQueue {
   async #runBatch(batch: Job[]): Promise<void> {
     const started = performance.now();
     let outcomes: Outcome[] = [];
-    let commitError: unknown;
+    let batchError: unknown;
     for (let attempt = 0; ; attempt++) {
       outcomes = [];
       try {
         await this.#db.beforeWrite?.();
-        await this.#db.write.transaction().execute(async (trx) => {
+        await this.#inTransaction(async (trx) => {
           for (const job of batch) outcomes.push(await this.#runUnit(trx, job));
         });
-        commitError = undefined;
+        batchError = undefined;
         break;
       } catch (err) {
-        commitError = err;
+        batchError = err;
         // Another process holds the write lock and nothing of ours ran yet: wait and retry.
         if (outcomes.length === 0 && isBusy(err) && attempt < BUSY_RETRY_LIMIT) {
           await new Promise((r) => setTimeout(r, BUSY_RETRY_MS));
@@ -101,20 +109,55 @@ export class SqliteWriteQueue implements WriteQueue {
         break;
       }
     }
-    batch.forEach((job, i) => {
-      const outcome = outcomes[i];
-      if (commitError !== undefined || !outcome) job.reject(commitError ?? new Error("not run"));
-      else if (outcome.ok) job.resolve(outcome.value);
-      else job.reject(outcome.error);
-    });
+    if (batchError !== undefined) {
+      // Nothing of the batch was kept: every unit gets the batch's error, a 503 when the
+      // database cannot write.
+      if (isStorageFailure(batchError)) this.health.recordFailure(batchError);
+      const error = asCannotWrite(batchError);
+      for (const job of batch) job.reject(error);
+    } else {
+      batch.forEach((job, i) => {
+        const outcome = outcomes[i];
+        if (!outcome) job.reject(new Error("not run"));
+        else if (outcome.ok) job.resolve(outcome.value);
+        else job.reject(outcome.error);
+      });
+    }
     this.#onBatch?.({
       units: batch.length,
       failedUnits: outcomes.filter((o) => !o.ok).length,
       durationMs: performance.now() - started,
-      committed: commitError === undefined,
+      committed: batchError === undefined,
     });
   }
 
+  /**
+   * Runs `work` in one write transaction and commits it; rolls back when it throws.
+   * @throws the error of `work` or of the commit, never the rollback's: after some errors
+   *   (SQLITE_FULL, an I/O error) SQLite has already rolled the transaction back, and ROLLBACK
+   *   then fails with "no transaction is active", which would hide the error that matters.
+   */
+  async #inTransaction(work: (trx: Transaction<DB>) => Promise<void>): Promise<void> {
+    const trx = await this.#db.write.startTransaction().execute();
+    try {
+      await work(trx);
+      await trx.commit().execute();
+    } catch (err) {
+      await trx
+        .rollback()
+        .execute()
+        .catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /**
+   * Runs one unit inside its own savepoint.
+   * @returns its outcome; a unit that threw has had its savepoint rolled back
+   * @throws (ending the batch) the unit's error when the database cannot write, since SQLite
+   *   may have rolled the whole transaction back; or an Error when its savepoint could not be
+   *   rolled back (the transaction is gone)
+   */
   async #runUnit(trx: Transaction<DB>, job: Job): Promise<Outcome> {
     await trx.executeQuery(SAVEPOINT);
     try {
@@ -122,8 +165,15 @@ export class SqliteWriteQueue implements WriteQueue {
       await trx.executeQuery(RELEASE);
       return { ok: true, value };
     } catch (error) {
-      await trx.executeQuery(ROLLBACK_TO);
-      await trx.executeQuery(RELEASE);
+      if (isStorageFailure(error)) throw error;
+      try {
+        await trx.executeQuery(ROLLBACK_TO);
+        await trx.executeQuery(RELEASE);
+      } catch (rollbackError) {
+        throw new Error(`the write transaction was lost after a unit failed: ${String(error)}`, {
+          cause: rollbackError,
+        });
+      }
       return { ok: false, error };
     }
   }
