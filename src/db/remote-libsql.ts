@@ -12,6 +12,9 @@
  *   given up may still have been applied (a commit whose answer was lost), like any 503 here.
  * - Nothing is cached about the connection: HTTP opens a stream per call or transaction, and
  *   the WebSocket client reconnects by itself, so the service recovers without a restart.
+ * - Fewer round trips: inside a transaction, the write queue's `SAVEPOINT` and `RELEASE`
+ *   statements (which answer nothing) are held back and sent in one request with the next
+ *   statement; at the commit, savepoints still held are dropped (a commit releases them all).
  */
 import type {
   Client,
@@ -89,8 +92,27 @@ export function fetchWithTimeout(request: Request): Promise<Response> {
   return fetch(request, { signal: AbortSignal.timeout(REMOTE_CALL_TIMEOUT_MS) });
 }
 
+/** A write queue's savepoint statements: they answer nothing, so they can wait for the next. */
+const SAVEPOINT_OR_RELEASE = /^\s*(SAVEPOINT|RELEASE)\s+\w+\s*$/i;
+
+function sqlOf(stmt: InStatement): string {
+  return typeof stmt === "string" ? stmt : stmt.sql;
+}
+
+/** What a held statement answers. */
+const NOTHING: ResultSet = {
+  columns: [],
+  columnTypes: [],
+  rows: [],
+  rowsAffected: 0,
+  lastInsertRowid: undefined,
+  toJSON: () => ({ columns: [], columnTypes: [], rows: [], rowsAffected: 0 }),
+};
+
 class GuardedTransaction implements Transaction {
   readonly #inner: Transaction;
+  /** Savepoint statements not sent yet (see the module comment). */
+  readonly #held: InStatement[] = [];
 
   constructor(inner: Transaction) {
     this.#inner = inner;
@@ -100,23 +122,41 @@ class GuardedTransaction implements Transaction {
     return this.#inner.closed;
   }
 
-  execute(stmt: InStatement): Promise<ResultSet> {
-    return guarded(() => this.#inner.execute(stmt));
+  async execute(stmt: InStatement): Promise<ResultSet> {
+    if (SAVEPOINT_OR_RELEASE.test(sqlOf(stmt))) {
+      this.#held.push(stmt);
+      return NOTHING;
+    }
+    if (this.#held.length === 0) return guarded(() => this.#inner.execute(stmt));
+    const stmts = [...this.#held.splice(0), stmt];
+    const results = await guarded(() => this.#inner.batch(stmts));
+    const last = results.at(-1);
+    if (last === undefined) throw new Error("a batch answered no result");
+    return last;
   }
 
   batch(stmts: InStatement[]): Promise<ResultSet[]> {
-    return guarded(() => this.#inner.batch(stmts));
+    const held = this.#held.splice(0);
+    if (held.length === 0) return guarded(() => this.#inner.batch(stmts));
+    return guarded(() => this.#inner.batch([...held, ...stmts])).then((r) => r.slice(held.length));
   }
 
   executeMultiple(sql: string): Promise<void> {
-    return guarded(() => this.#inner.executeMultiple(sql));
+    const held = this.#held.splice(0);
+    return guarded(async () => {
+      if (held.length > 0) await this.#inner.batch(held);
+      await this.#inner.executeMultiple(sql);
+    });
   }
 
   rollback(): Promise<void> {
+    this.#held.length = 0;
     return guarded(() => this.#inner.rollback());
   }
 
+  /** Savepoints still held are dropped: committing releases every savepoint. */
   commit(): Promise<void> {
+    this.#held.length = 0;
     return guarded(() => this.#inner.commit());
   }
 
