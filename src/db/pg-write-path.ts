@@ -23,8 +23,9 @@ import { ApiError } from "../errors.ts";
 import type { Database } from "./client.ts";
 import { isRetryableConflict, isUnavailable, unavailableError } from "./postgres.ts";
 import { asCannotWrite, isStorageFailure } from "./storage-errors.ts";
-import { probeWrite, WriteHealth } from "./write-health.ts";
+import { WriteHealth } from "./write-health.ts";
 import type { Clock, WriteQueue, WriteQueueOptions, WriteUnit } from "./write-path.ts";
+import { probeWrite } from "./write-probe.ts";
 
 /** Most transactions one unit runs in before the caller gets a 503. */
 export const MAX_ATTEMPTS = 12;

@@ -17,8 +17,9 @@ import type { Database } from "./client.ts";
 import { unavailableError } from "./postgres.ts";
 import type { DB } from "./schema.ts";
 import { asCannotWrite, isStorageFailure } from "./storage-errors.ts";
-import { probeWrite, WriteHealth } from "./write-health.ts";
+import { WriteHealth } from "./write-health.ts";
 import type { BatchStats, Clock, WriteQueue, WriteQueueOptions, WriteUnit } from "./write-path.ts";
+import { probeWrite } from "./write-probe.ts";
 
 interface Job {
   unit: WriteUnit<unknown>;
