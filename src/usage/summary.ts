@@ -13,7 +13,7 @@
  * Consistency: the groups and the summary come from one SQL statement (a `UNION ALL`), so they
  * read one snapshot on both engines and the groups always add up to the totals beside them.
  */
-import { type Kysely, type RawBuilder, sql } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { DB, UsageContext } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import type { WireOf } from "../http/respond.ts";
@@ -31,16 +31,11 @@ const MS_PER_DAY = 86_400_000;
 const MILLION = 1_000_000n;
 
 /**
- * The SQL of each grouping key. The day is the whole number of UTC days since the epoch of
- * `created_at_ms` (integer division, the same on both engines: times are never before 1970),
- * computed in SQL so that the database groups; it becomes `YYYY-MM-DD` here.
+ * The UTC day of `created_at_ms`: the whole number of days since the epoch (integer division,
+ * the same on both engines; times are never before 1970), computed by the database so that it
+ * groups; it becomes `YYYY-MM-DD` here.
  */
-const GROUP_KEY: Record<UsageGroupBy, RawBuilder<string | null>> = {
-  day: sql`CAST(created_at_ms / ${sql.lit(MS_PER_DAY)} AS TEXT)`,
-  model: sql`model_id`,
-  account: sql`account_id`,
-  context: sql`context`,
-};
+const DAY = sql<number>`created_at_ms / ${sql.lit(MS_PER_DAY)}`;
 
 /** `CAST(SUM(expr) AS TEXT)`: an exact sum as decimal text on both engines. */
 function sumText(expr: ReturnType<typeof sql.raw>) {
@@ -108,51 +103,86 @@ function wholeNumber(n: bigint): number | ExactDecimal {
 }
 
 /**
- * One statement: the groups by `groupBy` (at most MAX_USAGE_GROUPS + 1 of them, so that one
- * too many is seen), then the (context, model) groups the summary is made of. `part` tells them
- * apart: 0 for a group of `groupBy`, 1 for a summary group.
+ * One statement: the (model, context) groups the summary is made of (`part` 0), and with
+ * `groupBy` day or account the groups by day (`part` 1) or by account (`part` 2; at most
+ * MAX_USAGE_GROUPS + 1 of them, so that one too many is seen). Groups by model and by context are
+ * folded from the summary's groups (there are no more of those than models in the catalog).
+ * The summary groups by `model_id, context` in that order, the order of the covering index
+ * `usage_project_model` (sql/0005_usage_summary.sql), so the database need not sort.
  */
-function summaryQuery(db: Kysely<DB>, projectId: string, f: UsageFilter, groupBy?: UsageGroupBy) {
+export function usageSummaryQuery(
+  db: Kysely<DB>,
+  projectId: string,
+  f: UsageFilter,
+  groupBy?: UsageGroupBy,
+) {
   const bySummary = filteredUsage(db, projectId, f)
     .select([
-      sql<number>`1`.as("part"),
-      sql<string | null>`context`.as("key"),
-      "model_id",
-      ...sums(),
-    ])
-    .groupBy(["context", "model_id"]);
-  if (groupBy === undefined) return bySummary;
-  const key = GROUP_KEY[groupBy];
-  const byKey = filteredUsage(db, projectId, f)
-    .select([
       sql<number>`0`.as("part"),
-      key.as("key"),
-      sql<string | null>`NULL`.as("model_id"),
+      sql<string | null>`model_id`.as("model_id"),
+      sql<UsageContext | null>`context`.as("context"),
+      sql<number | null>`NULL`.as("day"),
+      sql<string | null>`NULL`.as("account_id"),
       ...sums(),
     ])
-    .groupBy(key)
-    .limit(MAX_USAGE_GROUPS + 1);
-  return db.selectFrom(byKey.as("g")).selectAll().unionAll(bySummary);
+    .groupBy(["model_id", "context"]);
+  if (groupBy !== "day" && groupBy !== "account") return bySummary;
+  const base = filteredUsage(db, projectId, f);
+  const byKey =
+    groupBy === "day"
+      ? base
+          .select([
+            sql<number>`1`.as("part"),
+            sql<string | null>`NULL`.as("model_id"),
+            sql<UsageContext | null>`NULL`.as("context"),
+            DAY.as("day"),
+            sql<string | null>`NULL`.as("account_id"),
+            ...sums(),
+          ])
+          .groupBy(DAY)
+      : base
+          .select([
+            sql<number>`2`.as("part"),
+            sql<string | null>`NULL`.as("model_id"),
+            sql<UsageContext | null>`NULL`.as("context"),
+            sql<number | null>`NULL`.as("day"),
+            "account_id",
+            ...sums(),
+          ])
+          .groupBy("account_id");
+  // Days are few (one a day the service has run), so they are all read, and PostgreSQL hashes
+  // them; accounts may be millions, so the database stops after one group too many.
+  if (groupBy === "day") return bySummary.unionAll(byKey);
+  return bySummary.unionAll(db.selectFrom(byKey.limit(MAX_USAGE_GROUPS + 1).as("g")).selectAll());
 }
 
 interface Group {
+  /** The group's key as the API writes it (`YYYY-MM-DD` for a day). */
   key: string | null;
+  /** What days are ordered by: the day number. */
+  day?: number;
   totals: Totals;
+}
+
+/** Adds `totals` to the group of `key` in `groups`. */
+function addTo(groups: Map<string | null, Group>, key: string | null, totals: Totals): void {
+  const group = groups.get(key);
+  groups.set(key, { key, totals: group ? plus(group.totals, totals) : totals });
 }
 
 /**
  * Sorts groups as docs/api.md#usage-over-time says: days ascending; anything else by cost
  * descending, then key ascending (bytewise, as the database orders ids), a null key last.
  */
-function sortGroups(groups: Group[], groupBy: UsageGroupBy): Group[] {
+function sortGroups(groups: Group[]): Group[] {
   const byKey = (a: Group, b: Group) => {
     if (a.key === b.key) return 0;
     if (a.key === null) return 1;
     if (b.key === null) return -1;
     return a.key < b.key ? -1 : 1;
   };
-  if (groupBy === "day") return groups.sort((a, b) => Number(a.key) - Number(b.key));
   return groups.sort((a, b) => {
+    if (a.day !== undefined && b.day !== undefined) return a.day - b.day;
     if (a.totals.pico !== b.totals.pico) return a.totals.pico > b.totals.pico ? -1 : 1;
     return byKey(a, b);
   });
@@ -171,8 +201,9 @@ async function externalIds(db: Kysely<DB>, ids: string[]): Promise<Map<string, s
 
 type GroupJson = WireOf<typeof usageGroupSchema>;
 
+/** The `summary.groups` array: sorted, with each account group's `externalId`. */
 async function groupsJson(db: Kysely<DB>, groups: Group[], groupBy: UsageGroupBy) {
-  const sorted = sortGroups(groups, groupBy);
+  const sorted = sortGroups(groups);
   const accounts =
     groupBy === "account"
       ? await externalIds(
@@ -181,13 +212,11 @@ async function groupsJson(db: Kysely<DB>, groups: Group[], groupBy: UsageGroupBy
         )
       : undefined;
   return sorted.map((g): GroupJson => {
-    const key =
-      groupBy === "day" ? new Date(Number(g.key) * MS_PER_DAY).toISOString().slice(0, 10) : g.key;
     const account = accounts && {
       externalId: g.key === null ? null : (accounts.get(g.key) ?? null),
     };
     return {
-      key,
+      key: g.key,
       ...account,
       requestCount: wholeNumber(g.totals.count),
       inputTokens: wholeNumber(g.totals.input),
@@ -196,6 +225,11 @@ async function groupsJson(db: Kysely<DB>, groups: Group[], groupBy: UsageGroupBy
       costUsd: picoUsdToDecimal(g.totals.pico),
     };
   });
+}
+
+/** `YYYY-MM-DD` of a day number (whole UTC days since the epoch). */
+function dayKey(day: number): string {
+  return new Date(day * MS_PER_DAY).toISOString().slice(0, 10);
 }
 
 /**
@@ -209,22 +243,27 @@ export async function summarizeUsage(
   f: UsageFilter,
   groupBy?: UsageGroupBy,
 ): Promise<WireOf<typeof summarySchema>> {
-  const rows = await summaryQuery(db, projectId, f, groupBy).execute();
+  const rows = await usageSummaryQuery(db, projectId, f, groupBy).execute();
   let total = ZERO;
   const byContext: Record<UsageContext, bigint> = { customer: 0n, system: 0n };
-  const byModel = new Map<string, Totals>();
-  const groups: Group[] = [];
+  const byModel = new Map<string | null, Group>();
+  const byKey = new Map<string | null, Group>();
   for (const row of rows) {
     const totals = totalsOf(row);
-    if (Number(row.part) === 0) {
-      groups.push({ key: row.key, totals });
-      continue;
+    const part = Number(row.part);
+    if (part === 1 && row.day !== null) {
+      const day = Number(row.day);
+      byKey.set(String(day), { key: dayKey(day), day, totals });
+    } else if (part === 2) {
+      addTo(byKey, row.account_id, totals);
+    } else if (row.context !== null) {
+      total = plus(total, totals);
+      byContext[row.context] += totals.pico;
+      addTo(byModel, row.model_id, totals);
+      if (groupBy === "context") addTo(byKey, row.context, totals);
     }
-    total = plus(total, totals);
-    byContext[row.key as UsageContext] += totals.pico;
-    const model = row.model_id ?? "";
-    byModel.set(model, plus(byModel.get(model) ?? ZERO, totals));
   }
+  const groups = groupBy === "model" ? [...byModel.values()] : [...byKey.values()];
   if (groups.length > MAX_USAGE_GROUPS) {
     throw new ApiError(
       "VALIDATION_ERROR",
@@ -241,9 +280,9 @@ export async function summarizeUsage(
       system: picoUsdToDecimal(byContext.system),
     },
     byModel: Object.fromEntries(
-      [...byModel].map(([id, m]) => [
-        id,
-        { costUsd: picoUsdToDecimal(m.pico), count: wholeNumber(m.count) },
+      [...byModel.values()].map((m) => [
+        m.key,
+        { costUsd: picoUsdToDecimal(m.totals.pico), count: wholeNumber(m.totals.count) },
       ]),
     ),
   };
