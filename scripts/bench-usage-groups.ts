@@ -14,8 +14,8 @@
  * The records: one project with 900 accounts, 12 models, 1 in 10 records `system` usage
  * without an account, spread evenly over the 365 days before now. Each timing is the median
  * of 3 runs after one warm-up, through the service's own `summarizeUsage` on the read connection.
- * It also times 2,000 usage records written through the write path (one write unit each, all
- * queued at once), the cost the indexes add to `POST /v1/usage/record`.
+ * It also times 2,000 usage records written through the write path (one write unit each, from
+ * 10 concurrent writers), the cost the indexes add to `POST /v1/usage/record`.
  */
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -103,13 +103,17 @@ async function fillOn(db: Kysely<DB>, projectId: string, models: string[]): Prom
 }
 
 const WRITES = 2000;
+const WRITERS = 10;
 
-/** Records WRITES usage records, one write unit each, as `POST /v1/usage/record` does. */
+/**
+ * Records WRITES usage records, one write unit each, as `POST /v1/usage/record` does, from
+ * WRITERS concurrent writers (PostgreSQL's pool holds 10 connections).
+ */
 async function recordThroughWritePath(queue: WriteQueue, projectId: string): Promise<number> {
   const started = performance.now();
-  await Promise.all(
-    Array.from({ length: WRITES }, (_, i) =>
-      queue.run((trx, nowMs) =>
+  const writer = async (w: number) => {
+    for (let i = w; i < WRITES; i += WRITERS) {
+      await queue.run((trx, nowMs) =>
         recordUsage(
           trx,
           projectId,
@@ -124,9 +128,10 @@ async function recordThroughWritePath(queue: WriteQueue, projectId: string): Pro
           },
           nowMs,
         ),
-      ),
-    ),
-  );
+      );
+    }
+  };
+  await Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w)));
   return performance.now() - started;
 }
 

@@ -12,6 +12,7 @@ import { parseJsonColumn, stringifyJson } from "../json.ts";
 import { fromMicros } from "../money.ts";
 import { balanceOf, findAccount, findAccountByExternalId } from "./lookup.ts";
 import type { accountSchema, balanceSchema } from "./schemas.ts";
+import { accountMatches } from "./search.ts";
 
 /** The API's Account object. */
 export function accountJson(row: AccountRow): WireOf<typeof accountSchema> {
@@ -118,25 +119,26 @@ export async function updateAccount(
   return { ...account, ...changes, updated_at_ms: updatedAt };
 }
 
-/** A page of the project's accounts, oldest first, with the total count. */
+/**
+ * A page of the project's accounts, oldest first, with the total count; with `search`, only
+ * those whose externalId or name contains it (src/accounts/search.ts).
+ */
 export async function listAccounts(
   db: Kysely<DB>,
   projectId: string,
-  page: { limit: number; offset: number },
+  page: { limit: number; offset: number; search?: string | undefined },
 ) {
-  const rows = await db
-    .selectFrom("accounts")
+  let accounts = db.selectFrom("accounts").where("project_id", "=", projectId);
+  if (page.search !== undefined) accounts = accounts.where(accountMatches(db, page.search));
+  const rows = await accounts
     .selectAll()
-    .where("project_id", "=", projectId)
     .orderBy("created_at_ms")
     .orderBy("id")
     .limit(page.limit)
     .offset(page.offset)
     .execute();
-  const { count } = await db
-    .selectFrom("accounts")
+  const { count } = await accounts
     .select((eb) => eb.fn.countAll<number>().as("count"))
-    .where("project_id", "=", projectId)
     .executeTakeFirstOrThrow();
   return { rows, totalCount: Number(count) };
 }
