@@ -11,7 +11,8 @@
  * LEDGER_TEST_PG_URL (`eval "$(scripts/pg-cluster.sh start)"`), dropped at the end.
  * `--drop-index` drops an index after the fill (to compare plans with and without it).
  *
- * The records: one project with 900 accounts, 12 models, 1 in 10 records `system` usage
+ * The records: a project with 900 accounts and 9 in 10 records, a small project with 100
+ * accounts and the other records (interleaved), 12 models, 1 in 10 records `system` usage
  * without an account, spread evenly over the 365 days before now. Each timing is the median
  * of 3 runs after one warm-up, through the service's own `summarizeUsage` on the read connection.
  * It also times 2,000 usage records written through the write path (one write unit each, from
@@ -51,13 +52,20 @@ const ROWS = Math.round(Number(values.millions) * 1_000_000);
 const NOW = Date.parse("2026-06-30T12:00:00.000Z");
 
 /** Creates the project, its accounts, and ROWS usage records in one INSERT … SELECT. */
-async function fill(db: Kysely<DB>, projectId: string, models: string[]): Promise<void> {
+interface Projects {
+  /** 9 in 10 records, 900 accounts. */
+  main: string;
+  /** 1 in 10 records, interleaved with the main project's, 100 accounts. */
+  small: string;
+}
+
+async function fill(db: Kysely<DB>, projects: Projects, models: string[]): Promise<void> {
   await db.connection().execute(async (conn) => {
     // PostgreSQL: the fill and ANALYZE take longer than the service's statement timeout.
     if (engineOf(db) === "postgres") {
       await sql.raw(`${UNBOUNDED_STATEMENT}SET statement_timeout = 0`).execute(conn);
     }
-    await fillOn(conn, projectId, models);
+    await fillOn(conn, projects, models);
     // As autovacuum leaves a table in steady state: statistics, and on PostgreSQL the
     // visibility map that index-only scans need.
     await sql
@@ -66,38 +74,47 @@ async function fill(db: Kysely<DB>, projectId: string, models: string[]): Promis
   });
 }
 
-async function fillOn(db: Kysely<DB>, projectId: string, models: string[]): Promise<void> {
+function accountRows(projectId: string, prefix: string, count: number) {
+  return Array.from({ length: count }, (_, i) => ({
+    id: `${prefix}${String(i).padStart(5, "0")}`,
+    project_id: projectId,
+    external_id: `customer-${i}`,
+    name: `Customer ${i}`,
+    email: "",
+    created_at_ms: NOW - 400 * DAY_MS,
+    updated_at_ms: NOW - 400 * DAY_MS,
+  }));
+}
+
+async function fillOn(db: Kysely<DB>, projects: Projects, models: string[]): Promise<void> {
   const pgEngine = engineOf(db) === "postgres";
   await db
     .insertInto("accounts")
-    .values(
-      Array.from({ length: ACCOUNTS }, (_, i) => ({
-        id: `acc_bench${String(i).padStart(5, "0")}`,
-        project_id: projectId,
-        external_id: `customer-${i}`,
-        name: `Customer ${i}`,
-        email: "",
-        created_at_ms: NOW - 400 * DAY_MS,
-        updated_at_ms: NOW - 400 * DAY_MS,
-      })),
-    )
+    .values(accountRows(projects.main, "acc_bench", ACCOUNTS))
+    .execute();
+  await db
+    .insertInto("accounts")
+    .values(accountRows(projects.small, "acc_small", 100))
     .execute();
   const modelCase = `CASE i % ${MODELS} ${models.map((m, k) => `WHEN ${k} THEN '${m}'`).join(" ")} END`;
   const series = pgEngine
     ? `(SELECT g AS i FROM generate_series(0::bigint, ${ROWS - 1}) AS g) AS s`
     : `(WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < ${ROWS - 1}) SELECT i FROM c) AS s`;
   const concat = (a: string, b: string) => (pgEngine ? `${a} || ${b}::text` : `${a} || ${b}`);
-  const pad = pgEngine
-    ? `lpad((i * 7919 % ${ACCOUNTS})::text, 5, '0')`
-    : `printf('%05d', i * 7919 % ${ACCOUNTS})`;
+  // Account number `of * 7919 % n`, zero-padded (both engines divide integers exactly).
+  const pad = (n: number, of: string) =>
+    pgEngine ? `lpad((${of} * 7919 % ${n})::text, 5, '0')` : `printf('%05d', ${of} * 7919 % ${n})`;
   const spanMs = 365 * DAY_MS;
   await sql
     .raw(`INSERT INTO usage_records (id, project_id, account_id, context, model_id, usage_type,
       input_tokens, output_tokens, cached_tokens, transaction_id, input_micros_per_m,
       output_micros_per_m, cached_micros_per_m, cost_micro_usd, cost_pico_rem, metadata,
       created_at_ms)
-    SELECT ${concat("'use_bench'", "i")}, '${projectId}',
-      CASE WHEN i % 10 = 0 THEN NULL ELSE 'acc_bench' || ${pad} END,
+    SELECT ${concat("'use_bench'", "i")},
+      CASE WHEN i % 10 = 9 THEN '${projects.small}' ELSE '${projects.main}' END,
+      CASE WHEN i % 10 = 0 THEN NULL
+        WHEN i % 10 = 9 THEN 'acc_small' || ${pad(100, "(i / 10)")}
+        ELSE 'acc_bench' || ${pad(ACCOUNTS, "i")} END,
       CASE WHEN i % 10 = 0 THEN 'system' ELSE 'customer' END,
       ${modelCase}, 'text', 1000 + i % 5000, 200 + i % 700, i % 1000, NULL,
       2500000, 10000000, 1250000, 4000 + i % 30000, i % 1000000, NULL,
@@ -167,6 +184,58 @@ async function explain(db: Kysely<DB>, query: CompiledQuery): Promise<string> {
     .join("\n");
 }
 
+type Scenario = [name: string, project: keyof Projects, filter: UsageFilter];
+
+const LAST_30_DAYS = { startMs: NOW - 30 * DAY_MS };
+const SCENARIOS: Scenario[] = [
+  ["project, 365 days", "main", {}],
+  ["project, 30 days", "main", LAST_30_DAYS],
+  ["one account, 30 days", "main", { accountId: "acc_bench00042", ...LAST_30_DAYS }],
+  ["small project, 365 days", "small", {}],
+  ["small project, 30 days", "small", LAST_30_DAYS],
+];
+
+/** Prints a table row per scenario and `groupBy`: records summed, groups, median ms. */
+async function timeScenarios(read: Kysely<DB>, projects: Projects): Promise<void> {
+  process.stdout.write("| query | groupBy | records | groups | ms |\n|---|---|---:|---:|---:|\n");
+  for (const [name, project, filter] of SCENARIOS) {
+    for (const groupBy of [undefined, ...GROUP_BYS]) {
+      let out: Awaited<ReturnType<typeof summarizeUsage>> | undefined;
+      let failure = "";
+      const ms = await time(async () => {
+        try {
+          out = await summarizeUsage(read, projects[project], filter, groupBy);
+        } catch (err) {
+          failure = err instanceof Error ? err.message : String(err);
+        }
+      });
+      const records = out ? Object.values(out.byModel).reduce((n, m) => n + Number(m.count), 0) : 0;
+      const groups = failure
+        ? `error: ${failure.slice(0, 60)}`
+        : String(out?.groups?.length ?? "–");
+      process.stdout.write(
+        `| ${name} | ${groupBy ?? "(none)"} | ${records.toLocaleString("en")} | ${groups} | ${ms.toFixed(0)} |\n`,
+      );
+    }
+  }
+}
+
+/** Prints the plans of a few grouped summaries. */
+async function printPlans(read: Kysely<DB>, projects: Projects): Promise<void> {
+  const plans: [string, keyof Projects, UsageFilter, UsageGroupBy | undefined][] = [
+    ["project, 365 days, no groupBy", "main", {}, undefined],
+    ["project, 365 days, groupBy=account", "main", {}, "account"],
+    ["project, 30 days, groupBy=day", "main", LAST_30_DAYS, "day"],
+    ["one account, 30 days, groupBy=day", "main", SCENARIOS[2]?.[2] ?? {}, "day"],
+    ["small project, 365 days, groupBy=model", "small", {}, "model"],
+    ["small project, 365 days, groupBy=account", "small", {}, "account"],
+  ];
+  for (const [name, project, filter, groupBy] of plans) {
+    const query = usageSummaryQuery(read, projects[project], filter, groupBy).compile();
+    process.stdout.write(`\nPlan, ${name}:\n\n${await explain(read, query)}\n`);
+  }
+}
+
 async function benchEngine(engine: "sqlite" | "postgres"): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "ledger-bench-usage-"));
   let url = `file:${join(dir, "usage.db")}`;
@@ -187,7 +256,10 @@ async function benchEngine(engine: "sqlite" | "postgres"): Promise<void> {
   const ledger = await openLedger(loadConfig({ DATABASE_URL: url }));
   try {
     await seedModels(ledger.queue);
-    const { projectId } = await createProjectKey(ledger.queue, "bench");
+    const projects: Projects = {
+      main: (await createProjectKey(ledger.queue, "bench")).projectId,
+      small: (await createProjectKey(ledger.queue, "small")).projectId,
+    };
     const models = (
       await ledger.db.read.selectFrom("models").select("model_id").orderBy("model_id").execute()
     )
@@ -195,7 +267,7 @@ async function benchEngine(engine: "sqlite" | "postgres"): Promise<void> {
       .map((m) => m.model_id);
     const db = ledger.db.write;
     const started = performance.now();
-    await fill(db, projectId, models);
+    await fill(db, projects, models);
     const fillS = ((performance.now() - started) / 1000).toFixed(1);
     for (const index of values["drop-index"]) await sql`DROP INDEX ${sql.id(index)}`.execute(db);
     if (values["drop-index"].length > 0) await sql`ANALYZE`.execute(db);
@@ -203,49 +275,12 @@ async function benchEngine(engine: "sqlite" | "postgres"): Promise<void> {
       `\n## ${engine}: ${ROWS.toLocaleString("en")} usage records (filled in ${fillS} s)` +
         `${values["drop-index"].length ? `, without ${values["drop-index"].join(", ")}` : ""}\n\n`,
     );
-    const writeMs = await recordThroughWritePath(ledger.queue, projectId);
+    const writeMs = await recordThroughWritePath(ledger.queue, projects.main);
     process.stdout.write(
       `Recording ${WRITES} usage records through the write path: ${writeMs.toFixed(0)} ms (${((writeMs * 1000) / WRITES).toFixed(0)} µs each)\n\n`,
     );
-    const read = ledger.db.read;
-    const scenarios: [string, UsageFilter][] = [
-      ["project, 365 days", {}],
-      ["project, 30 days", { startMs: NOW - 30 * DAY_MS }],
-      ["one account, 30 days", { accountId: "acc_bench00042", startMs: NOW - 30 * DAY_MS }],
-    ];
-    process.stdout.write("| query | groupBy | records | groups | ms |\n|---|---|---:|---:|---:|\n");
-    for (const [name, filter] of scenarios) {
-      for (const groupBy of [undefined, ...GROUP_BYS]) {
-        let out: Awaited<ReturnType<typeof summarizeUsage>> | undefined;
-        let failure = "";
-        const ms = await time(async () => {
-          try {
-            out = await summarizeUsage(read, projectId, filter, groupBy);
-          } catch (err) {
-            failure = err instanceof Error ? err.message : String(err);
-          }
-        });
-        const records = out
-          ? Object.values(out.byModel).reduce((n, m) => n + Number(m.count), 0)
-          : 0;
-        const groups = failure
-          ? `error: ${failure.slice(0, 60)}`
-          : String(out?.groups?.length ?? "–");
-        process.stdout.write(
-          `| ${name} | ${groupBy ?? "(none)"} | ${records.toLocaleString("en")} | ${groups} | ${ms.toFixed(0)} |\n`,
-        );
-      }
-    }
-    const plans: [string, UsageFilter, UsageGroupBy | undefined][] = [
-      ["project, 365 days, no groupBy", {}, undefined],
-      ["project, 365 days, groupBy=account", {}, "account"],
-      ["project, 30 days, groupBy=day", { startMs: NOW - 30 * DAY_MS }, "day"],
-      ["one account, 30 days, groupBy=day", scenarios[2]?.[1] ?? {}, "day"],
-    ];
-    for (const [name, filter, groupBy] of plans) {
-      const query = usageSummaryQuery(read, projectId, filter, groupBy).compile();
-      process.stdout.write(`\nPlan, ${name}:\n\n${await explain(read, query)}\n`);
-    }
+    await timeScenarios(ledger.db.read, projects);
+    await printPlans(ledger.db.read, projects);
   } finally {
     await ledger.close();
     await dropPg?.();
