@@ -4,10 +4,10 @@
  * summed per UTC day, model, account or context.
  *
  * Exactness: a record's cost is stored as whole micro-USD plus a pico-USD remainder below 10^6
- * (docs/design.md#exact-money-in-storage). SQL sums three parts, each below 10^6 per record: the
- * whole USD (`cost_micro_usd / 10^6`), the micro-USD below a dollar and the pico-USD remainder,
- * so no `SUM` can leave 64 bits (SQLite stops with "integer overflow" there) before billions of
- * records. Every sum is read as text (`CAST(SUM(…) AS TEXT)`; PostgreSQL's `SUM` of a `BIGINT`
+ * (docs/design.md#exact-money-in-storage). SQL sums three parts, each at most 2 × 10^6 per
+ * record: the whole USD (`cost_micro_usd / 10^6`), the micro-USD below a dollar and the pico-USD
+ * remainder, so no `SUM` leaves 2^53, let alone 64 bits (where SQLite stops with "integer
+ * overflow"), before billions of records (docs/design.md#usage-summaries). Every sum is read as text (`CAST(SUM(…) AS TEXT)`; PostgreSQL's `SUM` of a `BIGINT`
  * is a `NUMERIC`) and recombined in BigInt, so nothing passes through a double on the way.
  *
  * Consistency: the groups and the summary come from one SQL statement (a `UNION ALL`), so they
