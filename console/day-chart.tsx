@@ -15,6 +15,7 @@ export interface DayPoint {
 }
 
 const HEIGHT = 220;
+const HALF_DAY_S = 43_200;
 
 export function DayChart({ points, label }: { points: DayPoint[]; label: string }) {
   const box = useRef<HTMLDivElement>(null);
@@ -32,7 +33,8 @@ export function DayChart({ points, label }: { points: DayPoint[]; label: string 
         height: HEIGHT,
         tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
         scales: {
-          x: { time: true },
+          // Half a day on each side, so that the first and last bars are whole.
+          x: { time: true, range: (_u, min, max) => [min - HALF_DAY_S, max + HALF_DAY_S] },
           y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] },
         },
         axes: [{}, { label: "USD", size: 70 }],
