@@ -30,7 +30,7 @@ import { loadConfig } from "../src/config.ts";
 import { engineOf } from "../src/db/engine.ts";
 import { UNBOUNDED_STATEMENT } from "../src/db/postgres.ts";
 import type { DB } from "../src/db/schema.ts";
-import type { WriteQueue } from "../src/db/write-queue.ts";
+import type { WriteQueue } from "../src/db/write-path.ts";
 import { openLedger } from "../src/runtime.ts";
 import { recordUsage, type UsageFilter } from "../src/usage/service.ts";
 import { summarizeUsage, type UsageGroupBy, usageSummaryQuery } from "../src/usage/summary.ts";

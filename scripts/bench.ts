@@ -15,7 +15,7 @@
  * the worse of their latencies shown); then runs `pgbench` with the deduction's own SQL on the
  * same database (scripts/lib/pgbench.ts), with 10 connections (one process's pool) and 50.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -24,13 +24,24 @@ import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import LibsqlDatabase from "libsql";
 import pg from "pg";
+import {
+  ACCOUNTS,
+  balanceRead,
+  deduct,
+  fund,
+  type Requests,
+  reserveConfirm,
+  startProcess as start,
+  stopProcess as stop,
+  transactionsPage,
+  usageRecord,
+} from "./lib/bench-kit.ts";
 import { dropDatabase } from "./lib/pg-admin.ts";
 import { runPgbench } from "./lib/pgbench.ts";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = 2;
 const CONNECTIONS = 50;
-const ACCOUNTS = 1000;
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const cli = here("../src/cli/index.js");
 const dir = mkdtempSync(join(tmpdir(), "ledger-bench-"));
@@ -51,33 +62,7 @@ interface Row {
   ofCeiling?: number;
 }
 
-function start(
-  args: string[],
-  env: NodeJS.ProcessEnv,
-): Promise<{ proc: ChildProcess; port: number }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "inherit"] });
-    let out = "";
-    proc.stdout?.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = /(?:listening |localhost:)(\d+)/.exec(out);
-      if (m) resolve({ proc, port: Number(m[1]) });
-    });
-    proc.once("exit", (code) => reject(new Error(`${args[0]} exited with ${code}: ${out}`)));
-  });
-}
-
-async function stop(proc: ChildProcess): Promise<void> {
-  if (proc.exitCode !== null) return;
-  proc.kill("SIGTERM");
-  await new Promise((r) => proc.once("exit", r));
-}
-
-const account = () => `bench-${Math.floor(Math.random() * ACCOUNTS)}`;
 const json = (body: unknown) => JSON.stringify(body);
-
-type Requests = NonNullable<autocannon.Options["requests"]>;
-type Ctx = { reservationId?: string };
 
 /**
  * Drives every URL at once for `seconds`, the connections split between them.
@@ -129,47 +114,6 @@ async function scenario(
   return row;
 }
 
-async function fund(base: string): Promise<void> {
-  const headers = { "X-API-Key": apiKey, "Content-Type": "application/json" };
-  for (let i = 0; i < ACCOUNTS; i += 50) {
-    await Promise.all(
-      Array.from({ length: 50 }, async (_, k) => {
-        const externalId = `bench-${i + k}`;
-        const post = (path: string, body: unknown) =>
-          fetch(base + path, { method: "POST", headers, body: json(body) }).then((r) => {
-            if (!r.ok) throw new Error(`${path} ${r.status}`);
-          });
-        await post("/v1/accounts/create", { externalId });
-        await post("/v1/accounts/credits/add", { accountId: externalId, amount: 1_000_000 });
-      }),
-    );
-  }
-}
-
-function reserveConfirm(counter: { confirmed: number }): Requests {
-  return [
-    {
-      method: "POST",
-      path: "/v1/reservations/create",
-      setupRequest: (req) => ({ ...req, body: json({ accountId: account(), amount: 2 }) }),
-      onResponse: (status, body, context) => {
-        if (status === 200) (context as Ctx).reservationId = JSON.parse(body).reservation.id;
-      },
-    },
-    {
-      method: "POST",
-      path: "/v1/reservations/confirm",
-      setupRequest: (req, context) => ({
-        ...req,
-        body: json({ reservationId: (context as Ctx).reservationId, actualAmount: 1.5 }),
-      }),
-      onResponse: (status) => {
-        if (status === 200) counter.confirmed++;
-      },
-    },
-  ];
-}
-
 /** The service's count of 200 answers per write route, from GET /metrics. */
 async function acknowledgedWrites(base: string) {
   const text = await (await fetch(`${base}/metrics`)).text();
@@ -184,42 +128,17 @@ async function acknowledgedWrites(base: string) {
       );
     return line ? Number(line.split(" ").at(-1)) : 0;
   };
+  // Write transactions that did not commit (PostgreSQL: each conflict retried, or a 503).
+  const failed = text
+    .split("\n")
+    .find((l) => l.startsWith('ledger_write_batch_duration_seconds_count{outcome="failed"}'));
   return {
     add: count("/v1/accounts/credits/add"),
     deduct: count("/v1/accounts/credits/deduct"),
     confirm: count("/v1/reservations/confirm"),
+    failedTransactions: failed ? Number(failed.split(" ").at(-1)) : 0,
   };
 }
-
-const deduct: Requests = [
-  {
-    method: "POST",
-    path: "/v1/accounts/credits/deduct",
-    setupRequest: (req) => ({ ...req, body: json({ accountId: account(), amount: 0.5 }) }),
-  },
-];
-const balanceRead: Requests = [
-  {
-    method: "GET",
-    setupRequest: (req) => ({ ...req, path: `/v1/accounts/balance?externalId=${account()}` }),
-  },
-];
-const transactionsPage: Requests = [
-  {
-    method: "GET",
-    setupRequest: (req) => ({ ...req, path: `/v1/transactions?accountId=${account()}&limit=20` }),
-  },
-];
-const usageRecord: Requests = [
-  {
-    method: "POST",
-    path: "/v1/usage/record",
-    setupRequest: (req) => ({
-      ...req,
-      body: json({ accountId: account(), modelId: "gpt-4o", inputTokens: 1200, outputTokens: 300 }),
-    }),
-  },
-];
 
 /** The database of the run: a new file, or a new database of the PostgreSQL cluster. */
 async function benchDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
@@ -272,10 +191,10 @@ async function main(): Promise<void> {
   const baseOf = (s: { port: number }) => `http://127.0.0.1:${s.port}`;
   const rows: Row[] = [];
   const counter = { confirmed: 0 };
-  const writes = { add: 0, deduct: 0, confirm: 0 };
+  const writes = { add: 0, deduct: 0, confirm: 0, failedTransactions: 0 };
   try {
     process.stdout.write(`funding ${ACCOUNTS} accounts (${ENGINE})...\n`);
-    await fund(baseOf(services[0] as { port: number }));
+    await fund(baseOf(services[0] as { port: number }), apiKey);
     const ceilingRow = await scenario(
       `ceiling (bare Hono JSON POST)`,
       `http://127.0.0.1:${ceiling.port}`,
@@ -298,6 +217,7 @@ async function main(): Promise<void> {
       writes.add += w.add;
       writes.deduct += w.deduct;
       writes.confirm += w.confirm;
+      writes.failedTransactions += w.failedTransactions;
     }
   } finally {
     for (const service of services) await stop(service.proc);
@@ -345,6 +265,9 @@ async function main(): Promise<void> {
   const expectedRows = writes.add + writes.deduct + writes.confirm + pgbenchRows;
   const n = (await ledgerFacts(database.url)).rows;
   const rowsMatch = n === expectedRows;
+  process.stdout.write(
+    `write transactions that did not commit (retried conflicts and 503s): ${writes.failedTransactions}\n`,
+  );
   process.stdout.write(
     `ledger rows ${n}, successful writes ${expectedRows} (${writes.add} adds + ${writes.deduct} deducts + ${writes.confirm} confirms answered 200${pgbenchRows ? ` + ${pgbenchRows} pgbench deductions` : ""}): ${rowsMatch ? "equal" : "MISMATCH"}\n`,
   );

@@ -1,7 +1,7 @@
 /**
  * Builds the shipped model price catalog `data/models.json` from LiteLLM's cost map.
  *
- * Usage: tsx scripts/build-catalog.ts LITELLM_PRICES_JSON
+ * Usage: node dist/scripts/build-catalog.js LITELLM_PRICES_JSON (after `npm run build`)
  * where LITELLM_PRICES_JSON is LiteLLM's `model_prices_and_context_window.json` (BerriAI/litellm);
  * the shipped catalog was built from its main branch around 2026-07-24. Without the argument the
  * script prints its usage and exits 2 (docs/operations.md#model-prices).
@@ -101,7 +101,7 @@ function buildCatalog(map: Record<string, unknown>): CatalogFile {
   });
 }
 
-const USAGE = `Usage: tsx scripts/build-catalog.ts LITELLM_PRICES_JSON
+const USAGE = `Usage: node dist/scripts/build-catalog.js LITELLM_PRICES_JSON
 
 Rebuilds data/models.json from LiteLLM's model_prices_and_context_window.json
 (BerriAI/litellm), given as LITELLM_PRICES_JSON. The shipped catalog was built from
@@ -110,7 +110,10 @@ LiteLLM's main branch around ${LITELLM_PRICES_AS_OF}.
 
 /** Reads the LiteLLM file, writes `data/models.json`, prints the model count per provider. */
 function main(): void {
-  const root = fileURLToPath(new URL("..", import.meta.url));
+  // The repository root, whether this runs compiled (dist/scripts/) or as TypeScript (scripts/).
+  const root = fileURLToPath(
+    new URL(import.meta.url.includes("/dist/") ? "../.." : "..", import.meta.url),
+  );
   const arg = process.argv[2];
   if (arg === "--help" || arg === "-h") {
     process.stdout.write(USAGE);

@@ -98,6 +98,9 @@ synchronous_commit = on
 full_page_writes = on
 max_connections = 300
 shared_buffers = 128MB
+# Per-statement counts and timings for profiling (the bench reads them when the extension exists).
+shared_preload_libraries = 'pg_stat_statements'
+pg_stat_statements.track = all
 EOF
   as_owner "$bin/pg_ctl" -D "$DATA_DIR" -l "$STATE_DIR/postgres.log" -w -t 60 start >/dev/null
   as_owner "$bin/psql" -h "$STATE_DIR" -p "$port" -U postgres -d postgres -qAt -v ON_ERROR_STOP=1 <<EOF

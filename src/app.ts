@@ -11,7 +11,6 @@ import { sql } from "kysely";
 import { registerAccountRoutes } from "./accounts/routes.ts";
 import { registerConsole } from "./console/routes.ts";
 import { ApiError, errorResponse, validationHook } from "./errors.ts";
-import { registerGrantRoutes } from "./grants/routes.ts";
 import { requireApiKey } from "./http/auth.ts";
 import { jsonBodyChecks } from "./http/body.ts";
 import type { App, AppDeps, AppEnv } from "./http/context.ts";
@@ -21,6 +20,7 @@ import { registerLedgerRoutes } from "./ledger/routes.ts";
 import { registerModelRoutes } from "./models/routes.ts";
 import { registerPlanRoutes } from "./plans/routes.ts";
 import { registerReservationRoutes } from "./reservations/routes.ts";
+import { registerTransactionRoutes } from "./transactions/routes.ts";
 import { registerUsageRoutes } from "./usage/routes.ts";
 import { registerWebhookRoutes } from "./webhooks/routes.ts";
 
@@ -106,7 +106,7 @@ export function createApp(deps: AppDeps): App {
   app.use("/v1/*", jsonBodyChecks(deps.config.BODY_LIMIT_BYTES));
   registerAccountRoutes(app, deps);
   registerLedgerRoutes(app, deps);
-  registerGrantRoutes(app, deps);
+  registerTransactionRoutes(app, deps);
   registerPlanRoutes(app, deps);
   registerReservationRoutes(app, deps);
   registerUsageRoutes(app, deps);

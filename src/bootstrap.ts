@@ -6,7 +6,7 @@
 import type { Kysely, Transaction } from "kysely";
 import { lockKey } from "./db/locks.ts";
 import type { DB } from "./db/schema.ts";
-import type { WriteQueue } from "./db/write-queue.ts";
+import type { WriteQueue } from "./db/write-path.ts";
 import { embeddedAssets } from "./embedded-assets.ts";
 import { generateApiKey, storeApiKey } from "./http/auth.ts";
 import { newId } from "./ids.ts";

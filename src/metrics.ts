@@ -9,7 +9,7 @@
 import { type Kysely, sql } from "kysely";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { DB, ReservationStatus } from "./db/schema.ts";
-import type { BatchStats } from "./db/write-queue.ts";
+import type { BatchStats } from "./db/write-path.ts";
 
 const RESERVATION_STATUSES: readonly ReservationStatus[] = [
   "pending",

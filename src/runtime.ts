@@ -5,12 +5,8 @@
 import type { Config } from "./config.ts";
 import { type Database, openDatabase } from "./db/client.ts";
 import { migrateToLatest } from "./db/migrator.ts";
-import {
-  type BatchStats,
-  type Clock,
-  createWriteQueue,
-  type WriteQueue,
-} from "./db/write-queue.ts";
+import type { BatchStats, Clock, WriteQueue } from "./db/write-path.ts";
+import { createWriteQueue } from "./db/write-queue.ts";
 import { type AppDeps, type Logger, silentLogger } from "./http/context.ts";
 import {
   countPendingDeliveries,

@@ -8,6 +8,7 @@ import type { ErrorBody, ErrorCode } from "../src/errors.ts";
 import type { Logger } from "../src/http/context.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { reservationRoutes } from "../src/reservations/routes.ts";
+import { transactionRoutes } from "../src/transactions/routes.ts";
 import { expectError } from "./contract.ts";
 import { type ApiResponse, fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
 
@@ -51,7 +52,7 @@ describe("errors", () => {
   /** Balance and transaction count of the test account. */
   const state = async () => {
     const bal = await t.call(accountRoutes.balance, { query: { accountId: "cust" } });
-    const txns = await t.call(ledgerRoutes.list, { query: { accountId: "cust" } });
+    const txns = await t.call(transactionRoutes.list, { query: { accountId: "cust" } });
     const accounts = await t.call(accountRoutes.list);
     return {
       balance: bal.balance,
@@ -155,7 +156,7 @@ describe("errors", () => {
     const failures: [RouteConfig, object, number, ErrorCode][] = [
       [ledgerRoutes.deduct, { accountId: acc, amount: 7 }, 402, "INSUFFICIENT_CREDITS"],
       [
-        ledgerRoutes.create,
+        transactionRoutes.create,
         { accountId: acc, amount: 7, type: "debit" },
         402,
         "INSUFFICIENT_CREDITS",

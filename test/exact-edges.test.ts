@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { accountRoutes } from "../src/accounts/routes.ts";
 import type { ErrorBody } from "../src/errors.ts";
-import { ledgerRoutes } from "../src/ledger/routes.ts";
+import { transactionRoutes } from "../src/transactions/routes.ts";
 import { usageRoutes } from "../src/usage/routes.ts";
 import { expectError, type OkBody, responseProblems } from "./contract.ts";
 import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
@@ -63,7 +63,7 @@ const firstIssuePath = (err: ErrorBody) => fieldIssues.parse(err.error.details)[
 /** The account's ledger, newest first, as the API lists it. */
 async function ledgerOf(accountId: string) {
   const res = await http("GET", `/v1/transactions?accountId=${accountId}&limit=500`);
-  return okBody(ledgerRoutes.list, res).items;
+  return okBody(transactionRoutes.list, res).items;
 }
 
 /** `depth` nested objects around `leaf`, as JSON text (built without recursion). */
@@ -162,7 +162,7 @@ describe("2. dates are parsed strictly, on every route that takes them", () => {
       "GET",
       `/v1/transactions?accountId=${id}&startDate=${encodeURIComponent(plus2)}&endDate=${encodeURIComponent(plus2)}`,
     );
-    expect(okBody(ledgerRoutes.list, res).items).toHaveLength(1);
+    expect(okBody(transactionRoutes.list, res).items).toHaveLength(1);
   });
 });
 

@@ -7,11 +7,11 @@
 import { type RouteConfig, z } from "@hono/zod-openapi";
 import type { accountRoutes } from "../src/accounts/routes.ts";
 import type { ErrorBody, ErrorCode } from "../src/errors.ts";
-import type { grantRoutes } from "../src/grants/routes.ts";
 import { runExpireGrants } from "../src/jobs/expire-grants.ts";
 import type { ledgerRoutes } from "../src/ledger/routes.ts";
 import type { planRoutes } from "../src/plans/routes.ts";
 import type { reservationRoutes } from "../src/reservations/routes.ts";
+import type { transactionRoutes } from "../src/transactions/routes.ts";
 import { expectError, findRoute, type OkBody } from "./contract.ts";
 import { makeLedger, type TestLedger } from "./harness.ts";
 import { fetchFrom, okBody as routeOk, sendJson } from "./http-client.ts";
@@ -24,8 +24,8 @@ type ValueOf<T> = T[keyof T];
 /** The routes the grant tests call. */
 type GrantTestRoute =
   | ValueOf<typeof accountRoutes>
-  | ValueOf<typeof grantRoutes>
   | ValueOf<typeof ledgerRoutes>
+  | ValueOf<typeof transactionRoutes>
   | ValueOf<typeof planRoutes>
   | ValueOf<typeof reservationRoutes>;
 
@@ -39,9 +39,9 @@ export type RouteAt<M extends string, P extends string> = Extract<
 >;
 
 /** A grant as the grant list shows it. */
-export type Grant = OkBody<typeof grantRoutes.list>["grants"][number];
+export type Grant = OkBody<typeof ledgerRoutes.grants>["grants"][number];
 /** A ledger entry as the transaction list shows it. */
-export type Txn = OkBody<typeof ledgerRoutes.list>["items"][number];
+export type Txn = OkBody<typeof transactionRoutes.list>["items"][number];
 /** The `error` of an error answer. */
 export type ApiErrorObject = ErrorBody["error"];
 

@@ -20,12 +20,12 @@ import { loadConfig } from "../src/config.ts";
 import { openDatabase } from "../src/db/client.ts";
 import { migrateToLatest, migrationsDirOf, readMigrationFiles } from "../src/db/migrator.ts";
 import type { DB, TransactionType } from "../src/db/schema.ts";
-import { listGrantsResponse } from "../src/grants/schemas.ts";
 import { runGrantPlans } from "../src/jobs/grant-plans.ts";
 import { grantsWithRemaining } from "../src/ledger/grants.ts";
-import { listTransactionsResponse } from "../src/ledger/schemas.ts";
+import { listGrantsResponse } from "../src/ledger/schemas.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
 import { openLedger } from "../src/runtime.ts";
+import { listTransactionsResponse } from "../src/transactions/schemas.ts";
 import { freshDatabase, TEST_ENGINE } from "./pg-harness.ts";
 
 const T0 = Date.parse("2026-01-01T00:00:00Z");
@@ -101,7 +101,12 @@ async function oldDatabase() {
     rmSync(dir, { recursive: true, force: true });
   });
   const url = database.url;
-  const db = await openDatabase({ url, driver: "auto", synchronous: "NORMAL" });
+  const db = await openDatabase({
+    url,
+    authToken: database.env.DATABASE_AUTH_TOKEN,
+    driver: "auto",
+    synchronous: "NORMAL",
+  });
   const init = readFileSync(join(migrationsDirOf(TEST_ENGINE), "0001_init.sql"), "utf8");
   expect(await migrateToLatest(db.write, { "0001_init.sql": init })).toEqual(["0001_init"]);
   const w = db.write;
@@ -176,11 +181,11 @@ async function oldDatabase() {
       granted_at_ms: T0 + 1,
     })
     .execute();
-  return { db, url, grantTxn: grantTxn ?? "" };
+  return { db, env: database.env, grantTxn: grantTxn ?? "" };
 }
 
 it("turns balances and the plan bucket into grants; verify passes; the ledger runs on", async () => {
-  const { db, grantTxn, url } = await oldDatabase();
+  const { db, grantTxn, env } = await oldDatabase();
   try {
     const applied = await migrateToLatest(db.write);
     expect(applied[0]).toBe("0002_grants");
@@ -224,7 +229,7 @@ it("turns balances and the plan bucket into grants; verify passes; the ledger ru
   // The service on the migrated database: the plan period ends, what is left of the old grant
   // expires before the next grant, and debits spend the new plan grant first.
   let now = T0 + DAY;
-  const ledger = await openLedger(loadConfig({ DATABASE_URL: url }), { clock: () => now });
+  const ledger = await openLedger(loadConfig(env), { clock: () => now });
   cleanups.unshift(() => ledger.close());
   const { apiKey } = await createProjectKey(ledger.queue, "migrated");
   await ledger.db.write
@@ -267,8 +272,9 @@ it("0004 moves what remains of each grant to its own table, which the database k
   const { db } = await oldDatabase();
   try {
     const files = await readMigrationFiles(migrationsDirOf(TEST_ENGINE));
-    const upTo3 = Object.fromEntries(Object.entries(files).filter(([name]) => name < "0004"));
-    const upTo4 = Object.fromEntries(Object.entries(files).filter(([name]) => name < "0005"));
+    const upTo = (next: string) =>
+      Object.fromEntries(Object.entries(files).filter(([name]) => name < next));
+    const upTo3 = upTo("0004");
     expect(await migrateToLatest(db.write, upTo3)).toEqual(["0002_grants", "0003_webhooks"]);
     // The previous version spent a grant to nothing by decrementing its column.
     await sql`UPDATE credit_grants SET remaining_micros = remaining_micros - ${75 * M}
@@ -281,7 +287,7 @@ it("0004 moves what remains of each grant to its own table, which the database k
           .execute()
       ).map((g) => [g.id, g.remaining_micros / M, g.exhausted]);
 
-    expect(await migrateToLatest(db.write, upTo4)).toEqual(["0004_grant_remaining"]);
+    expect(await migrateToLatest(db.write, upTo("0005"))).toEqual(["0004_grant_remaining"]);
     const plan = (await state())[2]?.[0];
     expect(await state()).toEqual([
       ["grt_OLDAAA", 0, 1],

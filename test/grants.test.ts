@@ -10,13 +10,14 @@ import { accountRoutes } from "../src/accounts/routes.ts";
 import { loadConfig } from "../src/config.ts";
 import { runGrantPlans } from "../src/jobs/grant-plans.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
-import { grantNextPeriod } from "../src/plans/grants.ts";
 import { planRoutes } from "../src/plans/routes.ts";
 import { addIntervals } from "../src/plans/schedule.ts";
+import { grantNextPeriod } from "../src/plans/settlement.ts";
 import { reservationRoutes } from "../src/reservations/routes.ts";
 import { openLedger } from "../src/runtime.ts";
+import { transactionRoutes } from "../src/transactions/routes.ts";
 import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
-import { TEST_ENGINE } from "./pg-harness.ts";
+import { sqliteOnly } from "./pg-harness.ts";
 
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
@@ -61,7 +62,7 @@ async function reserve(t: TestLedger, amount: number): Promise<string> {
 
 /** The account's transactions, oldest first. */
 async function txns(t: TestLedger, ref = "u1") {
-  const { items } = await t.call(ledgerRoutes.list, { query: { accountId: ref, limit: 500 } });
+  const { items } = await t.call(transactionRoutes.list, { query: { accountId: ref, limit: 500 } });
   return [...items].reverse();
 }
 const moves = (list: { type: string; amount: number }[]) => list.map((x) => [x.type, x.amount]);
@@ -327,11 +328,11 @@ describe("catch-up and exactly-once", () => {
 
   it("two processes (two ledgers on one database) racing grant each period once", async () => {
     const t = await ledger();
-    const config = loadConfig({ DATABASE_URL: t.databaseUrl });
+    const config = loadConfig(t.databaseEnv);
     const second = await openLedger(config, { clock: () => t.now() });
     // Both "processes" share one thread and the native driver waits for a lock synchronously,
     // freezing the holder too: fail fast and let the write queue's SQLITE_BUSY retry take turns.
-    for (const db of TEST_ENGINE === "sqlite" ? [t.ledger.db.write, second.db.write] : []) {
+    for (const db of sqliteOnly ? [t.ledger.db.write, second.db.write] : []) {
       await sql.raw("PRAGMA busy_timeout = 20").execute(db);
     }
     try {

@@ -46,6 +46,8 @@ export interface TestLedger {
   dir: string;
   /** The ledger's DATABASE_URL: a file in `dir`, or a PostgreSQL database (pg-harness.ts). */
   databaseUrl: string;
+  /** DATABASE_URL, with DATABASE_AUTH_TOKEN on remote libSQL: for a second ledger on it. */
+  databaseEnv: { DATABASE_URL: string; DATABASE_AUTH_TOKEN?: string };
   /** The fake clock's time (epoch ms); only meaningful with `fakeClock`. */
   now: () => number;
   setNow: (ms: number) => void;
@@ -94,7 +96,7 @@ export async function makeLedger(
   let fake = options.fakeClock ? Date.parse(options.fakeClock) : undefined;
   const clock = fake === undefined ? Date.now : () => fake as number;
   const database = await freshDatabase(dir);
-  const config = loadConfig({ DATABASE_URL: database.url, ...options.env });
+  const config = loadConfig({ ...database.env, ...options.env });
   const ledger = await openLedger(config, { clock });
   await seedModels(ledger.queue);
   const { projectId, apiKey: key } = await createProjectKey(ledger.queue, "test");
@@ -133,6 +135,7 @@ export async function makeLedger(
     projectId,
     dir,
     databaseUrl: database.url,
+    databaseEnv: database.env,
     now: () => clock(),
     setNow: (ms) => {
       fake = ms;

@@ -5,6 +5,7 @@ import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { modelRoutes } from "../src/models/routes.ts";
 import { planRoutes } from "../src/plans/routes.ts";
 import { reservationRoutes } from "../src/reservations/routes.ts";
+import { transactionRoutes } from "../src/transactions/routes.ts";
 import { usageRoutes } from "../src/usage/routes.ts";
 import { expectError, type OkBody, responseProblems } from "./contract.ts";
 import { type ApiResponse, fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
@@ -37,7 +38,8 @@ describe("idempotency", () => {
   const balanceOf = async (externalId: string, apiKey?: string) =>
     (await t.call(accountRoutes.balance, { query: { externalId }, key: apiKey })).balance;
   const txCount = async (externalId: string) =>
-    (await t.call(ledgerRoutes.list, { query: { accountId: externalId } })).pagination.totalCount;
+    (await t.call(transactionRoutes.list, { query: { accountId: externalId } })).pagination
+      .totalCount;
   const add = ledgerRoutes.add;
   const deduct = ledgerRoutes.deduct;
   /** Every row of every table an effect can touch, except the stored keys. */
@@ -223,7 +225,7 @@ describe("idempotency", () => {
       ],
       [planRoutes.assign, { accountId, planId }, { accountId, planId, startMode: "next_interval" }],
       [
-        ledgerRoutes.create,
+        transactionRoutes.create,
         { accountId, amount: 2, type: "debit", description: "fix" },
         { accountId, amount: 2, type: "credit", description: "fix" },
       ],

@@ -4,6 +4,7 @@ import { accountRoutes } from "../src/accounts/routes.ts";
 import type { ErrorBody } from "../src/errors.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { reservationRoutes } from "../src/reservations/routes.ts";
+import { transactionRoutes } from "../src/transactions/routes.ts";
 import { usageRoutes } from "../src/usage/routes.ts";
 import { type CallInput, fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
 
@@ -30,7 +31,7 @@ describe("ledger", () => {
     t.call(ledgerRoutes.deduct, credits(amount, extra, accountId));
   const balance = () => t.call(accountRoutes.balance, { query: { accountId: acc } });
   const txns = (query: Record<string, string | number> = { accountId: acc }) =>
-    t.call(ledgerRoutes.list, { query });
+    t.call(transactionRoutes.list, { query });
   const txnCount = async () => (await txns()).pagination.totalCount;
 
   describe("add and deduct", () => {
@@ -83,7 +84,7 @@ describe("ledger", () => {
       expect((await balance()).balance).toBe(9e9);
       await t.fail(ledgerRoutes.add, credits(0.000001), 409, "BALANCE_LIMIT_EXCEEDED");
       await t.fail(
-        ledgerRoutes.create,
+        transactionRoutes.create,
         { body: { accountId: acc, amount: 1, type: "credit" } },
         409,
         "BALANCE_LIMIT_EXCEEDED",
@@ -209,7 +210,7 @@ describe("ledger", () => {
         [{ startDate: "2026-03-02", endDate: "2026-03-01" }, "query.startDate"],
       ];
       for (const [query, path] of cases) {
-        const err = await t.fail(ledgerRoutes.list, { query }, 400, "VALIDATION_ERROR");
+        const err = await t.fail(transactionRoutes.list, { query }, 400, "VALIDATION_ERROR");
         expect(issuePaths(err)).toContain(path);
       }
     });
@@ -224,7 +225,12 @@ describe("ledger", () => {
       expect(byExt.items.map((i) => [i.accountId, i.amount])).toEqual([[other, 7]]);
       const byExtInAccountId = await txns({ accountId: "other" });
       expect(byExtInAccountId.items).toHaveLength(1);
-      await t.fail(ledgerRoutes.list, { query: { externalId: "ghost" } }, 404, "ACCOUNT_NOT_FOUND");
+      await t.fail(
+        transactionRoutes.list,
+        { query: { externalId: "ghost" } },
+        404,
+        "ACCOUNT_NOT_FOUND",
+      );
     });
 
     it("filters by startDate/endDate, a date-only endDate covering the whole UTC day", async () => {
@@ -293,7 +299,7 @@ describe("ledger", () => {
   });
 
   describe("manual transactions", () => {
-    const manual = (body: object) => t.call(ledgerRoutes.create, { body });
+    const manual = (body: object) => t.call(transactionRoutes.create, { body });
 
     it("creates a credit and a debit with {success, transaction}", async () => {
       const c = await manual({ accountId: acc, amount: 50, type: "credit", description: "mig" });
@@ -317,14 +323,14 @@ describe("ledger", () => {
     it("rejects an invalid type and a debit beyond available", async () => {
       await add(10);
       const bad = await t.fail(
-        ledgerRoutes.create,
+        transactionRoutes.create,
         { body: { accountId: acc, amount: 1, type: "refund" } },
         400,
         "VALIDATION_ERROR",
       );
       expect(issuePaths(bad)).toContain("body.type");
       const over = await t.fail(
-        ledgerRoutes.create,
+        transactionRoutes.create,
         { body: { accountId: acc, amount: 11, type: "debit" } },
         402,
         "INSUFFICIENT_CREDITS",
@@ -344,8 +350,10 @@ describe("ledger", () => {
     });
     const r2 = await t.call(reservationRoutes.create, { body: { accountId: acc, amount: 10 } });
     await t.call(reservationRoutes.cancel, { body: { reservationId: r2.reservation.id } });
-    await t.call(ledgerRoutes.create, { body: { accountId: acc, amount: 0.75, type: "credit" } });
-    await t.call(ledgerRoutes.create, { body: { accountId: acc, amount: 6, type: "debit" } });
+    await t.call(transactionRoutes.create, {
+      body: { accountId: acc, amount: 0.75, type: "credit" },
+    });
+    await t.call(transactionRoutes.create, { body: { accountId: acc, amount: 6, type: "debit" } });
     await t.fail(ledgerRoutes.deduct, credits(1000), 402, "INSUFFICIENT_CREDITS"); // no row
     const items = (await txns()).items.slice().reverse();
     expect(items.map((i) => [i.type, i.amount])).toEqual([

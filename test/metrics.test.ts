@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { accountRoutes } from "../src/accounts/routes.ts";
-import type { WriteQueue } from "../src/db/write-queue.ts";
+import type { WriteQueue } from "../src/db/write-path.ts";
 import { silentLogger } from "../src/http/context.ts";
 import { startScheduler } from "../src/jobs/scheduler.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";

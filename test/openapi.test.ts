@@ -12,6 +12,7 @@ import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { modelRoutes } from "../src/models/routes.ts";
 import { planRoutes } from "../src/plans/routes.ts";
 import { reservationRoutes } from "../src/reservations/routes.ts";
+import { transactionRoutes } from "../src/transactions/routes.ts";
 import { usageRoutes } from "../src/usage/routes.ts";
 import { type CallInput, makeLedger, type TestLedger } from "./harness.ts";
 
@@ -376,7 +377,7 @@ describe("GET /openapi.json", () => {
       },
     });
     await call(ledgerRoutes.deduct, { body: { accountId: "customer-42", amount: 1.25 } });
-    await call(ledgerRoutes.create, {
+    await call(transactionRoutes.create, {
       body: { accountId: "customer-42", amount: 5.5, type: "credit" },
     });
     const hold = await call(reservationRoutes.create, {
@@ -399,7 +400,7 @@ describe("GET /openapi.json", () => {
     await call(accountRoutes.list, { query: { limit: 10 } });
     await call(accountRoutes.get, { query: { accountId: "customer-42" } });
     await call(accountRoutes.balance, { query: { externalId: "customer-42" } });
-    await call(ledgerRoutes.list, {
+    await call(transactionRoutes.list, {
       query: { accountId: "customer-42", include: "reservation,usage" },
     });
     await call(usageRoutes.list);

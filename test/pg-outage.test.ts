@@ -14,8 +14,8 @@ import { createApp } from "../src/app.ts";
 import { createProjectKey } from "../src/bootstrap.ts";
 import { loadConfig } from "../src/config.ts";
 import type { App } from "../src/http/context.ts";
-import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { type Ledger, openLedger } from "../src/runtime.ts";
+import { transactionRoutes } from "../src/transactions/routes.ts";
 import { expectError } from "./contract.ts";
 import { okBody, type Send, sendJson } from "./http-client.ts";
 import { createPgDatabase, TEST_ENGINE } from "./pg-harness.ts";
@@ -152,6 +152,6 @@ describe.runIf(TEST_ENGINE === "postgres")("PostgreSQL going away and coming bac
     const view = await request("GET", "/v1/accounts/balance?externalId=o1");
     expect(okBody(accountRoutes.balance, view).balance).toBe(100 - deductions.ok);
     const txs = await request("GET", "/v1/transactions?externalId=o1&limit=500");
-    expect(okBody(ledgerRoutes.list, txs).pagination.totalCount).toBe(1 + deductions.ok);
+    expect(okBody(transactionRoutes.list, txs).pagination.totalCount).toBe(1 + deductions.ok);
   });
 });

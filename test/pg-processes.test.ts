@@ -9,8 +9,8 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { accountRoutes } from "../src/accounts/routes.ts";
-import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { reservationRoutes } from "../src/reservations/routes.ts";
+import { transactionRoutes } from "../src/transactions/routes.ts";
 import { expectError } from "./contract.ts";
 import {
   countStatuses,
@@ -117,7 +117,7 @@ describe.runIf(TEST_ENGINE === "postgres")("three servers on one PostgreSQL data
     expectDistinctBalances(replies, 100);
     expect((await balance("d1")).balance).toBe(0);
     const txs = await call("GET", "/v1/transactions?accountId=d1&limit=1");
-    expect(okBody(ledgerRoutes.list, txs).pagination.totalCount).toBe(101);
+    expect(okBody(transactionRoutes.list, txs).pagination.totalCount).toBe(101);
   });
 
   it("applies one Idempotency-Key sent to all three servers at once exactly once", async () => {
@@ -137,7 +137,7 @@ describe.runIf(TEST_ENGINE === "postgres")("three servers on one PostgreSQL data
     expect(replies.filter((r) => r.replayed === null)).toHaveLength(1);
     expect((await balance("k1")).balance).toBe(70);
     const txs = await call("GET", "/v1/transactions?accountId=k1");
-    expect(okBody(ledgerRoutes.list, txs).pagination.totalCount).toBe(2);
+    expect(okBody(transactionRoutes.list, txs).pagination.totalCount).toBe(2);
   });
 
   it("creates one account when all three receive the same externalId at once", async () => {

@@ -11,6 +11,7 @@ import { accountRoutes } from "../src/accounts/routes.ts";
 import { MAX_ATTEMPTS } from "../src/db/pg-write-path.ts";
 import { ApiError } from "../src/errors.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
+import { transactionRoutes } from "../src/transactions/routes.ts";
 import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
 import { TEST_ENGINE } from "./pg-harness.ts";
 
@@ -131,7 +132,7 @@ describe.runIf(TEST_ENGINE === "postgres")("PostgreSQL write path", () => {
     }
     const view = await t.call(accountRoutes.balance, { query: { externalId: "held" } });
     expect(view.balance).toBe(10);
-    const txs = await t.call(ledgerRoutes.list, { query: { externalId: "held" } });
+    const txs = await t.call(transactionRoutes.list, { query: { externalId: "held" } });
     expect(txs.pagination.totalCount).toBe(1);
   }, 20_000);
 

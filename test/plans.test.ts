@@ -6,8 +6,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { accountRoutes } from "../src/accounts/routes.ts";
 import type { ErrorCode } from "../src/errors.ts";
 import { runGrantPlans } from "../src/jobs/grant-plans.ts";
-import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { planRoutes } from "../src/plans/routes.ts";
+import { transactionRoutes } from "../src/transactions/routes.ts";
 import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
 
 const DAY = 86_400_000;
@@ -30,7 +30,7 @@ async function balance(ref: string): Promise<number> {
 }
 
 async function transactions(ref: string) {
-  return (await t.call(ledgerRoutes.list, { query: { externalId: ref, limit: 500 } })).items;
+  return (await t.call(transactionRoutes.list, { query: { externalId: ref, limit: 500 } })).items;
 }
 
 async function accountPlans(ref: string) {

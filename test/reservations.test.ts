@@ -2,8 +2,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { accountRoutes } from "../src/accounts/routes.ts";
 import type { ErrorCode } from "../src/errors.ts";
 import { runExpireReservations } from "../src/jobs/expire-reservations.ts";
-import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { reservationRoutes } from "../src/reservations/routes.ts";
+import { transactionRoutes } from "../src/transactions/routes.ts";
 import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
 
 const START = "2026-03-01T10:00:00Z";
@@ -38,7 +38,7 @@ describe("reservations", () => {
     expect(body.success).toBe(true);
     return body.reservations;
   };
-  const txns = () => t.call(ledgerRoutes.list, { query: { accountId: "u1" } });
+  const txns = () => t.call(transactionRoutes.list, { query: { accountId: "u1" } });
 
   it("creates a pending hold with metadata and a default 900 s lifetime", async () => {
     const accountId = await fundedAccount(t, "u1", 100);

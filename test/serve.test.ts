@@ -1,7 +1,7 @@
 /**
  * The runtime-aware HTTP adapter, on Node (the runtime vitest runs on): a bound port, and a
  * close() that refuses new connections but lets the request in flight answer. Bun and Deno run
- * the same checks through `npm run smoke` (see README, "Runtimes").
+ * the same checks through `npm run smoke` (see docs/operations.md#runtimes).
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";

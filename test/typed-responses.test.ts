@@ -6,6 +6,7 @@
  * against the route's schema.
  */
 import { expect, it } from "vitest";
+import { balanceLow } from "../src/accounts/low-balance.ts";
 import { accountRoutes } from "../src/accounts/routes.ts";
 import { balanceSchema } from "../src/accounts/schemas.ts";
 import { replyFor } from "../src/http/respond.ts";
@@ -34,4 +35,29 @@ it("lets an amount be written as its exact decimal literal, and nothing else in 
   // @ts-expect-error a bigint is not an amount on the wire
   const wrong: Body["balance"] = 5n;
   expect(wrong).toBe(5n);
+});
+
+it("takes exactly an event's data fields where the event is emitted", () => {
+  type Data = Parameters<typeof balanceLow.emit>[1]["data"];
+  const data = {
+    accountId: "acc_1",
+    externalId: "x",
+    balance: 4,
+    reserved: 1,
+    available: 3,
+    threshold: 5,
+    transactionId: null,
+  };
+  const ok: Data = data;
+  expect(balanceLow.data.strict().parse(ok)).toEqual(data);
+  // @ts-expect-error a field the event does not declare
+  const extra: Data = { ...data, nope: 1 };
+  // @ts-expect-error `threshold` renamed
+  const renamed: Data = { ...data, threshold: undefined, lowBalanceThreshold: 5 };
+  const { available: _, ...withoutAvailable } = data;
+  // @ts-expect-error `available` missing
+  const missing: Data = withoutAvailable;
+  // @ts-expect-error data built only when subscribed is checked the same way
+  const lazy: Data = async (make) => make({ ...withoutAvailable, availableCredits: 3 });
+  expect([extra, renamed, missing, typeof lazy]).toHaveLength(4);
 });

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { accountRoutes } from "../src/accounts/routes.ts";
 import type { ErrorCode } from "../src/errors.ts";
-import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { modelRoutes } from "../src/models/routes.ts";
+import { transactionRoutes } from "../src/transactions/routes.ts";
 import { usageRoutes } from "../src/usage/routes.ts";
 import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
 
@@ -202,7 +202,7 @@ describe("usage", () => {
     });
     const balance = await t.call(accountRoutes.balance, { query: { externalId: "u1" } });
     expect(balance).toMatchObject({ balance: 100, reserved: 0, available: 100 });
-    const txs = await t.call(ledgerRoutes.list, { query: { accountId: "u1" } });
+    const txs = await t.call(transactionRoutes.list, { query: { accountId: "u1" } });
     expect(txs.pagination.totalCount).toBe(1);
     expect(await t.verify()).toEqual([]);
   });
@@ -230,7 +230,7 @@ describe("usage", () => {
     await recordFails({ ...base, transactionId: "txn_nope" }, 404, "TRANSACTION_NOT_FOUND");
     await recordFails({ ...base, cachedTokens: 2 }, 400, "VALIDATION_ERROR");
 
-    const [first] = (await t.call(ledgerRoutes.list, { query: { accountId: "u1" } })).items;
+    const [first] = (await t.call(transactionRoutes.list, { query: { accountId: "u1" } })).items;
     const tx = first?.id;
     expect(tx).toEqual(expect.any(String));
     await record({ ...base, transactionId: tx });

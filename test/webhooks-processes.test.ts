@@ -71,12 +71,15 @@ async function freshServerEnv(settings: Record<string, string>): Promise<NodeJS.
     () => rmSync(dir, { recursive: true, force: true }),
     () => database.drop(),
   );
-  return serverEnv(database.url, settings);
+  return serverEnv(database.env, settings);
 }
 
-/** The env of a server on `databaseUrl` with the test's API key, and `settings` added. */
-function serverEnv(databaseUrl: string, settings: Record<string, string>): NodeJS.ProcessEnv {
-  const base = { DATABASE_URL: databaseUrl, LEDGER_BOOTSTRAP_API_KEY: apiKey, LOG_LEVEL: "warn" };
+/** The env of a server on `database` with the test's API key, and `settings` added. */
+function serverEnv(
+  database: { DATABASE_URL: string; DATABASE_AUTH_TOKEN?: string },
+  settings: Record<string, string>,
+): NodeJS.ProcessEnv {
+  const base = { ...database, LEDGER_BOOTSTRAP_API_KEY: apiKey, LOG_LEVEL: "warn" };
   return { ...process.env, ...base, ...settings };
 }
 
@@ -167,11 +170,14 @@ describe.runIf(TEST_ENGINE === "postgres")("three servers on one PostgreSQL data
   it("deliver every event, never one event from two processes at once", async () => {
     const database = await createPgDatabase();
     cleanup.push(() => database.drop());
-    const env = serverEnv(database.url, {
-      WEBHOOK_RETRY_SECONDS: "0.05,0.05,0.05,0.05,0.05",
-      WEBHOOK_POLL_MS: "10",
-      WEBHOOK_CONCURRENCY: "4",
-    });
+    const env = serverEnv(
+      { DATABASE_URL: database.url },
+      {
+        WEBHOOK_RETRY_SECONDS: "0.05,0.05,0.05,0.05,0.05",
+        WEBHOOK_POLL_MS: "10",
+        WEBHOOK_CONCURRENCY: "4",
+      },
+    );
     const servers = await Promise.all([spawnServer(env), spawnServer(env), spawnServer(env)]);
     cleanup.push(() => Promise.all(servers.map(stop)).then(() => undefined));
     const receiver: Receiver = await startReceiver();

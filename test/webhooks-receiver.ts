@@ -3,14 +3,16 @@
  * delivery with the `standardwebhooks` library and the endpoint's secret, records what arrived,
  * answers as each test tells it (a status, or never), and counts how many attempts of one event
  * (`webhook-id`) are on the wire at once. A delivery counts as valid only when its signature
- * verifies and its body has the event envelope (`id`, `type`, `createdAt`, `data`).
+ * verifies, its body has the event envelope (`id`, `type`, `createdAt`, `data`), and its `data`
+ * is exactly what the event type's published schema describes (no field missing or extra).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { z } from "@hono/zod-openapi";
 import { Webhook } from "standardwebhooks";
+import { EVENTS } from "../src/events.ts";
 import { startDeliveryWorker } from "../src/webhooks/delivery.ts";
-import { EVENT_TYPES, type EventType } from "../src/webhooks/events.ts";
+import { EVENT_TYPES, type EventType } from "../src/webhooks/outbox.ts";
 import { webhookRoutes } from "../src/webhooks/routes.ts";
 import type { TestLedger } from "./harness.ts";
 
@@ -108,6 +110,7 @@ export async function startReceiver(port = 0): Promise<Receiver> {
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers[k] = v;
       event = eventSchema.parse(new Webhook(secret).verify(body, headers));
+      EVENTS[event.type].data.strict().parse(event.data);
     } catch (err) {
       receiver.invalid.push(`${path}: ${(err as Error).message}`);
       done();

@@ -12,6 +12,7 @@ import { runExpireReservations } from "../src/jobs/expire-reservations.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { planRoutes } from "../src/plans/routes.ts";
 import { reservationRoutes } from "../src/reservations/routes.ts";
+import { transactionRoutes } from "../src/transactions/routes.ts";
 import type { DeliveryWorker } from "../src/webhooks/delivery.ts";
 import { webhookRoutes } from "../src/webhooks/routes.ts";
 import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
@@ -334,7 +335,7 @@ describe("the other events", () => {
     await runExpireGrants({ queue: t.ledger.queue, nowMs: Date.now() });
     await receiver.waitFor(() => events().length === 1, 5000, "credits.expired");
     const data = events()[0]?.event.data;
-    const txns = await t.call(ledgerRoutes.list, { query: { accountId: "acme" } });
+    const txns = await t.call(transactionRoutes.list, { query: { accountId: "acme" } });
     const expiry = txns.items[0];
     expect(expiry?.metadata).toMatchObject({ reason: "credits_expired", grantId: grant.grantId });
     expect(data).toEqual({
@@ -358,7 +359,7 @@ describe("the other events", () => {
       body: { accountId: "acme", planId: plan.id },
     });
     await receiver.waitFor(() => events().length === 1, 5000, "plan.granted");
-    const txns = await t.call(ledgerRoutes.list, { query: { accountId: "acme" } });
+    const txns = await t.call(transactionRoutes.list, { query: { accountId: "acme" } });
     expect(events()[0]?.event.data).toEqual({
       accountId: txns.items[0]?.accountId,
       externalId: "acme",

@@ -1,32 +1,49 @@
 /**
- * PostgreSQL's own ceiling for the bench (docs/operations.md, "PostgreSQL and several servers"):
- * `pgbench` running the SQL of one deduction, as the service sends it inside its transaction,
- * straight against the database: lock the account by externalId, sum its holds, read its grants
- * in spending order, move the balance with UPDATE … RETURNING, append the ledger entry, draw the
- * first grant down. No HTTP, no API key lookup, no JSON. Each bench account holds one grant of
- * its whole funding, so the first grant always covers a deduction.
+ * PostgreSQL's own ceiling for the bench (docs/benchmarks.md): `pgbench` running what the service
+ * sends to the database for one deduction, straight against it: no HTTP, no API key, no JSON.
+ * The script is generated from the service's own statement (`pgPlainDebit` of
+ * src/ledger/plain-debit.ts, compiled as the service compiles it) inside BEGIN and COMMIT, as the
+ * write path runs it; each of the statement's parameters is given the value the service would
+ * give it for a bench deduction (an argument this file does not know fails the run, so the
+ * comparison cannot drift from the service's SQL). Each bench account holds one grant of its
+ * whole funding, so the deduction is always plain.
  */
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { pgPlainDebit } from "../../src/ledger/plain-debit.ts";
 
 /** Micro-credits each pgbench deduction takes (0.5 credits, as the service bench deducts). */
 const AMOUNT_MICROS = 500_000;
 
-const NOW_MS = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+/** What the service passes for each argument of a bench deduction, as pgbench SQL. */
+const DEDUCTION_VALUES: Record<string, string> = {
+  projectId: ":pid",
+  ref: "'bench-' || :n",
+  byId: "false",
+  amountMicros: String(AMOUNT_MICROS),
+  nowMs: "(extract(epoch from clock_timestamp()) * 1000)::bigint",
+  txnId: "'txn_pgbench_' || replace(gen_random_uuid()::text, '-', '')",
+  description: "''",
+  metadata: "'{}'",
+  source: "'deduct'",
+  holdId: "NULL",
+  holdMicros: "NULL",
+};
 
-/** The deduction's statements, as src/ledger/core.ts and the write path issue them. */
-function deductionScript(accounts: number): string {
-  return `\\set n random(0, ${accounts - 1})
-BEGIN;
-SELECT id AS aid FROM accounts WHERE project_id = :pid AND external_id = 'bench-' || :n FOR UPDATE \\gset
-SELECT coalesce(sum(amount_micros), 0) AS held FROM reservations WHERE account_id = :aid AND status = 'pending' AND expires_at_ms > ${NOW_MS} \\gset
-SELECT g.seq AS gseq, coalesce((SELECT min(d.expires_at_ms) FROM credit_grants d WHERE d.account_id = :aid AND d.exhausted = 0 AND d.expiry_booked = 0 AND d.expires_at_ms IS NOT NULL), 0) AS next_due FROM credit_grants g JOIN credit_grant_remaining r ON r.seq = g.seq WHERE g.account_id = :aid AND g.exhausted = 0 ORDER BY g.expiry_booked DESC, g.priority, coalesce(g.expires_at_ms, 9007199254740991), g.seq LIMIT 1 \\gset
-UPDATE accounts SET balance_micros = balance_micros - ${AMOUNT_MICROS}, updated_at_ms = greatest(updated_at_ms, ${NOW_MS}) WHERE id = :aid AND balance_micros >= ${AMOUNT_MICROS} RETURNING balance_micros AS bal, updated_at_ms AS ts \\gset
-INSERT INTO transactions (id, project_id, account_id, type, amount_micros, balance_after_micros, description, metadata, source, reservation_id, account_plan_id, created_at_ms) VALUES ('txn_pgbench_' || replace(gen_random_uuid()::text, '-', ''), :pid, :aid, 'debit', ${AMOUNT_MICROS}, :bal, '', '{}', 'deduct', NULL, NULL, :ts);
-UPDATE credit_grant_remaining SET remaining_micros = remaining_micros - ${AMOUNT_MICROS} WHERE seq = :gseq AND remaining_micros >= ${AMOUNT_MICROS};
-END;
-`;
+/**
+ * The pgbench script of one deduction: the service's statement with its parameters replaced.
+ * @throws Error when the statement takes an argument this file gives no value
+ */
+export function deductionScript(accounts: number): string {
+  const { sql, parameters } = pgPlainDebit.describe("postgres");
+  const text = sql.replace(/\$(\d+)/g, (_, index: string) => {
+    const name = parameters[Number(index) - 1];
+    const value = name === null || name === undefined ? undefined : DEDUCTION_VALUES[name];
+    if (value === undefined) throw new Error(`pgbench: no value for parameter $${index} (${name})`);
+    return value;
+  });
+  return `\\set n random(0, ${accounts - 1})\nBEGIN;\n${text};\nCOMMIT;\n`;
 }
 
 /** The pgbench found next to the cluster's server (LEDGER_PG_BIN), else on PATH. */

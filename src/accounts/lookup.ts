@@ -3,18 +3,54 @@
  * unit, or with the credits their holds reserve (docs/api.md#naming-an-account,
  * docs/design.md#the-write-path).
  */
-import { type CompiledQuery, type Kysely, sql, type Transaction } from "kysely";
+import {
+  type CompiledQuery,
+  type ExpressionBuilder,
+  type Kysely,
+  sql,
+  type Transaction,
+} from "kysely";
 import { locksRows } from "../db/engine.ts";
 import { type Arg, prepared } from "../db/prepared.ts";
 import type { AccountRow, DB } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { INTERNAL_ACCOUNT_ID } from "../ids.ts";
 
+/**
+ * Whether the account has grant expiry work at `nowMs` (docs/api.md#expiry-of-grants): a grant
+ * past its expiresAt whose expiry is not booked yet, or a booked one with something left (held).
+ * An expression of a statement on `accounts`; its literals (0, 1) stay in the SQL text so that
+ * the grants' partial indexes match.
+ */
+export function grantWork(eb: ExpressionBuilder<DB, "accounts">, nowMs: number) {
+  return eb.or([
+    eb.exists(
+      eb
+        .selectFrom("credit_grants as d")
+        .select(sql.lit(1).as("one"))
+        .whereRef("d.account_id", "=", "accounts.id")
+        .where("d.exhausted", "=", sql.lit(0))
+        .where("d.expiry_booked", "=", sql.lit(0))
+        .where("d.expires_at_ms", "is not", null)
+        .where("d.expires_at_ms", "<=", nowMs),
+    ),
+    eb.exists(
+      eb
+        .selectFrom("credit_grants as h")
+        .select(sql.lit(1).as("one"))
+        .whereRef("h.account_id", "=", "accounts.id")
+        .where("h.exhausted", "=", sql.lit(0))
+        .where("h.expiry_booked", "=", sql.lit(1)),
+    ),
+  ]);
+}
+
 /** A connection, instance or transaction to read with. */
 export type Reader = Kysely<DB> | Transaction<DB>;
 
 type AccountKey = { projectId: string; ref: string; nowMs: number };
-type AccountWithHeld = AccountRow & { held_micros: number; grant_work?: number };
+/** An account with its holds and grant work (0/1 on SQLite, a boolean on PostgreSQL). */
+type AccountWithHeld = AccountRow & { held_micros: number; grant_work: number | boolean };
 
 type AccountColumn = "id" | "external_id";
 
@@ -30,10 +66,8 @@ function accountWhere(db: Kysely<DB>, arg: Arg<AccountKey>, column: AccountColum
 /**
  * The prepared account lookups by `column`: `plain`; `locked`, which also takes the row's lock
  * (`FOR UPDATE`, PostgreSQL write units only); `held`, which adds `held_micros`, the credits held
- * by pending, unexpired reservations at `nowMs` (one query instead of two), and `grant_work`,
- * 1 when a grant of the account is past its expiry and not booked yet, or booked and still held
- * (docs/api.md#expiry-of-grants): 0 lets a debit skip the expiry step. The literals (0, 1) stay
- * in the SQL text so that the grants' partial indexes match.
+ * by pending, unexpired reservations at `nowMs` (one query instead of two), and `grant_work`
+ * (`grantWork`): 0 lets a debit skip the expiry step.
  */
 function accountLookups(column: AccountColumn) {
   return {
@@ -52,30 +86,7 @@ function accountLookups(column: AccountColumn) {
             .where("reservations.expires_at_ms", ">", arg("nowMs"))
             .as("held_micros"),
         )
-        .select((eb) =>
-          eb
-            .or([
-              eb.exists(
-                eb
-                  .selectFrom("credit_grants as d")
-                  .select(sql.lit(1).as("one"))
-                  .whereRef("d.account_id", "=", "accounts.id")
-                  .where("d.exhausted", "=", sql.lit(0))
-                  .where("d.expiry_booked", "=", sql.lit(0))
-                  .where("d.expires_at_ms", "is not", null)
-                  .where("d.expires_at_ms", "<=", arg("nowMs")),
-              ),
-              eb.exists(
-                eb
-                  .selectFrom("credit_grants as h")
-                  .select(sql.lit(1).as("one"))
-                  .whereRef("h.account_id", "=", "accounts.id")
-                  .where("h.exhausted", "=", sql.lit(0))
-                  .where("h.expiry_booked", "=", sql.lit(1)),
-              ),
-            ])
-            .as("grant_work"),
-        ),
+        .select((eb) => grantWork(eb, arg("nowMs")).as("grant_work")),
     ),
   };
 }
@@ -99,12 +110,18 @@ async function lookupAccount<R>(db: Reader, key: AccountKey, id: Lookup<R>, exte
  * The account named by `ref` (its internal id, else its externalId) in the project. Inside a
  * PostgreSQL write unit it also locks the account's row until the unit commits: every unit that
  * changes an account, or anything of it (holds, assignments, grants), finds it here first, so
- * such units take turns across processes (see docs/design.md, "Engines").
+ * such units take turns across processes (see docs/design.md, "Engines"). A unit that only
+ * names the account (a usage record) passes `lock: false`.
  * @throws ApiError ACCOUNT_NOT_FOUND (also for another project's account)
  */
-export function findAccount(db: Reader, projectId: string, ref: string): Promise<AccountRow> {
+export function findAccount(
+  db: Reader,
+  projectId: string,
+  ref: string,
+  options: { lock: boolean } = { lock: true },
+): Promise<AccountRow> {
   const key = { projectId, ref, nowMs: 0 };
-  return locksRows(db)
+  return options.lock && locksRows(db)
     ? lookupAccount(db, key, byId.locked, byExternalId.locked)
     : lookupAccount(db, key, byId.plain, byExternalId.plain);
 }
@@ -127,12 +144,12 @@ export async function findAccountByExternalId(
 
 /**
  * The account named by `ref` (internal id, else externalId) with its balances at `nowMs`, read
- * in one query (the hot path of deductions and reservations). Inside a PostgreSQL write unit the
- * account's row is locked first and its holds are summed by a second statement, which sees every
- * hold committed before the lock was granted (a subquery of the locking statement would read
- * the snapshot taken before it waited for the lock).
+ * in one query. Inside a PostgreSQL write unit the account's row is locked first and its holds
+ * are summed (and its grant work read) by a second statement, which sees every hold committed
+ * before the lock was granted (a subquery of the locking statement would read the snapshot
+ * taken before it waited for the lock).
  * @returns the account, its balance, reserved and available credits in micro-credits, and
- *   whether a grant expiry is due or held (`grantWork`; undefined where not read)
+ *   whether a grant expiry is due or held (`grantWork`)
  * @throws ApiError ACCOUNT_NOT_FOUND
  */
 export async function findAccountWithBalance(
@@ -142,24 +159,75 @@ export async function findAccountWithBalance(
   nowMs: number,
 ) {
   const key = { projectId, ref, nowMs };
-  const { held_micros, grant_work, ...account } = locksRows(db)
-    ? await lockedWithHeld(db, key)
-    : await lookupAccount(db, key, byId.held, byExternalId.held);
+  return withBalances(
+    locksRows(db)
+      ? await lockedWithHeld(db, key)
+      : await lookupAccount(db, key, byId.held, byExternalId.held),
+  );
+}
+
+/**
+ * `findAccountWithBalance` of the account with this externalId, for a read (no lock).
+ * @throws ApiError ACCOUNT_NOT_FOUND
+ */
+export async function findAccountWithBalanceByExternalId(
+  db: Kysely<DB>,
+  projectId: string,
+  externalId: string,
+  nowMs: number,
+) {
+  const key = { projectId, ref: externalId, nowMs };
+  const row = (await db.executeQuery(byExternalId.held(db, key))).rows[0];
+  if (!row) throw new ApiError("ACCOUNT_NOT_FOUND", `Account ${externalId} not found`);
+  return withBalances(row);
+}
+
+/** An account read with its holds and grant work, as the lookups with balances return it. */
+function withBalances({ held_micros, grant_work, ...account }: AccountWithHeld) {
   const reserved = Number(held_micros);
   return {
     account,
     balance: account.balance_micros,
     reserved,
     available: account.balance_micros - reserved,
-    /** False when no grant expiry is due or held (read on SQLite; undefined: not known). */
-    grantWork: grant_work === undefined ? undefined : Number(grant_work) === 1,
+    /** False when no grant expiry is due or held. */
+    grantWork: Number(grant_work) === 1,
   };
 }
 
 async function lockedWithHeld(db: Reader, key: AccountKey): Promise<AccountWithHeld> {
   const account = await lookupAccount(db, key, byId.locked, byExternalId.locked);
-  return { ...account, held_micros: await reservedMicros(db, account.id, key.nowMs) };
+  const { rows } = await db.executeQuery(
+    heldAndWork(db, { accountId: account.id, nowMs: key.nowMs }),
+  );
+  const read = rows[0];
+  if (!read) throw new Error(`ledger invariant: account ${account.id} vanished under its lock`);
+  return { ...account, held_micros: Number(read.held), grant_work: Number(read.grant_work) };
 }
+
+/**
+ * What the `held` lookup adds to an account, read by a statement of its own: its holds at
+ * `nowMs` and whether a grant expiry is due or held (`grantWork`). PostgreSQL runs it after the
+ * account's lock, so that it sees every commit made before the lock was granted.
+ */
+const heldAndWork = prepared<
+  { accountId: string; nowMs: number },
+  { held: number; grant_work: number | boolean }
+>((db, arg) =>
+  db
+    .selectFrom("accounts")
+    .select((eb) => [
+      eb
+        .selectFrom("reservations")
+        .select((r) => r.fn.coalesce(r.fn.sum<number>("amount_micros"), r.lit(0)).as("held"))
+        .whereRef("reservations.account_id", "=", "accounts.id")
+        .where("reservations.status", "=", "pending")
+        .where("reservations.expires_at_ms", ">", arg("nowMs"))
+        .as("held"),
+      grantWork(eb, arg("nowMs")).as("grant_work"),
+    ])
+    .where("id", "=", arg("accountId")),
+);
 
 /**
  * Micro-credits held by the account's reservations that are pending and unexpired at `nowMs`
@@ -180,12 +248,15 @@ const heldByAccount = prepared<{ accountId: string; nowMs: number }, { held: num
     .where("expires_at_ms", ">", arg("nowMs")),
 );
 
-/** The account's balance and available credits, in micro-credits, at `nowMs`. */
-export async function balanceOf(db: Reader, account: AccountRow, nowMs: number) {
-  const reserved = await reservedMicros(db, account.id, nowMs);
-  return {
-    balance: account.balance_micros,
-    reserved,
-    available: account.balance_micros - reserved,
-  };
+/**
+ * The externalId of the account `accountId`.
+ * @throws Error when there is no such account (callers name one their unit just wrote to)
+ */
+export async function externalIdOf(db: Reader, accountId: string): Promise<string> {
+  const { external_id } = await db
+    .selectFrom("accounts")
+    .select("external_id")
+    .where("id", "=", accountId)
+    .executeTakeFirstOrThrow();
+  return external_id;
 }

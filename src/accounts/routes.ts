@@ -5,6 +5,7 @@ import { paged, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
 import {
+  accountJson,
   accountRefQuery,
   accountSchema,
   balanceSchema,
@@ -16,7 +17,6 @@ import {
   updateAccountResponse,
 } from "./schemas.ts";
 import {
-  accountJson,
   balanceView,
   createAccount,
   listAccounts,
@@ -86,7 +86,11 @@ export function registerAccountRoutes(app: App, deps: AppDeps): void {
   });
 
   app.openapi(r.balance, async (c) => {
-    const account = await resolveAccount(deps.db.read, c.get("projectId"), c.req.valid("query"));
-    return ok(c, r.balance, await balanceView(deps.db.read, account, deps.clock()));
+    const query = c.req.valid("query");
+    return ok(
+      c,
+      r.balance,
+      await balanceView(deps.db.read, c.get("projectId"), query, deps.clock()),
+    );
   });
 }

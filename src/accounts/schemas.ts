@@ -1,5 +1,11 @@
-/** zod schemas of accounts and balance views (docs/api.md#endpoints, docs/api.md#accounts). */
+/**
+ * zod schemas of accounts, balance views and the `balance.low` event (docs/api.md#endpoints,
+ * docs/api.md#accounts, docs/api.md#event-types), and the mapper of an account row to the API's
+ * Account object.
+ */
 import { z } from "@hono/zod-openapi";
+import { iso } from "../dates.ts";
+import type { AccountRow } from "../db/schema.ts";
 import { ex, exampleAccount, exampleNewAccount } from "../http/examples.ts";
 import {
   creditAmount,
@@ -13,6 +19,9 @@ import {
   successResponse,
 } from "../http/schemas.ts";
 import { looksLikeAccountId } from "../ids.ts";
+import { parseJsonColumn } from "../json.ts";
+import { fromMicros } from "../money.ts";
+import type { WireOf } from "../wire.ts";
 
 /** A low-balance threshold in a request: credits ≥ 0 (read as micro-credits), or null. */
 const lowBalanceThreshold = creditAmount({ allowZero: true })
@@ -44,6 +53,25 @@ export const accountSchema = z
     updatedAt: z.string().openapi({ example: exampleAccount.updatedAt }),
   })
   .openapi("Account", { example: exampleAccount });
+
+/** The API's Account object of a stored account. */
+export function accountJson(row: AccountRow): WireOf<typeof accountSchema> {
+  return {
+    id: row.id,
+    developerId: row.project_id,
+    externalId: row.external_id,
+    name: row.name,
+    email: row.email,
+    balance: fromMicros(row.balance_micros),
+    metadata: parseJsonColumn(row.metadata),
+    lowBalanceThreshold:
+      row.low_balance_threshold_micros === null
+        ? null
+        : fromMicros(row.low_balance_threshold_micros),
+    createdAt: iso(row.created_at_ms),
+    updatedAt: iso(row.updated_at_ms),
+  };
+}
 
 export const createAccountBody = z
   .object({
@@ -138,3 +166,24 @@ export const balanceSchema = z
       available: 17.99,
     },
   });
+
+/**
+ * The `data` of a `balance.low` event: the account's balances (credits) just after the write
+ * that took `available` below its threshold, and the debit that did it (null: a reservation).
+ */
+export const balanceLowData = z
+  .object({
+    accountId: z.string().openapi({ example: ex.accountId }),
+    externalId: z.string().openapi({ example: ex.externalId }),
+    balance: z.number().openapi({ description: "Credits after the write", example: 6.5 }),
+    reserved: z
+      .number()
+      .openapi({ description: "Credits held by pending reservations", example: 2 }),
+    available: z.number().openapi({ description: "balance − reserved", example: 4.5 }),
+    threshold: z.number().openapi({ description: "The account's lowBalanceThreshold", example: 5 }),
+    transactionId: z.string().nullable().openapi({
+      description: "The debit that crossed the threshold; null when a reservation did",
+      example: ex.deductTxnId,
+    }),
+  })
+  .openapi("BalanceLowData");

@@ -5,33 +5,18 @@
 import type { Kysely, Transaction } from "kysely";
 import type { AccountRow, DB } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
-import { iso } from "../http/dates.ts";
-import type { WireOf } from "../http/respond.ts";
 import { newId } from "../ids.ts";
-import { parseJsonColumn, stringifyJson } from "../json.ts";
+import { stringifyJson } from "../json.ts";
 import { fromMicros } from "../money.ts";
-import { balanceOf, findAccount, findAccountByExternalId } from "./lookup.ts";
-import type { accountSchema, balanceSchema } from "./schemas.ts";
+import type { WireOf } from "../wire.ts";
+import {
+  findAccount,
+  findAccountByExternalId,
+  findAccountWithBalance,
+  findAccountWithBalanceByExternalId,
+} from "./lookup.ts";
+import type { balanceSchema } from "./schemas.ts";
 import { accountMatches } from "./search.ts";
-
-/** The API's Account object. */
-export function accountJson(row: AccountRow): WireOf<typeof accountSchema> {
-  return {
-    id: row.id,
-    developerId: row.project_id,
-    externalId: row.external_id,
-    name: row.name,
-    email: row.email,
-    balance: fromMicros(row.balance_micros),
-    metadata: parseJsonColumn(row.metadata),
-    lowBalanceThreshold:
-      row.low_balance_threshold_micros === null
-        ? null
-        : fromMicros(row.low_balance_threshold_micros),
-    createdAt: iso(row.created_at_ms),
-    updatedAt: iso(row.updated_at_ms),
-  };
-}
 
 /** The fields of an account that a request sets, on create and on update alike. */
 interface AccountFields {
@@ -143,6 +128,12 @@ export async function listAccounts(
   return { rows, totalCount: Number(count) };
 }
 
+/** An account named by a query: by `accountId` (internal id or externalId), `externalId`, or both. */
+export interface AccountQuery {
+  accountId?: string | undefined;
+  externalId?: string | undefined;
+}
+
 /**
  * The account named by a query: `accountId` (internal id or externalId) or `externalId`. When
  * both are given they must name the same account (docs/api.md, "Accounts").
@@ -152,27 +143,32 @@ export async function listAccounts(
 export async function resolveAccount(
   db: Kysely<DB> | Transaction<DB>,
   projectId: string,
-  ref: { accountId?: string | undefined; externalId?: string | undefined },
+  ref: AccountQuery,
 ): Promise<AccountRow> {
-  if (ref.accountId === undefined) {
-    return findAccountByExternalId(db, projectId, ref.externalId ?? "");
-  }
-  const account = await findAccount(db, projectId, ref.accountId);
-  if (ref.externalId !== undefined && ref.externalId !== account.external_id) {
-    throw new ApiError("VALIDATION_ERROR", "accountId and externalId name different accounts", [
-      { path: "query.externalId", message: "names another account than accountId" },
-    ]);
-  }
+  const account =
+    ref.accountId === undefined
+      ? await findAccountByExternalId(db, projectId, ref.externalId ?? "")
+      : await findAccount(db, projectId, ref.accountId);
+  requireSameAccount(account, ref);
   return account;
 }
 
-/** The Balance view (docs/api.md#endpoints) of an account at `nowMs`. */
+/**
+ * The Balance view (docs/api.md#endpoints) at `nowMs` of the account a query names, read in one
+ * query with its holds.
+ * @throws ApiError as `resolveAccount`
+ */
 export async function balanceView(
   db: Kysely<DB>,
-  account: AccountRow,
+  projectId: string,
+  ref: AccountQuery,
   nowMs: number,
 ): Promise<WireOf<typeof balanceSchema>> {
-  const { balance, reserved, available } = await balanceOf(db, account, nowMs);
+  const { account, balance, reserved, available } =
+    ref.accountId === undefined
+      ? await findAccountWithBalanceByExternalId(db, projectId, ref.externalId ?? "", nowMs)
+      : await findAccountWithBalance(db, projectId, ref.accountId, nowMs);
+  requireSameAccount(account, ref);
   return {
     accountId: account.id,
     externalId: account.external_id,
@@ -180,4 +176,15 @@ export async function balanceView(
     reserved: fromMicros(reserved),
     available: fromMicros(available),
   };
+}
+
+/** @throws ApiError VALIDATION_ERROR when the query's `externalId` is not `account`'s */
+function requireSameAccount(account: AccountRow, ref: AccountQuery): void {
+  if (ref.accountId !== undefined && ref.externalId !== undefined) {
+    if (ref.externalId !== account.external_id) {
+      throw new ApiError("VALIDATION_ERROR", "accountId and externalId name different accounts", [
+        { path: "query.externalId", message: "names another account than accountId" },
+      ]);
+    }
+  }
 }

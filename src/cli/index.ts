@@ -2,7 +2,7 @@
 /**
  * The `ledger` command: serve, migrate, keys create/list/revoke, models seed/import, backup,
  * restore, verify. Every command that touches the database applies pending migrations first
- * (restore migrates the restored copy). See the README's "Command line".
+ * (restore migrates the restored copy). See docs/operations.md#command-line.
  */
 import { Command } from "commander";
 import { embeddedDatabasePath, writeBackup } from "../backup/backup.ts";

@@ -4,8 +4,8 @@
  */
 import type { Kysely } from "kysely";
 import type { DB } from "../db/schema.ts";
-import type { WriteQueue } from "../db/write-queue.ts";
-import { hashApiKey } from "../http/auth.ts";
+import type { WriteQueue } from "../db/write-path.ts";
+import { forgetCheckedKeys, hashApiKey } from "../http/auth.ts";
 
 /** One key as `ledger keys list --json` prints it; times are ISO 8601 UTC. */
 export interface KeyListing {
@@ -54,11 +54,12 @@ export async function listKeys(db: Kysely<DB>, projectName?: string): Promise<Ke
 }
 
 /**
- * Revokes the active key given as the secret itself or as its id (`key_…`).
+ * Revokes the active key given as the secret itself or as its id (`key_…`). This process refuses
+ * it at once; every other process within `KEY_TRUST_MS` (src/http/auth.ts).
  * @returns the revoked key's id, or null when no active key matches
  */
 export async function revokeKey(queue: WriteQueue, keyOrId: string): Promise<string | null> {
-  return queue.run(async (trx, nowMs) => {
+  const revoked = await queue.run(async (trx, nowMs) => {
     const row = await trx
       .updateTable("api_keys")
       .set({ revoked_at_ms: nowMs })
@@ -68,6 +69,8 @@ export async function revokeKey(queue: WriteQueue, keyOrId: string): Promise<str
       .executeTakeFirst();
     return row?.id ?? null;
   });
+  if (revoked !== null) forgetCheckedKeys();
+  return revoked;
 }
 
 /** The text form of `ledger keys list`: one aligned line per key, a header first. */

@@ -108,6 +108,18 @@ class NativeDriver implements Driver {
   }
 }
 
+/**
+ * Kysely's SQLite adapter, saying that DDL is transactional (SQLite's is): Kysely's Migrator
+ * then applies the pending migrations and their records in one transaction, so a migration
+ * that fails, or is cut off (a process killed, a remote server gone), leaves nothing half done.
+ * Kysely's own adapter says otherwise and runs each statement on its own.
+ */
+export class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
+}
+
 /** The Kysely dialect: `new Kysely<DB>({ dialect: new NativeSqliteDialect(db) })`. */
 export class NativeSqliteDialect implements Dialect {
   readonly #db: NativeDb;
@@ -125,7 +137,7 @@ export class NativeSqliteDialect implements Dialect {
   }
 
   createAdapter() {
-    return new SqliteAdapter();
+    return new TransactionalDdlSqliteAdapter();
   }
 
   createIntrospector(db: Kysely<unknown>) {

@@ -19,7 +19,7 @@
 import { ApiError } from "../errors.ts";
 import type { Database } from "./client.ts";
 import { isRetryableConflict, isUnavailable, unavailableError } from "./postgres.ts";
-import type { Clock, WriteQueue, WriteQueueOptions, WriteUnit } from "./write-queue.ts";
+import type { Clock, WriteQueue, WriteQueueOptions, WriteUnit } from "./write-path.ts";
 
 /** Most transactions one unit runs in before the caller gets a 503. */
 export const MAX_ATTEMPTS = 12;

@@ -13,6 +13,11 @@
  *   the process).
  * - BIGINT (int8) columns read as JS numbers (every stored value is below 2^53; a larger one
  *   throws rather than loses digits); NUMERIC (e.g. SUM over BIGINT) stays a decimal string.
+ * - Round trips are few (docs/design.md#round-trips-on-postgresql): the statements that
+ *   `prepared()` builds run as named prepared statements (parsed and planned once per
+ *   connection), and a transaction's BEGIN is not sent on its own but in one write with the
+ *   transaction's first statement (the connection is in pipeline mode, so the server reads both
+ *   at once and answers both in order).
  */
 import {
   Kysely,
@@ -24,6 +29,7 @@ import {
 } from "kysely";
 import pg from "pg";
 import { ApiError } from "../errors.ts";
+import { statementName } from "./prepared.ts";
 import type { DB } from "./schema.ts";
 
 /** Milliseconds to open a connection, or to wait for a free one in the pool. */
@@ -134,15 +140,21 @@ function parseInt8(text: string): number {
   return value;
 }
 
+/** What a statement that sends nothing answers (a BEGIN held back, an empty transaction). */
+const NOTHING_SENT: PostgresQueryResult<never> = { command: "SELECT", rowCount: 0, rows: [] };
+
 /**
  * A pooled client as Kysely's dialect sees it: connection-level failures become 503 ApiErrors
  * and mark the client broken, so that its release destroys it instead of returning it to the
- * pool.
+ * pool. The statements of `prepared()` run named; a BEGIN waits for the transaction's first
+ * statement and goes out in the same write.
  */
 class GuardedClient implements PostgresPoolClient {
   readonly #client: pg.PoolClient;
   #broken = false;
   #unbounded = false;
+  /** A BEGIN asked for and not sent yet. */
+  #beginHeld = false;
 
   constructor(client: pg.PoolClient) {
     this.#client = client;
@@ -161,12 +173,18 @@ class GuardedClient implements PostgresPoolClient {
 
   async #run<R>(text: string, values: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>> {
     if (text.startsWith(UNBOUNDED_STATEMENT)) this.#unbounded = true;
+    if (text === "begin") {
+      this.#beginHeld = true;
+      return NOTHING_SENT;
+    }
+    const withBegin = this.#beginHeld;
+    this.#beginHeld = false;
+    // A transaction that ran no statement has nothing to commit or roll back.
+    if (withBegin && (text === "commit" || text === "rollback")) return NOTHING_SENT;
     try {
-      const result = await this.#client.query({
-        text,
-        values: [...values],
-        ...(this.#unbounded ? { query_timeout: UNBOUNDED_MS } : {}),
-      });
+      const result = withBegin
+        ? await this.#afterBegin(text, values)
+        : await this.#send(text, values);
       const rows: R[] = result.rows;
       return { command: commandOf(result.command), rowCount: result.rowCount ?? 0, rows };
     } catch (err) {
@@ -174,6 +192,33 @@ class GuardedClient implements PostgresPoolClient {
       this.#broken = true;
       throw unavailableError(err);
     }
+  }
+
+  #send(text: string, values: ReadonlyArray<unknown>) {
+    const name = statementName(text);
+    return this.#client.query({
+      text,
+      values: [...values],
+      ...(name === undefined ? {} : { name }),
+      ...(this.#unbounded ? { query_timeout: UNBOUNDED_MS } : {}),
+    });
+  }
+
+  /**
+   * Sends the held BEGIN and `text` in one write (the socket is corked while both are queued;
+   * pipeline mode lets the second go out before the first is answered).
+   * @returns `text`'s result, once BEGIN has succeeded too
+   */
+  async #afterBegin(text: string, values: ReadonlyArray<unknown>) {
+    const stream = this.#client.connection.stream;
+    stream.cork();
+    const begin = this.#send("begin", []);
+    const statement = this.#send(text, values);
+    stream.uncork();
+    const [began, result] = await Promise.allSettled([begin, statement]);
+    if (began.status === "rejected") throw began.reason;
+    if (result.status === "rejected") throw result.reason;
+    return result.value;
   }
 
   release(): void {
@@ -215,6 +260,9 @@ export function openPostgres(options: PostgresOptions): { db: Kysely<DB>; pool: 
     idle_in_transaction_session_timeout: PG_IDLE_IN_TRANSACTION_MS,
     application_name: "credit-ledger",
     keepAlive: true,
+    // Lets a held BEGIN go out with the next statement (GuardedClient); every statement is still
+    // awaited before the next one is issued.
+    pipeline: true,
     types,
   });
   // An idle client whose server went away emits `error` on the pool; unhandled, it would end

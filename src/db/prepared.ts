@@ -8,7 +8,9 @@
  * array. The SQL text stays identical, so the driver reuses its prepared statement too.
  *
  * SQLite and PostgreSQL differ in placeholders (`?` against `$1`) and in a few functions, so a
- * query is compiled once for each engine it runs on, and its builder is told which one.
+ * query is compiled once for each engine it runs on, and its builder is told which one. On
+ * PostgreSQL each such query also has a statement name (`statementName`), under which the driver
+ * prepares it once per connection, so the server parses and plans it once, not at every call.
  */
 import {
   type Compilable,
@@ -55,10 +57,29 @@ const builders: Record<Engine, Kysely<DB>> = {
 
 const MARKER = "\u0000prepared:";
 
+/** The PostgreSQL text of every prepared query compiled so far → its statement name. */
+const names = new Map<string, string>();
+
+/** The statement name of a prepared query's PostgreSQL text, or undefined for any other text. */
+export function statementName(text: string): string | undefined {
+  return names.get(text);
+}
+
 /** Stands for the named argument inside a prepared query's builder. */
 export type Arg<A> = <K extends keyof A & string>(name: K) => A[K];
 
 type Slot = { name: string } | { value: unknown };
+
+/** A prepared query: the compiled query for a database and the arguments. */
+export interface Prepared<A, R> {
+  (db: Kysely<DB>, args: A): CompiledQuery<R>;
+  /**
+   * The query's SQL text on `engine`, and the name of the argument behind each parameter, in
+   * order (`null` for a value fixed in the builder): for tools that run the service's own
+   * statements elsewhere (the bench's pgbench script).
+   */
+  describe(engine: Engine): { sql: string; parameters: (string | null)[] };
+}
 
 /**
  * Prepares a query: `build(db, arg, engine)` is called once per engine, with `arg(name)`
@@ -68,7 +89,7 @@ type Slot = { name: string } | { value: unknown };
  */
 export function prepared<A extends Record<string, unknown>, R>(
   build: (db: Kysely<DB>, arg: Arg<A>, engine: Engine) => Compilable<R>,
-): (db: Kysely<DB>, args: A) => CompiledQuery<R> {
+): Prepared<A, R> {
   const compiled: Partial<Record<Engine, { query: CompiledQuery<R>; slots: Slot[] }>> = {};
   const compile = (engine: Engine) => {
     const arg = ((name: string) => `${MARKER}${name}`) as Arg<A>;
@@ -81,14 +102,21 @@ export function prepared<A extends Record<string, unknown>, R>(
     );
     const entry = { query, slots };
     compiled[engine] = entry;
+    if (engine === "postgres" && !names.has(query.sql))
+      names.set(query.sql, `ledger_${names.size}`);
     return entry;
   };
-  return (db, args) => {
+  const run = (db: Kysely<DB>, args: A) => {
     const engine = engineOf(db);
     const { query, slots } = compiled[engine] ?? compile(engine);
     const parameters = slots.map((slot) => ("name" in slot ? args[slot.name] : slot.value));
     return { ...query, parameters };
   };
+  const describe = (engine: Engine) => {
+    const { query, slots } = compiled[engine] ?? compile(engine);
+    return { sql: query.sql, parameters: slots.map((slot) => ("name" in slot ? slot.name : null)) };
+  };
+  return Object.assign(run, { describe });
 }
 
 /**

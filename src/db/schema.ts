@@ -229,17 +229,11 @@ export interface WebhooksTable {
   deleted_at_ms: number | null;
 }
 
-/** The webhook event types (docs/api.md#event-types). */
-export type WebhookEventType =
-  | "balance.low"
-  | "reservation.expired"
-  | "credits.expired"
-  | "plan.granted";
-
 export interface WebhookEventsTable {
   id: string;
   project_id: string;
-  type: WebhookEventType;
+  /** One of the event types (`EVENT_TYPES` of src/webhooks/outbox.ts). */
+  type: string;
   /** The exact JSON text sent: `{id, type, createdAt, data}`. */
   payload: string;
   created_at_ms: number;
@@ -252,7 +246,8 @@ export interface WebhookDeliveriesTable {
   project_id: string;
   webhook_id: string;
   event_id: string;
-  event_type: WebhookEventType;
+  /** The event's type, as in `webhook_events.type`. */
+  event_type: string;
   status: DeliveryStatus;
   attempts: Generated<number>;
   last_status_code: number | null;

@@ -1,58 +1,23 @@
 /**
  * The one write path, with one interface over both engines (see docs/design.md, "Engines").
  *
- * Write endpoints hand a unit of work `(trx, nowMs) => result` to `WriteQueue.run`; the write
- * path is the only place that begins and commits write transactions, and a unit's result is
- * never reported before the commit that makes it durable. Services and routes never know which
- * engine runs them.
+ * Write endpoints hand a unit of work `(trx, nowMs) => result` to `WriteQueue.run`
+ * (src/db/write-path.ts); the write path is the only place that begins and commits write
+ * transactions, and a unit's result is never reported before the commit that makes it durable.
+ * Services and routes never know which engine runs them. This module picks the engine's:
  *
- * - SQLite (`SqliteWriteQueue`, here): one writer, never two overlapping transactions. It takes
- *   every unit waiting (at most `maxBatch`) into one `BEGIN IMMEDIATE` transaction, runs each
- *   inside its own SAVEPOINT so that a unit that throws (402, 409, a bug) rolls back alone,
- *   commits once (group commit), and only then settles each unit's promise.
+ * - SQLite (`SqliteWriteQueue`, src/db/sqlite-write-queue.ts): one writer, never two
+ *   overlapping transactions. It takes every unit waiting (at most `maxBatch`) into one
+ *   `BEGIN IMMEDIATE` transaction, runs each inside its own SAVEPOINT so that a unit that throws
+ *   (402, 409, a bug) rolls back alone, commits once (group commit), and only then settles each
+ *   unit's promise.
  * - PostgreSQL (`PostgresWritePath`, src/db/pg-write-path.ts): each unit in its own transaction,
  *   many at once across processes; units lock the rows they change, and conflicts are retried.
  */
-import { CompiledQuery, type Transaction } from "kysely";
 import type { Database } from "./client.ts";
 import { PostgresWritePath } from "./pg-write-path.ts";
-import type { DB } from "./schema.ts";
-
-/** A unit of work: runs inside the queue's transaction; `nowMs` is the clock at its start. */
-export type WriteUnit<T> = (trx: Transaction<DB>, nowMs: number) => Promise<T>;
-
-/** The time source, in Unix epoch milliseconds; tests pass a fake one. */
-export type Clock = () => number;
-
-/** What the write path reports after each transaction (for metrics). */
-export interface BatchStats {
-  units: number;
-  failedUnits: number;
-  durationMs: number;
-  committed: boolean;
-}
-
-/** The write path services and routes use, whatever the engine. */
-export interface WriteQueue {
-  /**
-   * Runs `unit` in a write transaction.
-   * @returns the unit's result, once its transaction has committed
-   * @throws whatever the unit threw (nothing it did is kept), the commit's error, or
-   *   ApiError SERVICE_UNAVAILABLE (PostgreSQL: the database is unreachable, or conflicts
-   *   outlasted the retries; nothing was applied, unless the commit's outcome is unknown)
-   */
-  run<T>(unit: WriteUnit<T>): Promise<T>;
-  /** Resolves when every unit handed in so far has been committed or rejected. */
-  idle(): Promise<void>;
-  /** Units waiting for (SQLite) or inside (PostgreSQL) a transaction. */
-  readonly depth: number;
-}
-
-export interface WriteQueueOptions {
-  /** SQLite: most units committed together (group commit). */
-  maxBatch: number;
-  onBatch?: (stats: BatchStats) => void;
-}
+import { SqliteWriteQueue } from "./sqlite-write-queue.ts";
+import type { Clock, WriteQueue, WriteQueueOptions } from "./write-path.ts";
 
 /** The write path of `db`'s engine. */
 export function createWriteQueue(
@@ -63,129 +28,4 @@ export function createWriteQueue(
   return db.engine === "postgres"
     ? new PostgresWritePath(db, clock, options)
     : new SqliteWriteQueue(db, clock, options);
-}
-
-interface Job {
-  unit: WriteUnit<unknown>;
-  resolve: (value: unknown) => void;
-  reject: (err: unknown) => void;
-}
-
-type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
-
-const SAVEPOINT = CompiledQuery.raw("SAVEPOINT unit");
-const RELEASE = CompiledQuery.raw("RELEASE unit");
-const ROLLBACK_TO = CompiledQuery.raw("ROLLBACK TO unit");
-
-const BUSY_RETRY_MS = 10;
-const BUSY_RETRY_LIMIT = 500;
-
-/** SQLite's serial write path with group commit (see the module comment). */
-export class SqliteWriteQueue implements WriteQueue {
-  readonly #db: Database;
-  readonly #clock: Clock;
-  readonly #maxBatch: number;
-  readonly #onBatch: ((stats: BatchStats) => void) | undefined;
-  #waiting: Job[] = [];
-  #running: Promise<void> | undefined;
-
-  constructor(db: Database, clock: Clock, options: WriteQueueOptions) {
-    this.#db = db;
-    this.#clock = clock;
-    this.#maxBatch = options.maxBatch;
-    this.#onBatch = options.onBatch;
-  }
-
-  /** Units waiting for a transaction (not counting the batch being committed). */
-  get depth(): number {
-    return this.#waiting.length;
-  }
-
-  /**
-   * Runs `unit` in the serial write path.
-   * @returns the unit's result, once its transaction has committed.
-   * @throws whatever the unit threw (its savepoint rolled back), or the commit's error.
-   */
-  run<T>(unit: WriteUnit<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.#waiting.push({ unit, resolve: resolve as (v: unknown) => void, reject });
-      this.#running ??= this.#drain();
-    });
-  }
-
-  /** Resolves when every unit handed in so far has been committed or rejected. */
-  async idle(): Promise<void> {
-    while (this.#running) await this.#running;
-  }
-
-  async #drain(): Promise<void> {
-    try {
-      // Yield one turn of the event loop before each batch: the synchronous driver runs a whole
-      // batch without giving the loop a chance to read requests, so without this pause every
-      // batch would hold a single unit. Requests read in this turn join the next batch.
-      await new Promise((resolve) => setImmediate(resolve));
-      while (this.#waiting.length > 0) {
-        const batch = this.#waiting.splice(0, this.#maxBatch);
-        await this.#runBatch(batch);
-        await new Promise((resolve) => setImmediate(resolve));
-      }
-    } finally {
-      this.#running = undefined;
-    }
-  }
-
-  async #runBatch(batch: Job[]): Promise<void> {
-    const started = performance.now();
-    let outcomes: Outcome[] = [];
-    let commitError: unknown;
-    for (let attempt = 0; ; attempt++) {
-      outcomes = [];
-      try {
-        await this.#db.beforeWrite?.();
-        await this.#db.write.transaction().execute(async (trx) => {
-          for (const job of batch) outcomes.push(await this.#runUnit(trx, job));
-        });
-        commitError = undefined;
-        break;
-      } catch (err) {
-        commitError = err;
-        // Another process holds the write lock and nothing of ours ran yet: wait and retry.
-        if (outcomes.length === 0 && isBusy(err) && attempt < BUSY_RETRY_LIMIT) {
-          await new Promise((r) => setTimeout(r, BUSY_RETRY_MS));
-          continue;
-        }
-        break;
-      }
-    }
-    batch.forEach((job, i) => {
-      const outcome = outcomes[i];
-      if (commitError !== undefined || !outcome) job.reject(commitError ?? new Error("not run"));
-      else if (outcome.ok) job.resolve(outcome.value);
-      else job.reject(outcome.error);
-    });
-    this.#onBatch?.({
-      units: batch.length,
-      failedUnits: outcomes.filter((o) => !o.ok).length,
-      durationMs: performance.now() - started,
-      committed: commitError === undefined,
-    });
-  }
-
-  async #runUnit(trx: Transaction<DB>, job: Job): Promise<Outcome> {
-    await trx.executeQuery(SAVEPOINT);
-    try {
-      const value = await job.unit(trx, this.#clock());
-      await trx.executeQuery(RELEASE);
-      return { ok: true, value };
-    } catch (error) {
-      await trx.executeQuery(ROLLBACK_TO);
-      await trx.executeQuery(RELEASE);
-      return { ok: false, error };
-    }
-  }
-}
-
-function isBusy(err: unknown): boolean {
-  const text = `${(err as { code?: unknown })?.code ?? ""} ${(err as Error)?.message ?? ""}`;
-  return /SQLITE_BUSY|database is locked/i.test(text);
 }

@@ -1,6 +1,13 @@
 /**
- * API keys (docs/api.md#authentication-and-projects): random 256-bit secrets shown once, stored only as SHA-256 hashes.
- * `X-API-Key` → project; a missing, unknown or revoked key is 401 UNAUTHORIZED.
+ * API keys (docs/api.md#authentication-and-projects): random 256-bit secrets shown once, stored
+ * only as SHA-256 hashes. `X-API-Key` → project; a missing, unknown or revoked key is 401
+ * UNAUTHORIZED.
+ *
+ * A process remembers the keys it found active for `KEY_TRUST_MS` (docs/design.md#api-key-cache),
+ * so a request with a known key reads nothing: a key revoked by another process (`ledger keys
+ * revoke`, another server) is refused here at most that long after, and one revoked by this
+ * process (`revokeKey`, which calls `forgetCheckedKeys`) at once. Unknown keys are never
+ * remembered, so a new key works at once.
  */
 import { createHash, randomBytes } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
@@ -53,11 +60,60 @@ export async function projectOfKey(db: Kysely<DB>, apiKey: string): Promise<stri
   return rows[0]?.project_id ?? null;
 }
 
+/**
+ * Milliseconds a process trusts a key it found active without reading it again: well inside the
+ * 5 s within which every process must refuse a key revoked elsewhere.
+ */
+export const KEY_TRUST_MS = 2000;
+/** Most keys one middleware remembers; past it the oldest are forgotten first. */
+const MAX_TRUSTED_KEYS = 10_000;
+
+/** Bumped by every revocation in this process: keys checked before it are read again. */
+let revocations = 0;
+
+/** Makes every middleware of this process read each key again (after a revocation here). */
+export function forgetCheckedKeys(): void {
+  revocations++;
+}
+
+/** A key found active: its project, when it was read (monotonic ms), and the revocations then. */
+interface Trusted {
+  projectId: string;
+  checkedAt: number;
+  revocations: number;
+}
+
+/**
+ * `projectOfKey` with the keys found active remembered for `KEY_TRUST_MS` (keyed by the key
+ * itself, so a remembered key is not even hashed again).
+ */
+function trustedKeys(db: Kysely<DB>) {
+  const trusted = new Map<string, Trusted>();
+  return async (apiKey: string): Promise<string | null> => {
+    const now = performance.now();
+    const known = trusted.get(apiKey);
+    if (known && now - known.checkedAt < KEY_TRUST_MS && known.revocations === revocations) {
+      return known.projectId;
+    }
+    const seen = revocations;
+    const projectId = await projectOfKey(db, apiKey);
+    trusted.delete(apiKey);
+    if (projectId === null) return null;
+    if (trusted.size >= MAX_TRUSTED_KEYS) {
+      const oldest = trusted.keys().next();
+      if (!oldest.done) trusted.delete(oldest.value);
+    }
+    trusted.set(apiKey, { projectId, checkedAt: now, revocations: seen });
+    return projectId;
+  };
+}
+
 /** Middleware for /v1: sets `projectId` from `X-API-Key`, else throws 401. */
 export function requireApiKey(db: Kysely<DB>): MiddlewareHandler<AppEnv> {
+  const projectOf = trustedKeys(db);
   return async (c, next) => {
     const key = c.req.header("X-API-Key");
-    const projectId = key && key.length <= 512 ? await projectOfKey(db, key) : null;
+    const projectId = key && key.length <= 512 ? await projectOf(key) : null;
     if (!projectId) throw new ApiError("UNAUTHORIZED", "Missing or invalid API key");
     c.set("projectId", projectId);
     await next();

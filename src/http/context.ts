@@ -4,7 +4,7 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Config } from "../config.ts";
 import type { Database } from "../db/client.ts";
-import type { Clock, WriteQueue } from "../db/write-queue.ts";
+import type { Clock, WriteQueue } from "../db/write-path.ts";
 import type { Metrics } from "../metrics.ts";
 
 /** A structured logger (a pino-like subset); `createApp` never logs secrets through it. */

@@ -1,12 +1,10 @@
 /**
- * The handler shapes routes share: a POST whose effect is one write unit (`writeRoute`), a list
- * that answers one page with its `pagination` object (`paged`), and the page of one account's
- * grants or reservations (`accountPage`).
+ * The handler shapes routes share: a POST whose effect is one write unit (`writeRoute`), and a
+ * list that answers one page with its `pagination` object (`paged`).
  */
 import type { RouteConfig, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { Kysely, Transaction } from "kysely";
-import { resolveAccount } from "../accounts/service.ts";
+import type { Transaction } from "kysely";
 import type { DB } from "../db/schema.ts";
 import type { App, AppDeps, AppEnv } from "./context.ts";
 import { runWrite } from "./idempotency.ts";
@@ -72,44 +70,4 @@ export async function paged<T>(
   const { rows, totalCount } = await read(page);
   const hasMore = page.offset + rows.length < totalCount;
   return { rows, pagination: { ...page, totalCount, hasMore } };
-}
-
-/** The query of an account's list of grants or reservations. */
-interface AccountPageQuery extends Page {
-  accountId?: string | undefined;
-  externalId?: string | undefined;
-  activeOnly?: boolean | undefined;
-}
-
-/** What an account's list of grants or reservations is read with. */
-interface AccountPageOptions extends Page {
-  activeOnly: boolean;
-  nowMs: number;
-}
-
-/**
- * One page of the grants or reservations of the account a query names (`accountId` or
- * `externalId`), only the active ones with `activeOnly` (default false), as of the clock's now
- * (docs/api.md#grant-list).
- * @param list reads a page of the account's rows and how many there are
- * @returns the rows, the list's `pagination` and `nowMs`, the time they were read at
- * @throws ApiError ACCOUNT_NOT_FOUND, VALIDATION_ERROR (the two ids name different accounts)
- */
-export async function accountPage<T>(
-  deps: AppDeps,
-  projectId: string,
-  query: AccountPageQuery,
-  list: (
-    db: Kysely<DB>,
-    accountId: string,
-    options: AccountPageOptions,
-  ) => Promise<{ rows: T[]; totalCount: number }>,
-) {
-  const account = await resolveAccount(deps.db.read, projectId, query);
-  const nowMs = deps.clock();
-  const activeOnly = query.activeOnly ?? false;
-  const { rows, pagination } = await paged(query, (page) =>
-    list(deps.db.read, account.id, { activeOnly, ...page, nowMs }),
-  );
-  return { rows, pagination, nowMs };
 }

@@ -14,7 +14,7 @@ import type { Transaction } from "kysely";
 import { lockKey } from "../db/locks.ts";
 import { prepared } from "../db/prepared.ts";
 import type { DB, IdempotencyKeyRow } from "../db/schema.ts";
-import type { WriteQueue } from "../db/write-queue.ts";
+import type { WriteQueue } from "../db/write-path.ts";
 import { ApiError } from "../errors.ts";
 import { isLosslessNumber, parseJsonVerbatim, stringifyJson } from "../json.ts";
 import type { AppEnv } from "./context.ts";

@@ -7,22 +7,13 @@
  *   for it (the argument of `ok`, or of a write unit's `reply`) gets TypeScript's
  *   excess-property check, so a field the route does not declare, a missing one or a renamed
  *   one fails `tsc`; the functions that build API objects
- *   (`accountJson`, …) declare their return types with `Wire<…>` of their schemas for the same
- *   check on nested objects.
+ *   (`accountJson`, …) declare their return types with `WireOf<…>` of their schemas
+ *   (src/wire.ts) for the same check on nested objects.
  * - zod-openapi then checks the response type against the route once more.
  */
 import type { RouteConfig, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { ExactDecimal } from "../money.ts";
-
-/** `T` as a handler may build it: every number may also be an `ExactDecimal`. */
-export type Wire<T> = T extends number
-  ? number | ExactDecimal
-  : T extends readonly (infer U)[]
-    ? Wire<U>[]
-    : T extends object
-      ? { [K in keyof T]: Wire<T[K]> }
-      : T;
+import type { Wire } from "../wire.ts";
 
 /** The zod schema of a route's 200 JSON response. */
 export type OkSchema<R> = R extends {
@@ -33,9 +24,6 @@ export type OkSchema<R> = R extends {
 
 /** The body a route answers with 200, as a handler builds it. */
 export type RouteBody<R> = Wire<z.infer<OkSchema<R>>>;
-
-/** The API object described by a response schema, as the service builds it. */
-export type WireOf<S extends z.ZodType> = Wire<z.infer<S>>;
 
 /**
  * A body a write unit built with its `reply` (see `runWrite`): building it through a function

@@ -5,10 +5,10 @@
  * string well-formed Unicode without U+0000.
  */
 import { z } from "@hono/zod-openapi";
+import { boundMs, parseDateParam } from "../dates.ts";
 import { ERROR_STATUS, type ErrorBody, type ErrorCode } from "../errors.ts";
 import { isLosslessNumber, type JsonNumber, stringifyJson } from "../json.ts";
 import { literalToMicros, MAX_AMOUNT_MICROS, MICROS_PER_UNIT } from "../money.ts";
-import { boundMs, parseDateParam } from "./dates.ts";
 import { exampleErrors } from "./examples.ts";
 import { stringProblem } from "./json.ts";
 
@@ -233,7 +233,7 @@ export function successResponse<T extends z.ZodRawShape>(
 
 /**
  * A date `YYYY-MM-DD` or date-time `YYYY-MM-DDTHH:MM[:SS[.fff]]` with `Z`, `±HH:MM` or no offset
- * (UTC), checked against the calendar (see src/http/dates.ts).
+ * (UTC), checked against the calendar (see src/dates.ts).
  */
 export const isoDateOrDateTime = z
   .string()

@@ -4,7 +4,7 @@
  */
 import type { Transaction } from "kysely";
 import type { DB } from "../db/schema.ts";
-import type { WriteQueue } from "../db/write-queue.ts";
+import type { WriteQueue } from "../db/write-path.ts";
 
 /** How a batched job is run. */
 export interface BatchedRun {

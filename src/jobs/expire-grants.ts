@@ -10,11 +10,11 @@
  * expiries itself, or this job in another process) is left to it or to the next run.
  */
 import { sql, type Transaction } from "kysely";
+import { checkLowBalance } from "../accounts/low-balance.ts";
 import { tryLockAccount } from "../db/locks.ts";
 import { inSavepoint } from "../db/savepoint.ts";
 import type { DB } from "../db/schema.ts";
 import { bookDueExpiries } from "../ledger/expiry.ts";
-import { checkLowBalance } from "../webhooks/events.ts";
 import { type BatchedRun, batches } from "./batches.ts";
 
 /** Largest number of accounts handled in one write unit. */

@@ -12,7 +12,7 @@ import type { Transaction } from "kysely";
 import { tryLockAccount } from "../db/locks.ts";
 import { inSavepoint } from "../db/savepoint.ts";
 import type { AccountPlanRow, DB } from "../db/schema.ts";
-import { settleDue } from "../plans/grants.ts";
+import { settleDue } from "../plans/settlement.ts";
 import { type BatchedRun, batches } from "./batches.ts";
 
 /** Largest number of assignments handled in one write unit. */

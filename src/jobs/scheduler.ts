@@ -8,7 +8,7 @@
  * `ledger_job_failures_total`, …).
  */
 import { Cron } from "croner";
-import type { WriteQueue } from "../db/write-queue.ts";
+import type { WriteQueue } from "../db/write-path.ts";
 import type { Logger } from "../http/context.ts";
 import { purgeIdempotencyKeys } from "../http/idempotency.ts";
 import type { Metrics } from "../metrics.ts";

@@ -18,10 +18,8 @@ import type { Engine } from "../db/engine.ts";
 import { prepared } from "../db/prepared.ts";
 import type { DB, TransactionRow, TransactionSource, TransactionType } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
-import { iso } from "../http/dates.ts";
-import type { WireOf } from "../http/respond.ts";
 import { newId } from "../ids.ts";
-import { parseJsonColumn, stringifyJson } from "../json.ts";
+import { stringifyJson } from "../json.ts";
 import { fromMicros, MAX_BALANCE_MICROS } from "../money.ts";
 import {
   DEFAULT_PRIORITY,
@@ -31,7 +29,6 @@ import {
   type Spendable,
   takeFrom,
 } from "./grants.ts";
-import type { transactionSchema } from "./schemas.ts";
 
 /**
  * Throws 402 INSUFFICIENT_CREDITS unless `requestedMicros` ≤ `availableMicros` (docs/api.md#balance-adjustments-and-transactions).
@@ -88,7 +85,7 @@ export async function postEntry(trx: Transaction<DB>, input: EntryInput): Promis
   // the limit (credit) or below zero (debit), so no row comes back in those cases.
   const move = input.type === "credit" ? creditBalance : debitBalance;
   const { rows } = await trx.executeQuery(
-    move(trx, { accountId: input.accountId, amount: input.amountMicros, nowMs: input.nowMs }),
+    move(trx, { accountId: input.accountId, amountMicros: input.amountMicros, nowMs: input.nowMs }),
   );
   const moved = rows[0];
   if (moved === undefined) throw await refusedEntry(trx, input);
@@ -149,7 +146,7 @@ async function refusedEntry(trx: Transaction<DB>, input: EntryInput): Promise<Er
   );
 }
 
-type MoveArgs = { accountId: string; amount: number; nowMs: number };
+type MoveArgs = { accountId: string; amountMicros: number; nowMs: number };
 type Moved = { balance_micros: number; updated_at_ms: number };
 
 /**
@@ -166,37 +163,39 @@ function movedAt(eb: ExpressionBuilder<DB, "accounts">, nowMs: number, engine: E
 }
 
 /**
- * The prepared move of an account's balance by the `amount` argument (micro-credits): `+` a
- * credit, `-` a debit. It updates only when `allowed(eb, amount)` holds of the account's row
+ * The prepared move of an account's balance by the `amountMicros` argument: `+` a credit, `-` a
+ * debit. It updates only when `allowed(eb, amountMicros)` holds of the account's row
  * before the move, and returns the new balance and `updated_at_ms` (no row when refused).
  */
 function balanceMove(
   op: "+" | "-",
-  allowed: (eb: ExpressionBuilder<DB, "accounts">, amount: number) => Expression<SqlBool>,
+  allowed: (eb: ExpressionBuilder<DB, "accounts">, amountMicros: number) => Expression<SqlBool>,
 ) {
   return prepared<MoveArgs, Moved>((db, arg, engine) =>
     db
       .updateTable("accounts")
       .set((eb) => ({
-        balance_micros: eb("balance_micros", op, arg("amount")),
+        balance_micros: eb("balance_micros", op, arg("amountMicros")),
         updated_at_ms: movedAt(eb, arg("nowMs"), engine),
       }))
       .where("id", "=", arg("accountId"))
-      .where((eb) => allowed(eb, arg("amount")))
+      .where((eb) => allowed(eb, arg("amountMicros")))
       .returning(["balance_micros", "updated_at_ms"]),
   );
 }
 
 /** A credit, refused past the balance limit (9e9 credits). */
-const creditBalance = balanceMove("+", (eb, amount) =>
-  eb(eb("balance_micros", "+", amount), "<=", MAX_BALANCE_MICROS),
+const creditBalance = balanceMove("+", (eb, amountMicros) =>
+  eb(eb("balance_micros", "+", amountMicros), "<=", MAX_BALANCE_MICROS),
 );
 
 /** A debit, refused below zero; which grants it spends is decided by `postEntry` (grants.ts). */
-const debitBalance = balanceMove("-", (eb, amount) => eb("balance_micros", ">=", amount));
+const debitBalance = balanceMove("-", (eb, amountMicros) =>
+  eb("balance_micros", ">=", amountMicros),
+);
 
 /** Both engines return the new row's `seq` (SQLite's rowid, PostgreSQL's identity). */
-const insertTransaction = prepared<Omit<TransactionRow, "seq">, { seq: number }>((db, arg) =>
+export const insertTransaction = prepared<Omit<TransactionRow, "seq">, { seq: number }>((db, arg) =>
   db
     .insertInto("transactions")
     .values({
@@ -215,17 +214,3 @@ const insertTransaction = prepared<Omit<TransactionRow, "seq">, { seq: number }>
     })
     .returning("seq"),
 );
-
-/** The API's Transaction object (docs/api.md#endpoints). */
-export function transactionJson(row: TransactionRow): WireOf<typeof transactionSchema> {
-  return {
-    id: row.id,
-    accountId: row.account_id,
-    type: row.type,
-    amount: fromMicros(row.amount_micros),
-    description: row.description,
-    balanceAfter: fromMicros(row.balance_after_micros),
-    metadata: parseJsonColumn(row.metadata) ?? {},
-    createdAt: iso(row.created_at_ms),
-  };
-}

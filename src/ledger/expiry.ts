@@ -16,10 +16,11 @@
  * the others. A unit that fails rolls its expiries back with it, and the job books them.
  */
 import { sql, type Transaction } from "kysely";
-import { reservedMicros } from "../accounts/lookup.ts";
+import { externalIdOf, reservedMicros } from "../accounts/lookup.ts";
 import { prepared } from "../db/prepared.ts";
 import type { DB, TransactionRow } from "../db/schema.ts";
-import { emitCreditsExpired } from "../webhooks/events.ts";
+import { fromMicros } from "../money.ts";
+import { defineEvent } from "../webhooks/outbox.ts";
 import { postEntry } from "./core.ts";
 import {
   grantsWithRemaining,
@@ -28,6 +29,10 @@ import {
   type Spendable,
   type SpendableGrant,
 } from "./grants.ts";
+import { creditsExpiredData } from "./schemas.ts";
+
+/** The `credits.expired` event: an expiry debit was booked. */
+export const creditsExpired = defineEvent("credits.expired", creditsExpiredData);
 
 /** The account a unit books expiries for, and what the unit already knows of it. */
 export interface ExpiryAccount {
@@ -93,9 +98,10 @@ export async function bookDueExpiries(
   const held = spendable.grants[0]?.expiry_booked === 1;
   if (!due && !held) return { expiredMicros: 0, expiries: [], spendable };
 
-  const balance = account.balanceMicros ?? (await balanceOf(trx, account.accountId));
-  const reserved = account.reservedMicros ?? (await reservedMicros(trx, account.accountId, nowMs));
-  let available = balance - reserved;
+  const balanceMicros = account.balanceMicros ?? (await balanceOf(trx, account.accountId));
+  const heldMicros =
+    account.reservedMicros ?? (await reservedMicros(trx, account.accountId, nowMs));
+  let availableMicros = balanceMicros - heldMicros;
   const expiries: TransactionRow[] = [];
   const book = async (grant: SpendableGrant, amountMicros: number) => {
     const tx = await bookGrantExpiry(
@@ -107,21 +113,21 @@ export async function bookDueExpiries(
       nowMs,
     );
     if (tx) expiries.push(tx);
-    available -= amountMicros;
+    availableMicros -= amountMicros;
   };
 
   // What stays of booked grants beyond what holds cover (all of it once no hold is left).
   const booked = await grantsWhere(trx, account.accountId, "booked", nowMs);
-  let uncovered = booked.reduce((sum, g) => sum + g.remaining_micros, 0) - reserved;
+  let uncoveredMicros = booked.reduce((sum, g) => sum + g.remaining_micros, 0) - heldMicros;
   for (const grant of booked) {
-    if (uncovered <= 0 || available <= 0) break;
-    const amount = Math.min(grant.remaining_micros, uncovered, available);
-    await book(grant, amount);
-    uncovered -= amount;
+    if (uncoveredMicros <= 0 || availableMicros <= 0) break;
+    const amountMicros = Math.min(grant.remaining_micros, uncoveredMicros, availableMicros);
+    await book(grant, amountMicros);
+    uncoveredMicros -= amountMicros;
   }
   // Grants past expiresAt: what is available of each goes; the rest is held, and stays.
   for (const grant of await grantsWhere(trx, account.accountId, "due", nowMs)) {
-    await book(grant, Math.min(grant.remaining_micros, Math.max(0, available)));
+    await book(grant, Math.min(grant.remaining_micros, Math.max(0, availableMicros)));
   }
   const expiredMicros = expiries.reduce((sum, tx) => sum + tx.amount_micros, 0);
   return {
@@ -133,7 +139,7 @@ export async function bookDueExpiries(
 }
 
 /**
- * Books the expiry of `amountMicros` of one grant (the hook for a `credits.expired` event): a
+ * Books the expiry of `amountMicros` of one grant, with its `credits.expired` event: a
  * `debit` with `metadata.reason` `credits_expired` (`plan_credits_expired`, with `planId` and
  * `accountPlanId`, for a plan grant) and `metadata.grantId`, taken from that grant; and marks
  * the grant's expiry booked. An amount of 0 books nothing (the grant is still marked).
@@ -174,7 +180,19 @@ export async function bookGrantExpiry(
     nowMs,
     fromGrantSeq: grant.seq,
   });
-  await emitCreditsExpired(trx, { grantId: grant.id, transaction: tx, nowMs });
+  await creditsExpired.emit(trx, {
+    projectId,
+    nowMs,
+    data: async (make) =>
+      make({
+        accountId,
+        externalId: await externalIdOf(trx, accountId),
+        grantId: grant.id,
+        transactionId: tx.id,
+        amount: fromMicros(tx.amount_micros),
+        balance: fromMicros(tx.balance_after_micros),
+      }),
+  });
   return tx;
 }
 

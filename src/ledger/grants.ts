@@ -13,7 +13,8 @@
  * expiry rules, which book ledger rows, are in expiry.ts. Every function runs inside a write unit
  * that holds the account (its row lock on PostgreSQL, the serial queue on SQLite).
  */
-import { type Kysely, sql, type Transaction } from "kysely";
+import { type ExpressionBuilder, type Kysely, sql, type Transaction } from "kysely";
+import type { AccountListOptions } from "../db/account-list.ts";
 import { prepared } from "../db/prepared.ts";
 import type { CreditGrantRow, DB } from "../db/schema.ts";
 import { newId } from "../ids.ts";
@@ -135,12 +136,12 @@ export interface Draw {
   takenMicros: number;
 }
 
-const takeFromGrant = prepared<{ seq: number; take: number }, unknown>((db, arg) =>
+const takeFromGrant = prepared<{ seq: number; takeMicros: number }, unknown>((db, arg) =>
   db
     .updateTable("credit_grant_remaining")
-    .set((eb) => ({ remaining_micros: eb("remaining_micros", "-", arg("take")) }))
+    .set((eb) => ({ remaining_micros: eb("remaining_micros", "-", arg("takeMicros")) }))
     .where("seq", "=", arg("seq"))
-    .where("remaining_micros", ">=", arg("take")),
+    .where("remaining_micros", ">=", arg("takeMicros")),
 );
 
 /**
@@ -158,40 +159,42 @@ export async function drawDown(
 ): Promise<void> {
   // The common case in one statement: the first grant in spending order covers the debit.
   if (known === undefined && amountMicros > 0) {
-    const first = await trx.executeQuery(takeFromFirst(trx, { accountId, take: amountMicros }));
+    const first = await trx.executeQuery(
+      takeFromFirst(trx, { accountId, takeMicros: amountMicros }),
+    );
     if (Number(first.numAffectedRows ?? 0) === 1) return;
   }
   const draws: Draw[] = [];
-  let left = amountMicros;
-  let page = known ?? (left > 0 ? await readSpendable(trx, accountId) : undefined);
+  let leftMicros = amountMicros;
+  let page = known ?? (leftMicros > 0 ? await readSpendable(trx, accountId) : undefined);
   let offset = 0;
-  while (left > 0 && page) {
+  while (leftMicros > 0 && page) {
     for (const grant of page.grants) {
-      if (left === 0) break;
-      const take = Math.min(grant.remaining_micros, left);
-      draws.push({ grant, takenMicros: take });
-      left -= take;
+      if (leftMicros === 0) break;
+      const takenMicros = Math.min(grant.remaining_micros, leftMicros);
+      draws.push({ grant, takenMicros });
+      leftMicros -= takenMicros;
     }
-    if (left === 0 || page.complete) break;
+    if (leftMicros === 0 || page.complete) break;
     offset += page.grants.length;
     page = await readSpendable(trx, accountId, offset);
   }
-  if (left > 0) {
+  if (leftMicros > 0) {
     throw new Error(
-      `ledger invariant: account ${accountId}'s grants lack ${left} micro-credits of a debit of ${amountMicros}`,
+      `ledger invariant: account ${accountId}'s grants lack ${leftMicros} micro-credits of a debit of ${amountMicros}`,
     );
   }
   for (const draw of draws) await takeFrom(trx, draw.grant.seq, draw.takenMicros);
 }
 
 /**
- * Takes `take` micro-credits from the account's first grant in spending order (the order of
+ * Takes `takeMicros` from the account's first grant in spending order (the order of
  * `spendPage`), when that grant holds at least as much; changes no row otherwise.
  */
-const takeFromFirst = prepared<{ accountId: string; take: number }, unknown>((db, arg) =>
+const takeFromFirst = prepared<{ accountId: string; takeMicros: number }, unknown>((db, arg) =>
   db
     .updateTable("credit_grant_remaining")
-    .set((eb) => ({ remaining_micros: eb("remaining_micros", "-", arg("take")) }))
+    .set((eb) => ({ remaining_micros: eb("remaining_micros", "-", arg("takeMicros")) }))
     .where("seq", "=", (eb) =>
       eb
         .selectFrom("credit_grants as f")
@@ -201,15 +204,50 @@ const takeFromFirst = prepared<{ accountId: string; take: number }, unknown>((db
         .orderBy(spendingOrder("f"))
         .limit(1),
     )
-    .where("remaining_micros", ">=", arg("take")),
+    .where("remaining_micros", ">=", arg("takeMicros")),
 );
+
+/**
+ * Takes `amountMicros` from the account's first grant in spending order, which must hold at
+ * least that much (the plain debit checked it).
+ * @throws Error (a broken ledger invariant) when it does not
+ */
+export async function drawFromFirst(
+  trx: Transaction<DB>,
+  accountId: string,
+  amountMicros: number,
+): Promise<void> {
+  const result = await trx.executeQuery(
+    takeFromFirst(trx, { accountId, takeMicros: amountMicros }),
+  );
+  if (Number(result.numAffectedRows ?? 0) !== 1) {
+    throw new Error(
+      `ledger invariant: account ${accountId}'s first grant holds less than ${amountMicros}`,
+    );
+  }
+}
+
+/**
+ * What remains of the account's first grant in spending order (null when it has none), as a
+ * subquery of a statement on `accounts`.
+ */
+export function firstGrantRemaining(eb: ExpressionBuilder<DB, "accounts">) {
+  return eb
+    .selectFrom("credit_grants as f")
+    .innerJoin("credit_grant_remaining as fr", "fr.seq", "f.seq")
+    .select("fr.remaining_micros")
+    .whereRef("f.account_id", "=", "accounts.id")
+    .where("f.exhausted", "=", sql.lit(0))
+    .orderBy(spendingOrder("f"))
+    .limit(1);
+}
 
 /**
  * Takes `takeMicros` from one grant (an expiry takes from the grant it removes).
  * @throws Error (a broken ledger invariant) when the grant holds less
  */
 export async function takeFrom(trx: Transaction<DB>, seq: number, takeMicros: number) {
-  const result = await trx.executeQuery(takeFromGrant(trx, { seq, take: takeMicros }));
+  const result = await trx.executeQuery(takeFromGrant(trx, { seq, takeMicros }));
   if (Number(result.numAffectedRows ?? 0) !== 1) {
     throw new Error(`ledger invariant: grant ${seq} holds less than ${takeMicros} micro-credits`);
   }
@@ -285,4 +323,31 @@ export async function makeGrant(
     insertRemaining(trx, { seq: Number(seq), remaining_micros: credit.amountMicros }),
   );
   return id;
+}
+
+/**
+ * A page of the account's grants with what remains of each, newest first (ledger order, index
+ * `credit_grants_account`), and how many the list holds (docs/api.md#grant-list);
+ * `activeOnly`: only those `active` at `nowMs` (something left, not past expiresAt).
+ */
+export async function listGrants(db: Kysely<DB>, accountId: string, options: AccountListOptions) {
+  let base = grantsWithRemaining(db).where("g.account_id", "=", accountId);
+  if (options.activeOnly) {
+    base = base
+      .where("g.exhausted", "=", sql.lit(0))
+      .where((eb) =>
+        eb.or([eb("g.expires_at_ms", "is", null), eb("g.expires_at_ms", ">", options.nowMs)]),
+      );
+  }
+  const rows = await base
+    .selectAll("g")
+    .select("r.remaining_micros")
+    .orderBy("g.seq", "desc")
+    .limit(options.limit)
+    .offset(options.offset)
+    .execute();
+  const { count } = await base
+    .select((eb) => eb.fn.countAll<number>().as("count"))
+    .executeTakeFirstOrThrow();
+  return { rows, totalCount: Number(count) };
 }

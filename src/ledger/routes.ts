@@ -1,27 +1,25 @@
-/** Routes of add, deduct, the transaction list and manual transactions (docs/api.md#endpoints). */
+/** Routes of add and deduct, and of an account's credit grants (docs/api.md#endpoints). */
 import type { Transaction } from "kysely";
-import { resolveAccount } from "../accounts/service.ts";
+import { accountPage } from "../accounts/pages.ts";
 import type { DB } from "../db/schema.ts";
 import type { App, AppDeps } from "../http/context.ts";
-import { dateRangeMs } from "../http/dates.ts";
-import { paged, writeRoute } from "../http/handlers.ts";
+import { writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
 import { fromMicros } from "../money.ts";
-import { transactionJson } from "./core.ts";
+import { listGrants } from "./grants.ts";
 import {
   addCreditsBody,
   addCreditsResponse,
-  createTransactionBody,
-  createTransactionResponse,
   deductCreditsBody,
   deductCreditsResponse,
-  listTransactionsQuery,
-  listTransactionsResponse,
+  grantJson,
+  listGrantsQuery,
+  listGrantsResponse,
 } from "./schemas.ts";
-import { grantTerms, listTransactions, moveCredits, withAuditData } from "./service.ts";
+import { grantTerms, moveCredits } from "./service.ts";
 
-/** The balance adjustment and transaction routes. */
+/** The balance adjustment and credit grant routes. */
 export const ledgerRoutes = {
   ...resourceRoutes("Balance adjustments", (route) => ({
     add: route.post("/v1/accounts/credits/add", "Add credits (purchase, refund, bonus)", {
@@ -35,21 +33,12 @@ export const ledgerRoutes = {
       errors: ["INSUFFICIENT_CREDITS", "ACCOUNT_NOT_FOUND"],
     }),
   })),
-  ...resourceRoutes("Transactions", (route) => ({
-    list: route.get("/v1/transactions", "List ledger entries, newest first", {
-      query: listTransactionsQuery,
-      ok: listTransactionsResponse,
+  ...resourceRoutes("Credit grants", (route) => ({
+    grants: route.get("/v1/accounts/grants", "List an account's credit grants, newest first", {
+      query: listGrantsQuery,
+      ok: listGrantsResponse,
       errors: ["ACCOUNT_NOT_FOUND"],
     }),
-    create: route.post(
-      "/v1/transactions/create",
-      "Create a manual transaction (adjustment, refund, migration)",
-      {
-        body: createTransactionBody,
-        ok: createTransactionResponse,
-        errors: ["ACCOUNT_NOT_FOUND", "INSUFFICIENT_CREDITS", "BALANCE_LIMIT_EXCEEDED"],
-      },
-    ),
   })),
 };
 
@@ -124,50 +113,10 @@ export function registerLedgerRoutes(app: App, deps: AppDeps): void {
     });
   });
 
-  app.openapi(r.list, async (c) => {
+  app.openapi(r.grants, async (c) => {
     const q = c.req.valid("query");
-    const projectId = c.get("projectId");
-    const { startMs, endMs } = dateRangeMs(q.startDate, q.endDate);
-    const named = q.accountId !== undefined || q.externalId !== undefined;
-    const account = named ? await resolveAccount(deps.db.read, projectId, q) : undefined;
-    const filter = { accountId: account?.id, startMs, endMs };
-    const { rows, pagination } = await paged(q, (page) =>
-      listTransactions(deps.db.read, projectId, { ...filter, ...page }),
-    );
-    const parts = new Set((q.include ?? "").split(",").map((p) => p.trim()));
-    const include = { reservation: parts.has("reservation"), usage: parts.has("usage") };
-    const items = await withAuditData(deps.db.read, rows, include, deps.clock());
-    return ok(c, r.list, { items, pagination });
-  });
-
-  writeRoute(app, deps, r.create, async ({ trx, nowMs, body, projectId, reply }) => {
-    const { row } = await moveCredits(
-      trx,
-      projectId,
-      {
-        accountRef: body.accountId,
-        type: body.type,
-        amountMicros: body.amount,
-        description: body.description,
-        metadata: body.metadata,
-        source: "manual",
-        grant: body.type === "credit" ? grantTerms(body, nowMs) : undefined,
-      },
-      nowMs,
-    );
-    const { id, accountId, type, amount, balanceAfter, createdAt, description, metadata } =
-      transactionJson(row);
-    const transaction = {
-      id,
-      accountId,
-      type,
-      amount,
-      balanceAfter,
-      createdAt,
-      description,
-      metadata,
-    };
-    const grantId = row.grantId ?? undefined;
-    return reply({ success: true, transaction, ...(grantId === undefined ? {} : { grantId }) });
+    const { rows, pagination, nowMs } = await accountPage(deps, c.get("projectId"), q, listGrants);
+    const grants = rows.map((g) => grantJson(g, nowMs));
+    return ok(c, r.grants, { success: true, grants, pagination });
   });
 }

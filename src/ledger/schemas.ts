@@ -1,34 +1,32 @@
-/** zod schemas of balance adjustments and transactions (docs/api.md#endpoints, docs/api.md#balance-adjustments-and-transactions). */
+/**
+ * zod schemas of balance adjustments (add and deduct) and of credit grants: the grant list, the
+ * terms a credit's grant takes, and the `data` of a `credits.expired` event (docs/api.md#endpoints,
+ * docs/api.md#balance-adjustments-and-transactions, docs/api.md#credit-grants-expiry-and-priority);
+ * and the mapper of a stored grant to the API's Grant object.
+ */
 import { z } from "@hono/zod-openapi";
-import { parseDateParam } from "../http/dates.ts";
-import {
-  ex,
-  exampleAddTransaction,
-  exampleConfirmTransaction,
-  exampleManualTransaction,
-  exampleReservation,
-  exampleUsageRecord,
-} from "../http/examples.ts";
+import { iso, parseDateParam } from "../dates.ts";
+import type { CreditGrantRow } from "../db/schema.ts";
+import { ex } from "../http/examples.ts";
 import {
   creditAmount,
-  dateRangeQuery,
-  datesInOrder,
-  datesInOrderError,
   descriptionString,
   idString,
   metadataSchema,
   pageQuery,
   paginationSchema,
+  queryBoolean,
+  requiringAccount,
 } from "../http/schemas.ts";
-import { reservationSchema } from "../reservations/schemas.ts";
-import { usageRecordSchema } from "../usage/schemas.ts";
+import { fromMicros } from "../money.ts";
+import type { WireOf } from "../wire.ts";
 
 /** An example grant id. */
-const exampleGrantId = "grt_01JD7Q2W8R5T3V9X1Z4B6C8E0G";
+export const exampleGrantId = "grt_01JD7Q2W8R5T3V9X1Z4B6C8E0G";
 
 /**
  * A date-time `YYYY-MM-DDTHH:MM[:SS[.fff]]` with `Z`, `±HH:MM` or no offset (UTC), checked
- * against the calendar (src/http/dates.ts); a bare date is refused.
+ * against the calendar (src/dates.ts); a bare date is refused.
  */
 const isoDateTime = z
   .string()
@@ -42,7 +40,7 @@ const isoDateTime = z
  * `priority` and `expiresAt` of the grant a credit makes (docs/api.md#grants). That `expiresAt`
  * is in the future and at most 3,653 days ahead is checked against the clock of the write.
  */
-const grantTermsFields = {
+export const grantTermsFields = {
   priority: z.number().int().min(0).max(100).optional().openapi({
     description: "0-100, lower is spent first (default 50)",
     example: 50,
@@ -54,7 +52,7 @@ const grantTermsFields = {
   }),
 };
 
-const accountRef = idString.openapi({
+export const accountRef = idString.openapi({
   description: "Internal id or externalId",
   example: ex.externalId,
 });
@@ -137,135 +135,100 @@ export const deductCreditsResponse = z
     },
   });
 
-export const transactionSchema = z
+export const grantSchema = z
   .object({
-    id: z.string().openapi({ example: ex.confirmTxnId }),
+    id: z.string().openapi({ example: exampleGrantId }),
     accountId: z.string().openapi({ example: ex.accountId }),
-    type: z.enum(["credit", "debit"]),
-    amount: z.number().openapi({ example: 6.96 }),
-    description: z.string().openapi({ example: exampleConfirmTransaction.description }),
-    balanceAfter: z.number().openapi({ example: 18.54 }),
-    metadata: z
-      .record(z.string(), z.unknown())
-      .openapi({ additionalProperties: true, example: { ...exampleConfirmTransaction.metadata } }),
-    createdAt: z.string().openapi({ example: ex.confirmedAt }),
-    reservation: reservationSchema.nullable().optional().openapi({
-      description: "With include=reservation: the reservation this entry settled, or null",
+    transactionId: z.string().nullable().openapi({
+      description: "The credit that made the grant (null for credits booked before grants existed)",
+      example: ex.addTxnId,
     }),
-    usage: z
-      .array(usageRecordSchema)
-      .optional()
-      .openapi({ description: "With include=usage: the usage records of this entry" }),
-  })
-  .openapi("Transaction", {
-    example: {
-      ...exampleConfirmTransaction,
-      reservation: exampleReservation,
-      usage: [exampleUsageRecord],
-    },
-  });
-
-export const listTransactionsQuery = z
-  .object({
-    accountId: idString
-      .optional()
-      .openapi({ description: "Internal id or externalId", example: ex.externalId }),
-    externalId: idString.optional().openapi({ example: ex.externalId }),
-    ...pageQuery(50, 500),
-    ...dateRangeQuery,
-    include: z
+    amount: z.number().openapi({ description: "Credits granted", example: 25.5 }),
+    remaining: z.number().openapi({ description: "Credits not yet spent", example: 18.25 }),
+    priority: z.number().int().openapi({ description: "0-100, lower is spent first", example: 50 }),
+    expiresAt: z
       .string()
-      .max(100)
-      .refine((s) => s.split(",").every((p) => ["reservation", "usage", ""].includes(p.trim())), {
-        message: "comma list of reservation, usage",
-      })
-      .optional()
-      .openapi({
-        description: "Comma list of `reservation`, `usage`: audit data on each entry",
-        example: "reservation,usage",
-      }),
+      .nullable()
+      .openapi({ description: "null: never expires", example: "2027-12-31T23:59:59.000Z" }),
+    createdAt: z.string().openapi({ example: "2026-11-21T08:20:11.412Z" }),
+    status: z.enum(["active", "expired", "spent"]).openapi({
+      description:
+        "`expired` once past expiresAt; else `active` while something remains, else `spent`",
+      example: "active",
+    }),
   })
-  .refine(datesInOrder, datesInOrderError);
+  .openapi("Grant");
 
-export const listTransactionsResponse = z
+export const listGrantsQuery = requiringAccount({
+  activeOnly: queryBoolean
+    .optional()
+    .openapi({ description: "Only active grants", example: "false" }),
+  ...pageQuery(100, 1000),
+});
+
+const exampleGrant = {
+  id: exampleGrantId,
+  accountId: ex.accountId,
+  transactionId: ex.addTxnId,
+  amount: 25.5,
+  remaining: 18.25,
+  priority: 50,
+  expiresAt: "2027-12-31T23:59:59.000Z",
+  createdAt: "2026-11-21T08:20:11.412Z",
+  status: "active" as const,
+};
+
+export const listGrantsResponse = z
   .object({
-    items: z.array(transactionSchema),
+    success: z.literal(true),
+    grants: z.array(grantSchema),
     pagination: paginationSchema,
   })
   .openapi({
     example: {
-      items: [
-        { ...exampleManualTransaction, reservation: null, usage: [] },
-        {
-          id: ex.deductTxnId,
-          accountId: ex.accountId,
-          type: "debit",
-          amount: 1.25,
-          description: "Image upscale",
-          balanceAfter: 17.29,
-          metadata: { feature: "upscale" },
-          createdAt: "2026-11-21T08:22:45.903Z",
-          reservation: null,
-          usage: [],
-        },
-        {
-          ...exampleConfirmTransaction,
-          reservation: exampleReservation,
-          usage: [exampleUsageRecord],
-        },
-        { ...exampleAddTransaction, reservation: null, usage: [] },
-      ],
-      pagination: { limit: 50, offset: 0, totalCount: 4, hasMore: false },
+      success: true,
+      grants: [exampleGrant],
+      pagination: { limit: 100, offset: 0, totalCount: 1, hasMore: false },
     },
   });
 
-export const createTransactionBody = z
-  .object({
-    accountId: accountRef,
-    amount: creditAmount().openapi({ example: 5.5 }),
-    type: z.enum(["credit", "debit"]),
-    description: descriptionString
-      .optional()
-      .openapi({ example: "Refund for a failed generation" }),
-    metadata: metadataSchema.optional().openapi({ example: { ticket: "SUP-1234" } }),
-    ...grantTermsFields,
-  })
-  .refine((b) => b.type === "credit" || b.priority === undefined, {
-    message: "only a credit takes a priority",
-    path: ["priority"],
-  })
-  .refine((b) => b.type === "credit" || b.expiresAt === undefined, {
-    message: "only a credit takes an expiresAt",
-    path: ["expiresAt"],
-  })
-  .openapi("CreateTransactionRequest", {
-    example: {
-      accountId: ex.externalId,
-      amount: 5.5,
-      type: "credit",
-      description: "Refund for a failed generation",
-      metadata: { ticket: "SUP-1234" },
-    },
-  });
+export type GrantStatus = "active" | "expired" | "spent";
 
-export const createTransactionResponse = z
+/**
+ * A grant's status at `nowMs`: `expired` once past its expiresAt (whatever remains), else
+ * `active` while something remains, else `spent`.
+ */
+export function grantStatus(grant: CreditGrantRow, nowMs: number): GrantStatus {
+  if (grant.expires_at_ms !== null && grant.expires_at_ms <= nowMs) return "expired";
+  return grant.remaining_micros > 0 ? "active" : "spent";
+}
+
+/** The API's Grant object at `nowMs`. */
+export function grantJson(grant: CreditGrantRow, nowMs: number): WireOf<typeof grantSchema> {
+  return {
+    id: grant.id,
+    accountId: grant.account_id,
+    transactionId: grant.transaction_id,
+    amount: fromMicros(grant.amount_micros),
+    remaining: fromMicros(grant.remaining_micros),
+    priority: grant.priority,
+    expiresAt: grant.expires_at_ms === null ? null : iso(grant.expires_at_ms),
+    createdAt: iso(grant.created_at_ms),
+    status: grantStatus(grant, nowMs),
+  };
+}
+
+/**
+ * The `data` of a `credits.expired` event: the expiry debit that removed what was left of one
+ * grant (docs/api.md#expiry-of-grants), and the balance after it, in credits.
+ */
+export const creditsExpiredData = z
   .object({
-    success: z.literal(true),
-    transaction: z.object({
-      id: z.string(),
-      accountId: z.string(),
-      type: z.enum(["credit", "debit"]),
-      amount: z.number(),
-      balanceAfter: z.number(),
-      createdAt: z.string(),
-      description: z.string(),
-      metadata: z.record(z.string(), z.unknown()).openapi({ additionalProperties: true }),
-    }),
-    grantId: z
-      .string()
-      .optional()
-      .openapi({ description: "A credit: the grant it makes (docs/api.md#grants)" }),
+    accountId: z.string().openapi({ example: ex.accountId }),
+    externalId: z.string().openapi({ example: ex.externalId }),
+    grantId: z.string().openapi({ description: "The grant that expired", example: exampleGrantId }),
+    transactionId: z.string().openapi({ description: "The expiry debit", example: ex.deductTxnId }),
+    amount: z.number().openapi({ description: "Credits removed", example: 3.25 }),
+    balance: z.number().openapi({ description: "Credits after the expiry", example: 14.04 }),
   })
-  .openapi({
-    example: { success: true, transaction: exampleManualTransaction, grantId: exampleGrantId },
-  });
+  .openapi("CreditsExpiredData");

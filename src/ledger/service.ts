@@ -1,28 +1,17 @@
 /**
- * Balance adjustments and the transaction list (docs/api.md#endpoints, docs/api.md#balance-adjustments-and-transactions).
- * Writes run inside a write unit (`trx`); reads use the read connection.
+ * Balance adjustments (docs/api.md#endpoints, docs/api.md#balance-adjustments-and-transactions):
+ * add, deduct and the manual transaction, each one ledger entry inside a write unit (`trx`).
  */
-import type { Kysely, Transaction } from "kysely";
+import type { Transaction } from "kysely";
 import { findAccount, findAccountWithBalance } from "../accounts/lookup.ts";
-import { createdWithin, ofProjectOrAccount } from "../db/ledger-rows.ts";
-import { newestFirstPage } from "../db/paging.ts";
-import type {
-  AccountRow,
-  DB,
-  TransactionRow,
-  TransactionSource,
-  TransactionType,
-} from "../db/schema.ts";
+import { checkLowBalance } from "../accounts/low-balance.ts";
+import { parseDateParam } from "../dates.ts";
+import type { AccountRow, DB, TransactionSource, TransactionType } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
-import { parseDateParam } from "../http/dates.ts";
-import type { WireOf } from "../http/respond.ts";
-import { reservationJson } from "../reservations/service.ts";
-import { usageRecordJson } from "../usage/service.ts";
-import { checkLowBalance } from "../webhooks/events.ts";
-import { postEntry, requireAvailable, transactionJson } from "./core.ts";
+import { type PostedEntry, postEntry, requireAvailable } from "./core.ts";
 import { bookDueExpiries, expiryAccount } from "./expiry.ts";
 import { DEFAULT_PRIORITY, type GrantTerms, type Spendable } from "./grants.ts";
-import type { transactionSchema } from "./schemas.ts";
+import { plainDebit } from "./plain-debit.ts";
 
 export interface MoveInput {
   accountRef: string;
@@ -41,11 +30,13 @@ export interface MoveInput {
  * `amount ≤ available` (docs/api.md#balance-adjustments-and-transactions) and spends grants in
  * the spending order (docs/api.md#spending-order).
  *
- * The deduction's hot path: the account (locked on PostgreSQL) with its holds and whether an
- * expiry is due or held, the balance update, one update of the first grant in spending order
- * when it covers the debit (else a read of the grants and an update of each drawn from), the
- * ledger row.
- * @returns the account and the stored entry (with `grantId` for a credit)
+ * A debit first tries the plain debit (plain-debit.ts: one statement on PostgreSQL, three on
+ * SQLite), which applies when nothing but the balance move, the entry and one grant's draw is
+ * needed; otherwise, and for every credit, the general path: the account (locked on
+ * PostgreSQL) with its holds and whether an expiry is due or held, the expiries, the balance
+ * update, the ledger row, the grants drawn from, the low-balance check.
+ * @returns the account (its id and externalId) and the stored entry (with `grantId` for a
+ *   credit)
  * @throws ApiError ACCOUNT_NOT_FOUND, INSUFFICIENT_CREDITS, BALANCE_LIMIT_EXCEEDED
  */
 export async function moveCredits(
@@ -53,14 +44,26 @@ export async function moveCredits(
   projectId: string,
   input: MoveInput,
   nowMs: number,
-) {
+): Promise<{ account: Pick<AccountRow, "id" | "external_id">; row: PostedEntry }> {
+  if (input.type === "debit" && (input.source === "deduct" || input.source === "manual")) {
+    const plain = await plainDebit(trx, {
+      projectId,
+      accountRef: input.accountRef,
+      amountMicros: input.amountMicros,
+      description: input.description ?? "",
+      metadata: input.metadata ?? {},
+      source: input.source,
+      nowMs,
+    });
+    if (plain) return plain;
+  }
   let account: AccountRow;
   let spendable: Spendable | undefined;
-  let availableBefore: number | undefined;
+  let availableBeforeMicros: number | undefined;
   if (input.type === "debit") {
     const found = await findAccountWithBalance(trx, projectId, input.accountRef, nowMs);
     account = found.account;
-    availableBefore = found.available;
+    availableBeforeMicros = found.available;
     const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
     requireAvailable(found.available - due.expiredMicros, input.amountMicros);
     spendable = due.spendable;
@@ -81,10 +84,10 @@ export async function moveCredits(
     grant: input.grant,
     spendable,
   });
-  if (availableBefore !== undefined) {
+  if (availableBeforeMicros !== undefined) {
     await checkLowBalance(trx, account, {
       nowMs,
-      availableBeforeMicros: availableBefore,
+      availableBeforeMicros,
       transactionId: row.id,
     });
   }
@@ -120,62 +123,4 @@ export function grantTerms(
     ]);
   }
   return { priority, expiresAtMs: parsed.ms };
-}
-
-export interface TransactionFilter {
-  accountId?: string | undefined;
-  startMs?: number | undefined;
-  endMs?: number | undefined;
-  limit: number;
-  offset: number;
-}
-
-/** A page of the project's transactions, newest first (ties by insertion order), with total. */
-export async function listTransactions(db: Kysely<DB>, projectId: string, f: TransactionFilter) {
-  const rows = ofProjectOrAccount(db.selectFrom("transactions"), projectId, f.accountId);
-  return newestFirstPage(createdWithin(rows, f), f);
-}
-
-/**
- * The audit data of `include=reservation,usage` (docs/api.md#audit-data): each item gains
- * `reservation` (the reservation it settled, or null) and/or `usage` (the usage records naming
- * it, oldest first).
- */
-export async function withAuditData(
-  db: Kysely<DB>,
-  rows: TransactionRow[],
-  include: { reservation: boolean; usage: boolean },
-  nowMs: number,
-): Promise<WireOf<typeof transactionSchema>[]> {
-  const reservationIds = rows.flatMap((r) => (r.reservation_id === null ? [] : [r.reservation_id]));
-  const reservations =
-    include.reservation && reservationIds.length > 0
-      ? await db.selectFrom("reservations").selectAll().where("id", "in", reservationIds).execute()
-      : [];
-  const reservationById = new Map(reservations.map((r) => [r.id, reservationJson(r, nowMs)]));
-  const usage =
-    include.usage && rows.length > 0
-      ? await db
-          .selectFrom("usage_records")
-          .selectAll()
-          .where(
-            "transaction_id",
-            "in",
-            rows.map((r) => r.id),
-          )
-          .orderBy("seq")
-          .execute()
-      : [];
-  return rows.map((row) => ({
-    ...transactionJson(row),
-    ...(include.reservation
-      ? {
-          reservation:
-            row.reservation_id === null ? null : (reservationById.get(row.reservation_id) ?? null),
-        }
-      : {}),
-    ...(include.usage
-      ? { usage: usage.filter((u) => u.transaction_id === row.id).map(usageRecordJson) }
-      : {}),
-  }));
 }

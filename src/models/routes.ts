@@ -5,8 +5,14 @@ import { runWrite } from "../http/idempotency.ts";
 import { ok, type RouteBody } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
 import { costPicoUsd, fromMicros, picoUsdToDecimal, type TokenCounts } from "../money.ts";
-import { calculateBody, calculateResponse, modelsQuery, modelsResponse } from "./schemas.ts";
-import { findModel, listModels, modelJson, priceOf } from "./service.ts";
+import {
+  calculateBody,
+  calculateResponse,
+  modelJson,
+  modelsQuery,
+  modelsResponse,
+} from "./schemas.ts";
+import { findModel, listModels, priceOf } from "./service.ts";
 
 /** The model routes. */
 export const modelRoutes = resourceRoutes("Models", (route) => ({

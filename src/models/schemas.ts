@@ -1,7 +1,13 @@
-/** zod schemas of the model catalog and the cost estimate (docs/api.md#usage-and-models). */
+/**
+ * zod schemas of the model catalog and the cost estimate (docs/api.md#usage-and-models), and the
+ * mapper of a stored model to the API's Model object.
+ */
 import { z } from "@hono/zod-openapi";
+import type { ModelRow } from "../db/schema.ts";
 import { ex, exampleHaikuModel, exampleModel } from "../http/examples.ts";
 import { idString, tokenCount } from "../http/schemas.ts";
+import { type ExactDecimal, fromMicros } from "../money.ts";
+import type { WireOf } from "../wire.ts";
 
 export const modelSchema = z
   .object({
@@ -22,6 +28,31 @@ export const modelSchema = z
     pricesAsOf: z.string().openapi({ example: "2026-07-24" }),
   })
   .openapi("Model", { example: exampleModel });
+
+/** The API's Model object (docs/api.md#endpoints). */
+export function modelJson(row: ModelRow): WireOf<typeof modelSchema> {
+  const text: {
+    inputPerMillion: ExactDecimal;
+    outputPerMillion: ExactDecimal;
+    cachedInputPerMillion?: ExactDecimal;
+  } = {
+    inputPerMillion: fromMicros(row.input_micros_per_m),
+    outputPerMillion: fromMicros(row.output_micros_per_m),
+  };
+  if (row.cached_micros_per_m !== null) {
+    text.cachedInputPerMillion = fromMicros(row.cached_micros_per_m);
+  }
+  return {
+    modelId: row.model_id,
+    provider: row.provider,
+    displayName: row.display_name,
+    modelType: row.model_type,
+    tier: row.tier,
+    pricing: { text, contextWindow: row.context_window },
+    source: row.source,
+    pricesAsOf: row.prices_as_of,
+  };
+}
 
 export const modelsQuery = z.object({
   modelId: idString.optional().openapi({ description: "One model", example: ex.modelId }),

@@ -4,44 +4,18 @@
  */
 import { readFile } from "node:fs/promises";
 import type { Kysely, Transaction } from "kysely";
+import { prepared } from "../db/prepared.ts";
 import type { DB, ModelRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
-import type { WireOf } from "../http/respond.ts";
-import { type ExactDecimal, fromMicros, type PriceMicros, validatedMicros } from "../money.ts";
+import { type PriceMicros, validatedMicros } from "../money.ts";
 import { type CatalogModel, catalogFileSchema } from "./catalog-format.ts";
 import { convertLitellm, isLitellmMap } from "./litellm.ts";
-import type { modelSchema } from "./schemas.ts";
 
 /** The shipped catalog, relative to the repository root. */
 export const DEFAULT_CATALOG_URL = new URL(
   import.meta.url.includes("/dist/") ? "../../../data/models.json" : "../../data/models.json",
   import.meta.url,
 );
-
-/** The API's Model object (docs/api.md#endpoints). */
-export function modelJson(row: ModelRow): WireOf<typeof modelSchema> {
-  const text: {
-    inputPerMillion: ExactDecimal;
-    outputPerMillion: ExactDecimal;
-    cachedInputPerMillion?: ExactDecimal;
-  } = {
-    inputPerMillion: fromMicros(row.input_micros_per_m),
-    outputPerMillion: fromMicros(row.output_micros_per_m),
-  };
-  if (row.cached_micros_per_m !== null) {
-    text.cachedInputPerMillion = fromMicros(row.cached_micros_per_m);
-  }
-  return {
-    modelId: row.model_id,
-    provider: row.provider,
-    displayName: row.display_name,
-    modelType: row.model_type,
-    tier: row.tier,
-    pricing: { text, contextWindow: row.context_window },
-    source: row.source,
-    pricesAsOf: row.prices_as_of,
-  };
-}
 
 /** A model's prices as integers. */
 export function priceOf(row: ModelRow): PriceMicros {
@@ -124,11 +98,11 @@ export function listModels(db: Kysely<DB>, filter: { provider?: string; tier?: s
 
 /** @throws ApiError MODEL_NOT_FOUND */
 export async function findModel(db: Kysely<DB> | Transaction<DB>, modelId: string) {
-  const row = await db
-    .selectFrom("models")
-    .selectAll()
-    .where("model_id", "=", modelId)
-    .executeTakeFirst();
+  const row = (await db.executeQuery(modelById(db, { modelId }))).rows[0];
   if (!row) throw new ApiError("MODEL_NOT_FOUND", `Model ${modelId} not found`);
   return row;
 }
+
+const modelById = prepared<{ modelId: string }, ModelRow>((db, arg) =>
+  db.selectFrom("models").selectAll().where("model_id", "=", arg("modelId")),
+);

@@ -5,6 +5,7 @@ import { writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
 import {
+  accountPlanJson,
   assignPlanBody,
   assignPlanResponse,
   cancelAccountPlanBody,
@@ -16,15 +17,14 @@ import {
   listPlansQuery,
   listPlansResponse,
   planIdBody,
+  planJson,
 } from "./schemas.ts";
 import {
-  accountPlanJson,
   assignPlan,
   cancelAssignment,
   createPlan,
   listAccountPlans,
   listPlans,
-  planJson,
   setPlanActive,
 } from "./service.ts";
 

@@ -1,5 +1,11 @@
-/** zod schemas of plans and account plans (docs/api.md#endpoints, docs/api.md#plans-and-grants). */
+/**
+ * zod schemas of plans, account plans and the `plan.granted` event (docs/api.md#endpoints,
+ * docs/api.md#plans-and-grants, docs/api.md#event-types), and the mappers of stored plans and
+ * assignments to the API's objects.
+ */
 import { z } from "@hono/zod-openapi";
+import { iso } from "../dates.ts";
+import type { AccountPlanRow, PlanRow } from "../db/schema.ts";
 import {
   ex,
   exampleAccountPlan,
@@ -13,6 +19,8 @@ import {
   requiringAccount,
   successResponse,
 } from "../http/schemas.ts";
+import { fromMicros } from "../money.ts";
+import type { WireOf } from "../wire.ts";
 
 const interval = z.enum(["1d", "week", "month"]).openapi({ example: "month" });
 
@@ -152,3 +160,64 @@ export const cancelAccountPlanBody = z
   .openapi("CancelAccountPlanRequest", { example: { accountPlanId: ex.accountPlanId } });
 
 export const cancelAccountPlanResponse = accountPlanResponse(exampleCancelledAccountPlan);
+
+/** The API's Plan object (docs/api.md#endpoints plus the creation fields). */
+export function planJson(row: PlanRow): WireOf<typeof planSchema> {
+  return {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    credits: fromMicros(row.credits_micros),
+    price: fromMicros(row.price_micros),
+    billingPeriod: row.billing_period,
+    interval: row.interval,
+    occurrences: row.occurrences,
+    accumulate: row.accumulate === 1,
+    isActive: row.is_active === 1,
+    createdAt: iso(row.created_at_ms),
+  };
+}
+
+/** The API's account plan object with its embedded plan summary. */
+export function accountPlanJson(
+  ap: AccountPlanRow,
+  plan: Pick<PlanRow, "id" | "name" | "credits_micros">,
+  nowMs?: number,
+): WireOf<typeof accountPlanSchema> {
+  // Past its expiresAt an assignment is over, even before the grant job has recorded it.
+  const over = nowMs !== undefined && ap.expires_at_ms !== null && ap.expires_at_ms <= nowMs;
+  const at = (ms: number | null) => (ms === null ? null : iso(ms));
+  return {
+    id: ap.id,
+    accountId: ap.account_id,
+    planId: ap.plan_id,
+    active: ap.active === 1 && !over,
+    startMode: ap.start_mode,
+    startedAt: iso(ap.started_at_ms),
+    expiresAt: at(ap.expires_at_ms),
+    cancelledAt: at(ap.cancelled_at_ms),
+    nextGrantAt: at(ap.next_grant_at_ms),
+    grantsMade: ap.grants_made,
+    plan: { id: plan.id, name: plan.name, credits: fromMicros(plan.credits_micros) },
+  };
+}
+
+/**
+ * The `data` of a `plan.granted` event: one period of an assignment granted, as a credit
+ * (docs/api.md#plans-and-grants), and the balance after it, in credits.
+ */
+export const planGrantedData = z
+  .object({
+    accountId: z.string().openapi({ example: ex.accountId }),
+    externalId: z.string().openapi({ example: ex.externalId }),
+    accountPlanId: z.string().openapi({ example: exampleAccountPlan.id }),
+    planId: z.string().openapi({ example: ex.planId }),
+    transactionId: z.string().openapi({ description: "The grant's credit", example: ex.addTxnId }),
+    amount: z.number().openapi({ description: "Credits granted", example: 500 }),
+    balance: z.number().openapi({ description: "Credits after the grant", example: 517.29 }),
+    periodStart: z.string().openapi({
+      description: "The start of the granted period",
+      example: "2026-12-01T00:00:00.000Z",
+    }),
+  })
+  .openapi("PlanGrantedData");

@@ -8,54 +8,9 @@ import { locksRows } from "../db/engine.ts";
 import { projectRow } from "../db/project-row.ts";
 import type { AccountPlanRow, DB, PlanInterval, PlanRow, StartMode } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
-import { iso } from "../http/dates.ts";
-import type { WireOf } from "../http/respond.ts";
 import { newId } from "../ids.ts";
-import { fromMicros } from "../money.ts";
-import { endAssignment, grantNextPeriod, settleDue } from "./grants.ts";
 import { addIntervals, assignmentExpiresAt, nextGrantAt } from "./schedule.ts";
-import type { accountPlanSchema, planSchema } from "./schemas.ts";
-
-/** The API's Plan object (docs/api.md#endpoints plus the creation fields). */
-export function planJson(row: PlanRow): WireOf<typeof planSchema> {
-  return {
-    id: row.id,
-    name: row.name,
-    description: row.description,
-    credits: fromMicros(row.credits_micros),
-    price: fromMicros(row.price_micros),
-    billingPeriod: row.billing_period,
-    interval: row.interval,
-    occurrences: row.occurrences,
-    accumulate: row.accumulate === 1,
-    isActive: row.is_active === 1,
-    createdAt: iso(row.created_at_ms),
-  };
-}
-
-/** The API's account plan object with its embedded plan summary. */
-export function accountPlanJson(
-  ap: AccountPlanRow,
-  plan: Pick<PlanRow, "id" | "name" | "credits_micros">,
-  nowMs?: number,
-): WireOf<typeof accountPlanSchema> {
-  // Past its expiresAt an assignment is over, even before the grant job has recorded it.
-  const over = nowMs !== undefined && ap.expires_at_ms !== null && ap.expires_at_ms <= nowMs;
-  const at = (ms: number | null) => (ms === null ? null : iso(ms));
-  return {
-    id: ap.id,
-    accountId: ap.account_id,
-    planId: ap.plan_id,
-    active: ap.active === 1 && !over,
-    startMode: ap.start_mode,
-    startedAt: iso(ap.started_at_ms),
-    expiresAt: at(ap.expires_at_ms),
-    cancelledAt: at(ap.cancelled_at_ms),
-    nextGrantAt: at(ap.next_grant_at_ms),
-    grantsMade: ap.grants_made,
-    plan: { id: plan.id, name: plan.name, credits: fromMicros(plan.credits_micros) },
-  };
-}
+import { endAssignment, grantNextPeriod, settleDue } from "./settlement.ts";
 
 export interface CreatePlanInput {
   name: string;

@@ -1,6 +1,7 @@
 /** Routes of docs/api.md#endpoints: create, list, confirm and cancel reservations. */
+import { accountPage } from "../accounts/pages.ts";
 import type { App, AppDeps } from "../http/context.ts";
-import { accountPage, writeRoute } from "../http/handlers.ts";
+import { writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
 import { fromMicros } from "../money.ts";
@@ -13,13 +14,13 @@ import {
   createReservationResponse,
   listReservationsQuery,
   listReservationsResponse,
+  reservationJson,
 } from "./schemas.ts";
 import {
   cancelReservation,
   confirmReservation,
   createReservation,
   listReservations,
-  reservationJson,
 } from "./service.ts";
 
 /** The reservation routes. */

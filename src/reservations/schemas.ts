@@ -1,5 +1,10 @@
-/** zod schemas of reservations (docs/api.md#endpoints, docs/api.md#reservations). */
+/**
+ * zod schemas of reservations (docs/api.md#endpoints, docs/api.md#reservations), also the `data`
+ * of a `reservation.expired` event, and the mapper of a stored hold to the API's Reservation.
+ */
 import { z } from "@hono/zod-openapi";
+import { iso } from "../dates.ts";
+import type { ReservationRow, ReservationStatus } from "../db/schema.ts";
 import { ex, examplePendingReservation, exampleReservation } from "../http/examples.ts";
 import {
   creditAmount,
@@ -10,6 +15,9 @@ import {
   queryBoolean,
   requiringAccount,
 } from "../http/schemas.ts";
+import { parseJsonColumn } from "../json.ts";
+import { fromMicros } from "../money.ts";
+import type { WireOf } from "../wire.ts";
 
 export const reservationSchema = z
   .object({
@@ -26,6 +34,27 @@ export const reservationSchema = z
       .openapi({ additionalProperties: true, example: { ...ex.reservationMetadata } }),
   })
   .openapi("Reservation", { example: { ...exampleReservation, status: "pending" } });
+
+/** The status a reader sees: a pending hold past its expiresAt is `expired`. */
+export function effectiveStatus(row: ReservationRow, nowMs: number): ReservationStatus {
+  return row.status === "pending" && row.expires_at_ms <= nowMs ? "expired" : row.status;
+}
+
+/** The API's Reservation object; `nowMs` decides the effective status (expired or not). */
+export function reservationJson(
+  row: ReservationRow,
+  nowMs: number,
+): WireOf<typeof reservationSchema> {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    amount: fromMicros(row.amount_micros),
+    status: effectiveStatus(row, nowMs),
+    createdAt: iso(row.created_at_ms),
+    expiresAt: iso(row.expires_at_ms),
+    metadata: parseJsonColumn(row.metadata) ?? {},
+  };
+}
 
 export const createReservationBody = z
   .object({

@@ -5,21 +5,25 @@
  */
 import type { Kysely, Transaction } from "kysely";
 import { findAccountWithBalance } from "../accounts/lookup.ts";
+import { checkLowBalance } from "../accounts/low-balance.ts";
 import type { AccountListOptions } from "../db/account-list.ts";
 import { locksRows } from "../db/engine.ts";
 import { countedPage } from "../db/paging.ts";
 import { argValues, prepared } from "../db/prepared.ts";
 import type { DB, ReservationRow, ReservationStatus } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
-import { iso } from "../http/dates.ts";
-import type { WireOf } from "../http/respond.ts";
 import { newId } from "../ids.ts";
 import { parseJsonColumn, stringifyJson } from "../json.ts";
 import { postEntry, requireAvailable } from "../ledger/core.ts";
 import { bookDueExpiries, type DueExpiries, expiryAccount } from "../ledger/expiry.ts";
+import { plainDebit } from "../ledger/plain-debit.ts";
 import { fromMicros } from "../money.ts";
-import { checkLowBalance, emitReservationsExpired } from "../webhooks/events.ts";
-import type { reservationSchema } from "./schemas.ts";
+import { defineEvent } from "../webhooks/outbox.ts";
+import { plainReserve } from "./plain-reserve.ts";
+import { effectiveStatus, reservationJson, reservationSchema } from "./schemas.ts";
+
+/** The `reservation.expired` event: its `data` is the Reservation object. */
+export const reservationExpired = defineEvent("reservation.expired", reservationSchema);
 
 /** Every column of a reservation, in the order the insert lists them. */
 const RESERVATION_COLUMNS = [
@@ -79,27 +83,6 @@ const settleReservation = prepared<
     .where("status", "=", "pending"),
 );
 
-/** The status a reader sees: a pending hold past its expiresAt is `expired`. */
-export function effectiveStatus(row: ReservationRow, nowMs: number): ReservationStatus {
-  return row.status === "pending" && row.expires_at_ms <= nowMs ? "expired" : row.status;
-}
-
-/** The API's Reservation object; `nowMs` decides the effective status (expired or not). */
-export function reservationJson(
-  row: ReservationRow,
-  nowMs: number,
-): WireOf<typeof reservationSchema> {
-  return {
-    id: row.id,
-    accountId: row.account_id,
-    amount: fromMicros(row.amount_micros),
-    status: effectiveStatus(row, nowMs),
-    createdAt: iso(row.created_at_ms),
-    expiresAt: iso(row.expires_at_ms),
-    metadata: parseJsonColumn(row.metadata) ?? {},
-  };
-}
-
 export interface CreateReservationInput {
   accountRef: string;
   amountMicros: number;
@@ -110,7 +93,9 @@ export interface CreateReservationInput {
 }
 
 /**
- * Holds `amountMicros` of the account's available credits until now + ttl.
+ * Holds `amountMicros` of the account's available credits until now + ttl: a plain reservation
+ * in one statement (plain-reserve.ts), else the general path, which books the account's due
+ * expiries first and checks the low-balance threshold after.
  * @throws ApiError ACCOUNT_NOT_FOUND, INSUFFICIENT_CREDITS (amount > available)
  */
 export async function createReservation(
@@ -119,20 +104,14 @@ export async function createReservation(
   input: CreateReservationInput,
   nowMs: number,
 ): Promise<ReservationRow> {
-  const found = await findAccountWithBalance(trx, projectId, input.accountRef, nowMs);
-  const { account } = found;
-  // Credits past their expiresAt are never reserved (docs/api.md#expiry-of-grants).
-  const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
-  requireAvailable(found.available - due.expiredMicros, input.amountMicros);
   const metadata: Record<string, unknown> = { ...input.metadata };
   if (input.operation !== undefined) metadata.operation = input.operation;
   if (input.model !== undefined) metadata.model = input.model;
-  const row: ReservationRow = {
+  const hold = {
     id: newId("res"),
     project_id: projectId,
-    account_id: account.id,
     amount_micros: input.amountMicros,
-    status: "pending",
+    status: "pending" as const,
     metadata: stringifyJson(metadata),
     created_at_ms: nowMs,
     expires_at_ms: nowMs + input.ttlSeconds * 1000,
@@ -140,6 +119,14 @@ export async function createReservation(
     actual_micros: null,
     transaction_id: null,
   };
+  const plain = await plainReserve(trx, input.accountRef, hold);
+  if (plain) return plain;
+  const found = await findAccountWithBalance(trx, projectId, input.accountRef, nowMs);
+  const { account } = found;
+  // Credits past their expiresAt are never reserved (docs/api.md#expiry-of-grants).
+  const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
+  requireAvailable(found.available - due.expiredMicros, input.amountMicros);
+  const row: ReservationRow = { ...hold, account_id: account.id };
   await trx.executeQuery(insertReservation(trx, row));
   await checkLowBalance(trx, account, {
     nowMs,
@@ -169,11 +156,13 @@ async function pendingReservation(
 }
 
 /**
- * Settles a hold with the amount actually used (docs/api.md#reservations): debits `actualMicros` (a debit
- * transaction is always created, even for 0) and releases the rest; an overage beyond the hold
- * must fit in `available`, else 402 and the hold stays pending. The account's due grant
- * expiries are booked first; the debit spends first what is left of expired grants, and what
- * of that no hold covers any more is removed in the same unit (docs/api.md#expiry-of-grants).
+ * Settles a hold with the amount actually used (docs/api.md#reservations): debits
+ * `actualMicros` (a debit transaction is always created, even for 0) and releases the rest; an
+ * overage beyond the hold must fit in `available`, else 402 and the hold stays pending. A plain
+ * confirm (ledger/plain-debit.ts) is one statement after the hold's; otherwise the account's due
+ * grant expiries are booked first, the debit spends first what is left of expired grants, and
+ * what of that no hold covers any more is removed in the same unit
+ * (docs/api.md#expiry-of-grants).
  * @returns the hold, its debit, and the account's balance afterwards (micro-credits)
  * @throws ApiError RESERVATION_NOT_FOUND, RESERVATION_NOT_PENDING, INSUFFICIENT_CREDITS
  */
@@ -185,25 +174,36 @@ export async function confirmReservation(
   nowMs: number,
 ) {
   const hold = await pendingReservation(trx, projectId, reservationId, nowMs);
+  const debit = {
+    description: `Reservation ${hold.id} confirmed`,
+    metadata: {
+      ...(parseJsonColumn(hold.metadata) ?? {}),
+      reservationId: hold.id,
+      reservedAmount: fromMicros(hold.amount_micros),
+    },
+    source: "reservation" as const,
+  };
+  const plain = await plainDebit(trx, {
+    ...debit,
+    projectId,
+    accountRef: hold.account_id,
+    amountMicros: actualMicros,
+    nowMs,
+    hold: { id: hold.id, amountMicros: hold.amount_micros },
+  });
+  if (plain) return { hold, transaction: plain.row, balanceMicros: plain.row.balance_after_micros };
   // Locks the account (PostgreSQL) before its grants are read: after the hold, as every unit
   // that settles a hold does.
   const found = await findAccountWithBalance(trx, projectId, hold.account_id, nowMs);
   const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
-  const excess = actualMicros - hold.amount_micros;
-  if (excess > 0) requireAvailable(found.available - due.expiredMicros, excess);
-  const holdMeta = parseJsonColumn(hold.metadata) ?? {};
+  const excessMicros = actualMicros - hold.amount_micros;
+  if (excessMicros > 0) requireAvailable(found.available - due.expiredMicros, excessMicros);
   const transaction = await postEntry(trx, {
+    ...debit,
     projectId,
     accountId: hold.account_id,
     type: "debit",
     amountMicros: actualMicros,
-    description: `Reservation ${hold.id} confirmed`,
-    metadata: {
-      ...holdMeta,
-      reservationId: hold.id,
-      reservedAmount: fromMicros(hold.amount_micros),
-    },
-    source: "reservation",
     reservationId: hold.id,
     nowMs,
     spendable: due.spendable,
@@ -221,13 +221,13 @@ export async function confirmReservation(
     balance: transaction.balance_after_micros,
     reserved: found.reserved - hold.amount_micros,
   };
-  const removed = await removeUncovered(trx, found.account, due, released, nowMs);
+  const removedMicros = await removeUncovered(trx, found.account, due, released, nowMs);
   await checkLowBalance(trx, found.account, {
     nowMs,
     availableBeforeMicros: found.available,
     transactionId: transaction.id,
   });
-  return { hold, transaction, balanceMicros: transaction.balance_after_micros - removed };
+  return { hold, transaction, balanceMicros: transaction.balance_after_micros - removedMicros };
 }
 
 /**
@@ -324,6 +324,12 @@ export async function expireReservations(trx: Transaction<DB>, nowMs: number, li
     .where("status", "=", "pending")
     .returningAll()
     .execute();
-  await emitReservationsExpired(trx, expired, nowMs);
+  for (const row of expired) {
+    await reservationExpired.emit(trx, {
+      projectId: row.project_id,
+      nowMs,
+      data: reservationJson(row, nowMs),
+    });
+  }
   return expired.length;
 }

@@ -1,12 +1,18 @@
 /** Routes of docs/api.md#endpoints: record usage, list usage records, and the usage summary. */
 import { resolveAccount } from "../accounts/service.ts";
+import { dateRangeMs } from "../dates.ts";
 import type { App, AppDeps } from "../http/context.ts";
-import { dateRangeMs } from "../http/dates.ts";
 import { paged, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
-import { recordBody, recordResponse, usageQuery, usageResponse } from "./schemas.ts";
-import { listUsage, recordUsage, usageRecordJson } from "./service.ts";
+import {
+  recordBody,
+  recordResponse,
+  usageQuery,
+  usageRecordJson,
+  usageResponse,
+} from "./schemas.ts";
+import { listUsage, recordUsage } from "./service.ts";
 import { summarizeUsage } from "./summary.ts";
 
 /** The usage routes. */

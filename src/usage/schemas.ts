@@ -1,5 +1,10 @@
-/** zod schemas of usage records (docs/api.md#endpoints), shared by the usage routes and the ledger's audit data. */
+/**
+ * zod schemas of usage records (docs/api.md#endpoints), shared by the usage routes and the
+ * transaction list's audit data, and the mapper of a stored record to the API's Usage record.
+ */
 import { z } from "@hono/zod-openapi";
+import { iso } from "../dates.ts";
+import type { UsageRecordRow } from "../db/schema.ts";
 import { ex, exampleUsageRecord } from "../http/examples.ts";
 import {
   accountRefFields,
@@ -13,6 +18,8 @@ import {
   queryBoolean,
 } from "../http/schemas.ts";
 import { cachedWithinInput, tokenCountsShape } from "../models/schemas.ts";
+import { picoUsdToDecimal } from "../money.ts";
+import type { WireOf } from "../wire.ts";
 
 export const usageContext = z.enum(["customer", "system"]).openapi({ example: "customer" });
 
@@ -155,3 +162,28 @@ export const usageResponse = z
       pagination: { limit: 100, offset: 0, totalCount: 1, hasMore: false },
     },
   });
+
+/** Pico-USD in a micro-USD. */
+export const PICO_PER_MICRO = 1_000_000n;
+
+/** A record's cost in pico-USD (stored as micro-USD and a pico-USD remainder). */
+export function costOf(row: Pick<UsageRecordRow, "cost_micro_usd" | "cost_pico_rem">): bigint {
+  return BigInt(row.cost_micro_usd) * PICO_PER_MICRO + BigInt(row.cost_pico_rem);
+}
+
+/** The API's Usage record object (docs/api.md#endpoints). */
+export function usageRecordJson(row: UsageRecordRow): WireOf<typeof usageRecordSchema> {
+  return {
+    id: row.id,
+    context: row.context,
+    accountId: row.account_id,
+    modelId: row.model_id,
+    usageType: row.usage_type,
+    inputTokens: row.input_tokens,
+    outputTokens: row.output_tokens,
+    cachedTokens: row.cached_tokens,
+    transactionId: row.transaction_id,
+    estimatedCostUsd: picoUsdToDecimal(costOf(row)),
+    createdAt: iso(row.created_at_ms),
+  };
+}

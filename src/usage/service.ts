@@ -7,40 +7,15 @@ import type { Kysely, Transaction } from "kysely";
 import { findAccount } from "../accounts/lookup.ts";
 import { createdWithin, ofProjectOrAccount } from "../db/ledger-rows.ts";
 import { newestFirstPage } from "../db/paging.ts";
+import { argValues, prepared } from "../db/prepared.ts";
 import { projectRow } from "../db/project-row.ts";
 import type { DB, UsageContext, UsageRecordRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
-import { iso } from "../http/dates.ts";
-import type { WireOf } from "../http/respond.ts";
 import { newId } from "../ids.ts";
 import { stringifyJson } from "../json.ts";
 import { findModel, priceOf } from "../models/service.ts";
-import { costPicoUsd, picoUsdToDecimal } from "../money.ts";
-import type { usageRecordSchema } from "./schemas.ts";
-
-const PICO_PER_MICRO = 1_000_000n;
-
-/** A record's cost in pico-USD. */
-function costOf(row: Pick<UsageRecordRow, "cost_micro_usd" | "cost_pico_rem">): bigint {
-  return BigInt(row.cost_micro_usd) * PICO_PER_MICRO + BigInt(row.cost_pico_rem);
-}
-
-/** The API's Usage record object (docs/api.md#endpoints). */
-export function usageRecordJson(row: UsageRecordRow): WireOf<typeof usageRecordSchema> {
-  return {
-    id: row.id,
-    context: row.context,
-    accountId: row.account_id,
-    modelId: row.model_id,
-    usageType: row.usage_type,
-    inputTokens: row.input_tokens,
-    outputTokens: row.output_tokens,
-    cachedTokens: row.cached_tokens,
-    transactionId: row.transaction_id,
-    estimatedCostUsd: picoUsdToDecimal(costOf(row)),
-    createdAt: iso(row.created_at_ms),
-  };
-}
+import { costPicoUsd } from "../money.ts";
+import { PICO_PER_MICRO } from "./schemas.ts";
 
 export interface RecordUsageInput {
   context: UsageContext;
@@ -70,8 +45,16 @@ export async function recordUsage(
       { path: "body.accountId", message: "required when context is customer" },
     ]);
   }
-  const account = input.accountRef ? await findAccount(trx, projectId, input.accountRef) : null;
-  const model = await findModel(trx, input.modelId);
+  // Both read at once (on PostgreSQL, sent together); the account's error comes first. Usage
+  // moves no credits, so the account is named, not locked.
+  const [named, priced] = await Promise.allSettled([
+    input.accountRef ? findAccount(trx, projectId, input.accountRef, { lock: false }) : null,
+    findModel(trx, input.modelId),
+  ]);
+  if (named.status === "rejected") throw named.reason;
+  if (priced.status === "rejected") throw priced.reason;
+  const account = named.value;
+  const model = priced.value;
   if (input.transactionId !== undefined) {
     const tx = await projectRow(trx.selectFrom("transactions"), projectId, input.transactionId)
       .select("id")
@@ -101,13 +84,35 @@ export async function recordUsage(
     metadata: input.metadata === undefined ? null : stringifyJson(input.metadata),
     created_at_ms: nowMs,
   };
-  const { seq } = await trx
-    .insertInto("usage_records")
-    .values(row)
-    .returning("seq")
-    .executeTakeFirstOrThrow();
-  return { ...row, seq };
+  const inserted = (await trx.executeQuery(insertUsage(trx, row))).rows[0];
+  if (inserted === undefined) throw new Error("usage record insert returned no seq");
+  return { ...row, seq: Number(inserted.seq) };
 }
+
+/** Every column of a usage record but `seq`, in the order the insert lists them. */
+const USAGE_COLUMNS = [
+  "id",
+  "project_id",
+  "account_id",
+  "context",
+  "model_id",
+  "usage_type",
+  "input_tokens",
+  "output_tokens",
+  "cached_tokens",
+  "transaction_id",
+  "input_micros_per_m",
+  "output_micros_per_m",
+  "cached_micros_per_m",
+  "cost_micro_usd",
+  "cost_pico_rem",
+  "metadata",
+  "created_at_ms",
+] as const satisfies readonly (keyof UsageRecordRow)[];
+
+const insertUsage = prepared<Omit<UsageRecordRow, "seq">, { seq: number }>((db, arg) =>
+  db.insertInto("usage_records").values(argValues(arg, USAGE_COLUMNS)).returning("seq"),
+);
 
 export interface UsageFilter {
   accountId?: string | undefined;

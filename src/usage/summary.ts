@@ -16,8 +16,8 @@
 import { type Kysely, sql } from "kysely";
 import type { DB, UsageContext } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
-import type { WireOf } from "../http/respond.ts";
 import { ExactDecimal, picoUsdToDecimal } from "../money.ts";
+import type { WireOf } from "../wire.ts";
 import type { summarySchema, usageGroupSchema } from "./schemas.ts";
 import { filteredUsage, type UsageFilter } from "./service.ts";
 

@@ -2,7 +2,7 @@
  * The webhook delivery worker (docs/api.md#delivery, docs/design.md#webhook-delivery).
  *
  * Deliveries are rows of `webhook_deliveries`, written with their event in the transaction of
- * its cause (src/webhooks/events.ts). The worker runs beside the API, off the request path:
+ * its cause (src/webhooks/outbox.ts). The worker runs beside the API, off the request path:
  *
  * 1. It looks for due rows with a plain read; only when there are some does it claim up to its
  *    free slots in one short write unit, setting `locked_until_ms` (a lease longer than one
@@ -25,7 +25,7 @@ import { Webhook } from "standardwebhooks";
 import type { Database } from "../db/client.ts";
 import { locksRows } from "../db/engine.ts";
 import type { DB } from "../db/schema.ts";
-import type { Clock, WriteQueue } from "../db/write-queue.ts";
+import type { Clock, WriteQueue } from "../db/write-path.ts";
 import type { Logger } from "../http/context.ts";
 import type { DeliveryOutcome, Metrics } from "../metrics.ts";
 

@@ -12,18 +12,13 @@ import {
   deleteWebhookBody,
   deleteWebhookResponse,
   deliveriesQuery,
+  deliveryJson,
   listDeliveriesResponse,
   listWebhooksQuery,
   listWebhooksResponse,
-} from "./schemas.ts";
-import {
-  createWebhook,
-  deleteWebhook,
-  deliveryJson,
-  listDeliveries,
-  listWebhooks,
   webhookJson,
-} from "./service.ts";
+} from "./schemas.ts";
+import { createWebhook, deleteWebhook, listDeliveries, listWebhooks } from "./service.ts";
 
 /** The webhook routes, for tests and tools that call them by definition. */
 export const webhookRoutes = resourceRoutes("Webhooks", (route) => ({

@@ -1,9 +1,15 @@
-/** zod schemas of webhook endpoints and their deliveries (docs/api.md#webhook-endpoints). */
+/**
+ * zod schemas of webhook endpoints and their deliveries (docs/api.md#webhook-endpoints), and the
+ * mappers of stored endpoints and deliveries to the API's objects.
+ */
 import { z } from "@hono/zod-openapi";
+import { iso } from "../dates.ts";
+import type { WebhookDeliveryRow, WebhookRow } from "../db/schema.ts";
 import { exampleDelivery, exampleWebhook, exWebhook } from "../http/examples.ts";
 import { stringProblem } from "../http/json.ts";
 import { descriptionString, idString, pageQuery, paginationSchema } from "../http/schemas.ts";
-import { EVENT_TYPES } from "./events.ts";
+import type { WireOf } from "../wire.ts";
+import { EVENT_TYPES, isEventType, parseEventTypes } from "./outbox.ts";
 
 /** Longest endpoint URL, in characters. */
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
@@ -129,3 +135,43 @@ export const listDeliveriesResponse = z
       pagination: { limit: 50, offset: 0, totalCount: 1, hasMore: false },
     },
   });
+
+/** The API's Webhook object (without its secret). */
+export function webhookJson(row: WebhookRow): WireOf<typeof webhookSchema> {
+  return {
+    id: row.id,
+    url: row.url,
+    events: parseEventTypes(row.events),
+    description: row.description,
+    isActive: row.deleted_at_ms === null,
+    createdAt: iso(row.created_at_ms),
+  };
+}
+
+/** The API's WebhookDelivery object. */
+export function deliveryJson(row: WebhookDeliveryRow): WireOf<typeof deliverySchema> {
+  return {
+    id: row.id,
+    eventId: row.event_id,
+    eventType: knownEventType(row.event_type),
+    status: row.status,
+    attempts: row.attempts,
+    lastStatusCode: row.last_status_code,
+    lastError: row.last_error,
+    nextAttemptAt:
+      row.status === "pending" && row.next_attempt_at_ms !== null
+        ? iso(row.next_attempt_at_ms)
+        : null,
+    createdAt: iso(row.created_at_ms),
+    deliveredAt: row.delivered_at_ms === null ? null : iso(row.delivered_at_ms),
+  };
+}
+
+/**
+ * A stored delivery's event type, which the outbox wrote from `EVENT_TYPES`.
+ * @throws Error (a bug or a foreign row) for any other text
+ */
+function knownEventType(text: string) {
+  if (!isEventType(text)) throw new Error(`webhook delivery of an unknown event type ${text}`);
+  return text;
+}

@@ -7,29 +7,14 @@ import { randomBytes } from "node:crypto";
 import type { Kysely, Transaction } from "kysely";
 import { countedPage } from "../db/paging.ts";
 import { projectRow } from "../db/project-row.ts";
-import type { DB, WebhookDeliveryRow, WebhookRow } from "../db/schema.ts";
+import type { DB, WebhookRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
-import { iso } from "../http/dates.ts";
-import type { WireOf } from "../http/respond.ts";
 import { newId } from "../ids.ts";
 import { stringifyJson } from "../json.ts";
-import { EVENT_TYPES, type EventType, parseEventTypes } from "./events.ts";
-import type { deliverySchema, webhookSchema } from "./schemas.ts";
+import { EVENT_TYPES, type EventType } from "./outbox.ts";
 
 /** Random bytes of a new secret (the contract asks for at least 24). */
 export const SECRET_BYTES = 32;
-
-/** The API's Webhook object (without its secret). */
-export function webhookJson(row: WebhookRow): WireOf<typeof webhookSchema> {
-  return {
-    id: row.id,
-    url: row.url,
-    events: parseEventTypes(row.events),
-    description: row.description,
-    isActive: row.deleted_at_ms === null,
-    createdAt: iso(row.created_at_ms),
-  };
-}
 
 /**
  * The project's endpoint `webhookId`, not deleted.
@@ -122,25 +107,6 @@ export async function deleteWebhook(
     .where("webhook_id", "=", webhookId)
     .where("status", "=", "pending")
     .execute();
-}
-
-/** The API's WebhookDelivery object. */
-export function deliveryJson(row: WebhookDeliveryRow): WireOf<typeof deliverySchema> {
-  return {
-    id: row.id,
-    eventId: row.event_id,
-    eventType: row.event_type,
-    status: row.status,
-    attempts: row.attempts,
-    lastStatusCode: row.last_status_code,
-    lastError: row.last_error,
-    nextAttemptAt:
-      row.status === "pending" && row.next_attempt_at_ms !== null
-        ? iso(row.next_attempt_at_ms)
-        : null,
-    createdAt: iso(row.created_at_ms),
-    deliveredAt: row.delivered_at_ms === null ? null : iso(row.delivered_at_ms),
-  };
 }
 
 /**

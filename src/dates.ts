@@ -1,6 +1,7 @@
 /**
- * The one strict date parser of every route that takes dates (docs/api.md, "Balance
- * adjustments and transactions"): a date `YYYY-MM-DD`, or a date-time
+ * Instants on the wire: `iso` writes epoch milliseconds as the API's ISO 8601 UTC timestamps, and
+ * the one strict date parser of every route that takes dates (docs/api.md, "Balance
+ * adjustments and transactions") reads them: a date `YYYY-MM-DD`, or a date-time
  * `YYYY-MM-DDTHH:MM[:SS[.fraction]]` with `Z`, `±HH:MM` or no offset (then UTC). Every field must
  * be in the calendar (`2026-02-30` and `2025-02-29` are refused, never rolled over) and anything
  * else is refused, so a malformed filter is a 400 instead of a silently empty page.

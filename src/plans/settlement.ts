@@ -1,5 +1,5 @@
 /**
- * Plan grants (docs/api.md#plans-and-grants): each period of an assignment is granted exactly once,
+ * Plan settlement (docs/api.md#plans-and-grants): each period of an assignment is granted exactly once,
  * as a `credit` transaction naming the plan and the assignment; `plan_grants` has one row per
  * (assignment, period), so a restart, a second process or an overrunning job never grants a
  * period twice. Each grant is a credit grant (docs/api.md#credit-grants-expiry-and-priority):
@@ -10,13 +10,20 @@
  * move a grant's expiry.
  */
 import type { Transaction } from "kysely";
+import { externalIdOf } from "../accounts/lookup.ts";
+import { checkLowBalance } from "../accounts/low-balance.ts";
+import { iso } from "../dates.ts";
 import type { AccountPlanRow, DB, PlanRow } from "../db/schema.ts";
-import { iso } from "../http/dates.ts";
 import { postEntry } from "../ledger/core.ts";
 import { bookDueExpiries } from "../ledger/expiry.ts";
 import { DEFAULT_PRIORITY, PLAN_PRIORITY } from "../ledger/grants.ts";
-import { checkLowBalance, emitPlanGranted } from "../webhooks/events.ts";
+import { fromMicros } from "../money.ts";
+import { defineEvent } from "../webhooks/outbox.ts";
 import { addIntervals, nextGrantAt } from "./schedule.ts";
+import { planGrantedData } from "./schemas.ts";
+
+/** The `plan.granted` event: a plan grant was booked. */
+export const planGranted = defineEvent("plan.granted", planGrantedData);
 
 /**
  * Grants period `grants_made` of the assignment (due at its nextGrantAt) and advances the
@@ -65,12 +72,20 @@ export async function grantNextPeriod(
             expiresAtMs: addIntervals(ap.anchor_at_ms, plan.interval, period + 1),
           },
     });
-    await emitPlanGranted(trx, {
-      accountPlanId: ap.id,
-      planId: plan.id,
-      transaction: tx,
-      periodStartMs: dueMs,
+    await planGranted.emit(trx, {
+      projectId: ap.project_id,
       nowMs,
+      data: async (make) =>
+        make({
+          accountId: ap.account_id,
+          externalId: await externalIdOf(trx, ap.account_id),
+          accountPlanId: ap.id,
+          planId: plan.id,
+          transactionId: tx.id,
+          amount: fromMicros(tx.amount_micros),
+          balance: fromMicros(tx.balance_after_micros),
+          periodStart: iso(dueMs),
+        }),
     });
     const lowered = due.expiredMicros - plan.credits_micros;
     await checkLowBalance(

@@ -1,0 +1,3 @@
+-- 0006 for SQLite: nothing to create. PostgreSQL's 0006 installs ledger_plain_debit, the common
+-- deduction in one statement; on SQLite the same debit is three statements of the write unit
+-- (src/ledger/plain-debit.ts), run by the one writer, which needs no row lock.

@@ -1,0 +1,40 @@
+/**
+ * When a write is plain (docs/design.md#plain-writes): the conditions under which a debit or a
+ * reservation may skip the general path, as the WHERE of a SQLite statement on `accounts`. The
+ * write lowers `available` by `neededMicros` (a debit's amount beyond the hold it settles, or a
+ * reservation's amount); it is plain when `available` covers that, it keeps the low-balance event
+ * out of it (no threshold, already below, or still at or above it after), and no grant expiry is
+ * due or held. PostgreSQL decides the same in `ledger_plain_account` and `ledger_no_crossing`
+ * (sql/postgres/0006_fast_debit.sql).
+ */
+import type { ExpressionBuilder } from "kysely";
+import type { DB } from "../db/schema.ts";
+import { grantWork } from "./lookup.ts";
+
+/**
+ * The plain conditions of a write on the account of a statement on `accounts`, at `nowMs`
+ * (epoch ms), lowering `available` by `neededMicros`.
+ */
+export function plainAccount(
+  eb: ExpressionBuilder<DB, "accounts">,
+  nowMs: number,
+  neededMicros: number,
+) {
+  const held = eb
+    .selectFrom("reservations")
+    .select((r) => r.fn.coalesce(r.fn.sum<number>("amount_micros"), r.lit(0)).as("held"))
+    .whereRef("reservations.account_id", "=", "accounts.id")
+    .where("reservations.status", "=", "pending")
+    .where("reservations.expires_at_ms", ">", nowMs);
+  const available = eb(eb.ref("balance_micros"), "-", held);
+  const threshold = eb.ref("low_balance_threshold_micros");
+  return eb.and([
+    eb(available, ">=", neededMicros),
+    eb.or([
+      eb(threshold, "is", null),
+      eb(available, "<", threshold),
+      eb(eb(available, "-", neededMicros), ">=", threshold),
+    ]),
+    eb.not(grantWork(eb, nowMs)),
+  ]);
+}

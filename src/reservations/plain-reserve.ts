@@ -1,0 +1,112 @@
+/**
+ * The plain reservation (docs/design.md#plain-writes): a hold whose account exists, whose
+ * `available` covers it, that keeps the low-balance event out of it, and with no grant expiry due
+ * or held (accounts/plain.ts). Its only write is the hold's row, which this module inserts when
+ * the database finds the reservation plain:
+ *
+ * - SQLite: one `INSERT … SELECT … FROM accounts WHERE <conditions> RETURNING`.
+ * - PostgreSQL: one call of `ledger_plain_reserve` (sql/postgres/0006_fast_debit.sql), which
+ *   locks the account, reads and inserts, in one round trip.
+ *
+ * When it is not plain nothing is changed, and the caller takes the general path in the same
+ * unit.
+ */
+import { sql, type Transaction } from "kysely";
+import { plainAccount } from "../accounts/plain.ts";
+import { engineOf } from "../db/engine.ts";
+import { prepared } from "../db/prepared.ts";
+import type { DB, ReservationRow } from "../db/schema.ts";
+import { INTERNAL_ACCOUNT_ID } from "../ids.ts";
+
+/** A hold as the caller built it, but for the account, which the database resolves. */
+export type PlainHold = Omit<ReservationRow, "account_id">;
+
+type Args = {
+  id: string;
+  projectId: string;
+  ref: string;
+  amountMicros: number;
+  metadata: string;
+  nowMs: number;
+  expiresAtMs: number;
+};
+
+/** SQLite's conditional insert, naming the account by `column`. */
+function sqliteReserve(column: "id" | "external_id") {
+  return prepared<Args, { account_id: string }>((db, arg) =>
+    db
+      .insertInto("reservations")
+      .columns([
+        "id",
+        "project_id",
+        "account_id",
+        "amount_micros",
+        "status",
+        "metadata",
+        "created_at_ms",
+        "expires_at_ms",
+      ])
+      .expression(
+        db
+          .selectFrom("accounts")
+          .select((eb) => [
+            eb.val(arg("id")).as("id"),
+            "project_id",
+            "id as account_id",
+            eb.val(arg("amountMicros")).as("amount_micros"),
+            sql.lit("pending").as("status"),
+            eb.val(arg("metadata")).as("metadata"),
+            eb.val(arg("nowMs")).as("created_at_ms"),
+            eb.val(arg("expiresAtMs")).as("expires_at_ms"),
+          ])
+          .where("project_id", "=", arg("projectId"))
+          .where(column, "=", arg("ref"))
+          .where((eb) => plainAccount(eb, arg("nowMs"), arg("amountMicros"))),
+      )
+      .returning("account_id"),
+  );
+}
+
+const sqliteById = sqliteReserve("id");
+const sqliteByExternalId = sqliteReserve("external_id");
+
+type PgRow = { outcome: "applied" | "other"; account_id: string };
+
+/** PostgreSQL's one statement (sql/postgres/0006_fast_debit.sql). */
+const pgReserve = prepared<Args & { byId: boolean }, PgRow>((db, arg) => ({
+  compile: () =>
+    sql<PgRow>`SELECT * FROM ledger_plain_reserve(${arg("projectId")}, ${arg("ref")}, ${arg("byId")}, ${arg("amountMicros")}, ${arg("nowMs")}, ${arg("id")}, ${arg("metadata")}, ${arg("expiresAtMs")})`.compile(
+      db,
+    ),
+}));
+
+/**
+ * Inserts the hold when the reservation is plain, inside the caller's write unit.
+ * @param accountRef the account: its internal id or externalId
+ * @returns the stored hold, or null when the reservation is not plain (nothing was changed)
+ */
+export async function plainReserve(
+  trx: Transaction<DB>,
+  accountRef: string,
+  hold: PlainHold,
+): Promise<ReservationRow | null> {
+  const args = {
+    id: hold.id,
+    projectId: hold.project_id,
+    ref: accountRef,
+    amountMicros: hold.amount_micros,
+    metadata: hold.metadata,
+    nowMs: hold.created_at_ms,
+    expiresAtMs: hold.expires_at_ms,
+  };
+  const byId = INTERNAL_ACCOUNT_ID.test(accountRef);
+  let accountId: string | undefined;
+  if (engineOf(trx) === "postgres") {
+    const done = (await trx.executeQuery(pgReserve(trx, { ...args, byId }))).rows[0];
+    accountId = done?.outcome === "applied" ? done.account_id : undefined;
+  } else {
+    const insert = byId ? sqliteById : sqliteByExternalId;
+    accountId = (await trx.executeQuery(insert(trx, args))).rows[0]?.account_id;
+  }
+  return accountId === undefined ? null : { ...hold, account_id: accountId };
+}

@@ -1,0 +1,86 @@
+/** Routes of the transaction list and of manual transactions (docs/api.md#endpoints). */
+import { resolveAccount } from "../accounts/service.ts";
+import { dateRangeMs } from "../dates.ts";
+import type { App, AppDeps } from "../http/context.ts";
+import { paged, writeRoute } from "../http/handlers.ts";
+import { ok } from "../http/respond.ts";
+import { resourceRoutes } from "../http/routes.ts";
+import { grantTerms, moveCredits } from "../ledger/service.ts";
+import {
+  createTransactionBody,
+  createTransactionResponse,
+  listTransactionsQuery,
+  listTransactionsResponse,
+  transactionItemJson,
+  transactionJson,
+} from "./schemas.ts";
+import { listTransactions, readAuditData } from "./service.ts";
+
+/** The transaction routes. */
+export const transactionRoutes = resourceRoutes("Transactions", (route) => ({
+  list: route.get("/v1/transactions", "List ledger entries, newest first", {
+    query: listTransactionsQuery,
+    ok: listTransactionsResponse,
+    errors: ["ACCOUNT_NOT_FOUND"],
+  }),
+  create: route.post(
+    "/v1/transactions/create",
+    "Create a manual transaction (adjustment, refund, migration)",
+    {
+      body: createTransactionBody,
+      ok: createTransactionResponse,
+      errors: ["ACCOUNT_NOT_FOUND", "INSUFFICIENT_CREDITS", "BALANCE_LIMIT_EXCEEDED"],
+    },
+  ),
+}));
+
+export function registerTransactionRoutes(app: App, deps: AppDeps): void {
+  const r = transactionRoutes;
+  app.openapi(r.list, async (c) => {
+    const q = c.req.valid("query");
+    const projectId = c.get("projectId");
+    const { startMs, endMs } = dateRangeMs(q.startDate, q.endDate);
+    const named = q.accountId !== undefined || q.externalId !== undefined;
+    const account = named ? await resolveAccount(deps.db.read, projectId, q) : undefined;
+    const filter = { accountId: account?.id, startMs, endMs };
+    const { rows, pagination } = await paged(q, (page) =>
+      listTransactions(deps.db.read, projectId, { ...filter, ...page }),
+    );
+    const parts = new Set((q.include ?? "").split(",").map((p) => p.trim()));
+    const include = { reservation: parts.has("reservation"), usage: parts.has("usage") };
+    const audit = await readAuditData(deps.db.read, rows, include, deps.clock());
+    const items = rows.map((row) => transactionItemJson(row, audit));
+    return ok(c, r.list, { items, pagination });
+  });
+
+  writeRoute(app, deps, r.create, async ({ trx, nowMs, body, projectId, reply }) => {
+    const { row } = await moveCredits(
+      trx,
+      projectId,
+      {
+        accountRef: body.accountId,
+        type: body.type,
+        amountMicros: body.amount,
+        description: body.description,
+        metadata: body.metadata,
+        source: "manual",
+        grant: body.type === "credit" ? grantTerms(body, nowMs) : undefined,
+      },
+      nowMs,
+    );
+    const { id, accountId, type, amount, balanceAfter, createdAt, description, metadata } =
+      transactionJson(row);
+    const transaction = {
+      id,
+      accountId,
+      type,
+      amount,
+      balanceAfter,
+      createdAt,
+      description,
+      metadata,
+    };
+    const grantId = row.grantId ?? undefined;
+    return reply({ success: true, transaction, ...(grantId === undefined ? {} : { grantId }) });
+  });
+}

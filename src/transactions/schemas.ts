@@ -1,0 +1,211 @@
+/**
+ * zod schemas of the ledger's transactions: the Transaction object with its audit data, the
+ * transaction list and the manual transaction (docs/api.md#endpoints,
+ * docs/api.md#balance-adjustments-and-transactions, docs/api.md#audit-data); and the mappers of
+ * stored rows to those objects.
+ */
+import { z } from "@hono/zod-openapi";
+import { iso } from "../dates.ts";
+import type { ReservationRow, TransactionRow, UsageRecordRow } from "../db/schema.ts";
+import {
+  ex,
+  exampleAddTransaction,
+  exampleConfirmTransaction,
+  exampleManualTransaction,
+  exampleReservation,
+  exampleUsageRecord,
+} from "../http/examples.ts";
+import {
+  creditAmount,
+  dateRangeQuery,
+  datesInOrder,
+  datesInOrderError,
+  descriptionString,
+  idString,
+  metadataSchema,
+  pageQuery,
+  paginationSchema,
+} from "../http/schemas.ts";
+import { parseJsonColumn } from "../json.ts";
+import { accountRef, exampleGrantId, grantTermsFields } from "../ledger/schemas.ts";
+import { fromMicros } from "../money.ts";
+import { reservationJson, reservationSchema } from "../reservations/schemas.ts";
+import { usageRecordJson, usageRecordSchema } from "../usage/schemas.ts";
+import type { WireOf } from "../wire.ts";
+
+export const transactionSchema = z
+  .object({
+    id: z.string().openapi({ example: ex.confirmTxnId }),
+    accountId: z.string().openapi({ example: ex.accountId }),
+    type: z.enum(["credit", "debit"]),
+    amount: z.number().openapi({ example: 6.96 }),
+    description: z.string().openapi({ example: exampleConfirmTransaction.description }),
+    balanceAfter: z.number().openapi({ example: 18.54 }),
+    metadata: z
+      .record(z.string(), z.unknown())
+      .openapi({ additionalProperties: true, example: { ...exampleConfirmTransaction.metadata } }),
+    createdAt: z.string().openapi({ example: ex.confirmedAt }),
+    reservation: reservationSchema.nullable().optional().openapi({
+      description: "With include=reservation: the reservation this entry settled, or null",
+    }),
+    usage: z
+      .array(usageRecordSchema)
+      .optional()
+      .openapi({ description: "With include=usage: the usage records of this entry" }),
+  })
+  .openapi("Transaction", {
+    example: {
+      ...exampleConfirmTransaction,
+      reservation: exampleReservation,
+      usage: [exampleUsageRecord],
+    },
+  });
+
+export const listTransactionsQuery = z
+  .object({
+    accountId: idString
+      .optional()
+      .openapi({ description: "Internal id or externalId", example: ex.externalId }),
+    externalId: idString.optional().openapi({ example: ex.externalId }),
+    ...pageQuery(50, 500),
+    ...dateRangeQuery,
+    include: z
+      .string()
+      .max(100)
+      .refine((s) => s.split(",").every((p) => ["reservation", "usage", ""].includes(p.trim())), {
+        message: "comma list of reservation, usage",
+      })
+      .optional()
+      .openapi({
+        description: "Comma list of `reservation`, `usage`: audit data on each entry",
+        example: "reservation,usage",
+      }),
+  })
+  .refine(datesInOrder, datesInOrderError);
+
+export const listTransactionsResponse = z
+  .object({
+    items: z.array(transactionSchema),
+    pagination: paginationSchema,
+  })
+  .openapi({
+    example: {
+      items: [
+        { ...exampleManualTransaction, reservation: null, usage: [] },
+        {
+          id: ex.deductTxnId,
+          accountId: ex.accountId,
+          type: "debit",
+          amount: 1.25,
+          description: "Image upscale",
+          balanceAfter: 17.29,
+          metadata: { feature: "upscale" },
+          createdAt: "2026-11-21T08:22:45.903Z",
+          reservation: null,
+          usage: [],
+        },
+        {
+          ...exampleConfirmTransaction,
+          reservation: exampleReservation,
+          usage: [exampleUsageRecord],
+        },
+        { ...exampleAddTransaction, reservation: null, usage: [] },
+      ],
+      pagination: { limit: 50, offset: 0, totalCount: 4, hasMore: false },
+    },
+  });
+
+export const createTransactionBody = z
+  .object({
+    accountId: accountRef,
+    amount: creditAmount().openapi({ example: 5.5 }),
+    type: z.enum(["credit", "debit"]),
+    description: descriptionString
+      .optional()
+      .openapi({ example: "Refund for a failed generation" }),
+    metadata: metadataSchema.optional().openapi({ example: { ticket: "SUP-1234" } }),
+    ...grantTermsFields,
+  })
+  .refine((b) => b.type === "credit" || b.priority === undefined, {
+    message: "only a credit takes a priority",
+    path: ["priority"],
+  })
+  .refine((b) => b.type === "credit" || b.expiresAt === undefined, {
+    message: "only a credit takes an expiresAt",
+    path: ["expiresAt"],
+  })
+  .openapi("CreateTransactionRequest", {
+    example: {
+      accountId: ex.externalId,
+      amount: 5.5,
+      type: "credit",
+      description: "Refund for a failed generation",
+      metadata: { ticket: "SUP-1234" },
+    },
+  });
+
+export const createTransactionResponse = z
+  .object({
+    success: z.literal(true),
+    transaction: z.object({
+      id: z.string(),
+      accountId: z.string(),
+      type: z.enum(["credit", "debit"]),
+      amount: z.number(),
+      balanceAfter: z.number(),
+      createdAt: z.string(),
+      description: z.string(),
+      metadata: z.record(z.string(), z.unknown()).openapi({ additionalProperties: true }),
+    }),
+    grantId: z
+      .string()
+      .optional()
+      .openapi({ description: "A credit: the grant it makes (docs/api.md#grants)" }),
+  })
+  .openapi({
+    example: { success: true, transaction: exampleManualTransaction, grantId: exampleGrantId },
+  });
+
+/** The API's Transaction object (docs/api.md#endpoints), without audit data. */
+export function transactionJson(row: TransactionRow): WireOf<typeof transactionSchema> {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    type: row.type,
+    amount: fromMicros(row.amount_micros),
+    description: row.description,
+    balanceAfter: fromMicros(row.balance_after_micros),
+    metadata: parseJsonColumn(row.metadata) ?? {},
+    createdAt: iso(row.created_at_ms),
+  };
+}
+
+/** What `include=reservation,usage` read for a page of entries (docs/api.md#audit-data). */
+export interface AuditData {
+  /** Which audit fields each item gains. */
+  include: { reservation: boolean; usage: boolean };
+  /** The reservations the entries settled, by id. */
+  reservations: ReadonlyMap<string, ReservationRow>;
+  /** The usage records naming each entry, oldest first, by transaction id. */
+  usage: ReadonlyMap<string, readonly UsageRecordRow[]>;
+  /** The time that decides each reservation's effective status, epoch ms. */
+  nowMs: number;
+}
+
+/**
+ * An item of the transaction list: the Transaction object, plus `reservation` (the reservation
+ * it settled, or null) and/or `usage` (the usage records naming it) when asked for.
+ */
+export function transactionItemJson(
+  row: TransactionRow,
+  audit: AuditData,
+): WireOf<typeof transactionSchema> {
+  const item = transactionJson(row);
+  if (audit.include.reservation) {
+    const hold =
+      row.reservation_id === null ? undefined : audit.reservations.get(row.reservation_id);
+    item.reservation = hold === undefined ? null : reservationJson(hold, audit.nowMs);
+  }
+  if (audit.include.usage) item.usage = (audit.usage.get(row.id) ?? []).map(usageRecordJson);
+  return item;
+}
