@@ -7,8 +7,9 @@
  * (docs/design.md#exact-money-in-storage). SQL sums three parts, each at most 2 × 10^6 per
  * record: the whole USD (`cost_micro_usd / 10^6`), the micro-USD below a dollar and the pico-USD
  * remainder, so no `SUM` leaves 2^53, let alone 64 bits (where SQLite stops with "integer
- * overflow"), before billions of records (docs/design.md#usage-summaries). Every sum is read as text (`CAST(SUM(…) AS TEXT)`; PostgreSQL's `SUM` of a `BIGINT`
- * is a `NUMERIC`) and recombined in BigInt, so nothing passes through a double on the way.
+ * overflow"), before billions of records (docs/design.md#usage-summaries). Every sum is read
+ * as text (`CAST(SUM(…) AS TEXT)`; PostgreSQL's `SUM` of a `BIGINT` is a `NUMERIC`) and
+ * recombined in BigInt, so nothing passes through a double on the way.
  *
  * Consistency: the groups and the summary come from one SQL statement (a `UNION ALL`), so they
  * read one snapshot on both engines and the groups always add up to the totals beside them.
