@@ -9,6 +9,10 @@
  * and checks that the ledger holds exactly one row per successful write. Results also go to
  * bench-results/bench-<time>.json.
  *
+ * `npm run bench -- --libsql` (or BENCH_ENGINE=libsql) does the same against remote libSQL: a Hrana
+ * test server process (scripts/lib/hrana/) over a fresh file, and prints for each scenario the
+ * round trips to the server per answered request (from the server's log of its pipelines).
+ *
  * `npm run bench -- --postgres` (or BENCH_ENGINE=postgres) does the same on a fresh database of
  * the PostgreSQL cluster at LEDGER_TEST_PG_URL (`eval "$(scripts/pg-cluster.sh start)"`), with
  * one service process and then two (the 50 connections split between them, their req/s summed,
@@ -17,7 +21,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -36,6 +40,7 @@ import {
   transactionsPage,
   usageRecord,
 } from "./lib/bench-kit.ts";
+import { spawnHranaServer } from "./lib/hrana/process.ts";
 import { dropDatabase } from "./lib/pg-admin.ts";
 import { runPgbench } from "./lib/pgbench.ts";
 
@@ -47,13 +52,19 @@ const cli = here("../src/cli/index.js");
 const dir = mkdtempSync(join(tmpdir(), "ledger-bench-"));
 const dbFile = join(dir, "bench.db");
 const apiKey = `ldg_bench_${randomBytes(16).toString("hex")}`;
-const ENGINE =
+const ENGINE: "sqlite" | "postgres" | "libsql" =
   process.argv.includes("--postgres") || process.env.BENCH_ENGINE === "postgres"
     ? "postgres"
-    : "sqlite";
+    : process.argv.includes("--libsql") || process.env.BENCH_ENGINE === "libsql"
+      ? "libsql"
+      : "sqlite";
+/** The Hrana test server's log of a `--libsql` run: one line per pipeline (round trip). */
+const hranaLog = join(dir, "hrana.log");
 
 interface Row {
   scenario: string;
+  /** `--libsql`: round trips to the server per answered request. */
+  roundTrips?: number;
   reqPerSec: number;
   p50Ms: number;
   p99Ms: number;
@@ -90,6 +101,14 @@ async function drive(urls: string[], requests: Requests, seconds: number) {
   };
 }
 
+/** Round trips the Hrana test server has answered so far (`--libsql`), else 0. */
+function pipelines(): number {
+  if (ENGINE !== "libsql" || !existsSync(hranaLog)) return 0;
+  return readFileSync(hranaLog, "utf8")
+    .split("\n")
+    .filter((l) => l.includes('"pipeline"')).length;
+}
+
 /** Runs a warm-up and a measured run; `perOp` divides req/s for multi-request scenarios. */
 async function scenario(
   name: string,
@@ -98,6 +117,7 @@ async function scenario(
   perOp = 1,
 ): Promise<Row> {
   const urls = typeof target === "string" ? [target] : target;
+  const pipelinesBefore = pipelines();
   const warm = await drive(urls, requests, WARMUP_SECONDS);
   const r = await drive(urls, requests, SECONDS);
   const row = {
@@ -107,6 +127,9 @@ async function scenario(
     p99Ms: r.p99Ms,
     errors: r.errors,
     ok: r.ok + warm.ok,
+    ...(ENGINE === "libsql" && !name.startsWith("ceiling")
+      ? { roundTrips: Math.round(((pipelines() - pipelinesBefore) / (r.ok + warm.ok)) * 10) / 10 }
+      : {}),
   };
   process.stdout.write(
     `  ${name}: ${row.reqPerSec} /s, p99 ${row.p99Ms} ms, errors ${row.errors}\n`,
@@ -140,9 +163,21 @@ async function acknowledgedWrites(base: string) {
   };
 }
 
-/** The database of the run: a new file, or a new database of the PostgreSQL cluster. */
-async function benchDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+/**
+ * The database of the run: a new file; a new database of the PostgreSQL cluster; or (`--libsql`)
+ * a Hrana test server process over a new file (scripts/lib/hrana/), logging its round trips.
+ */
+async function benchDatabase(): Promise<{
+  url: string;
+  token?: string;
+  drop: () => Promise<void>;
+}> {
   if (ENGINE === "sqlite") return { url: `file:${dbFile}`, drop: async () => {} };
+  if (ENGINE === "libsql") {
+    const token = randomBytes(16).toString("hex");
+    const server = await spawnHranaServer({ path: dbFile, token, logFile: hranaLog });
+    return { url: server.url, token, drop: server.stop };
+  }
   const admin = process.env.LEDGER_TEST_PG_URL;
   if (!admin) throw new Error("--postgres needs LEDGER_TEST_PG_URL (scripts/pg-cluster.sh start)");
   const name = `ledger_bench_${randomBytes(6).toString("hex")}`;
@@ -159,7 +194,7 @@ async function benchDatabase(): Promise<{ url: string; drop: () => Promise<void>
 
 /** Rows of the transactions table, and (PostgreSQL) the bootstrap project's id. */
 async function ledgerFacts(url: string): Promise<{ rows: number; projectId: string }> {
-  if (ENGINE === "sqlite") {
+  if (ENGINE !== "postgres") {
     const db = new LibsqlDatabase(dbFile);
     const { n } = db.prepare("SELECT count(*) AS n FROM transactions").get() as { n: number };
     db.close();
@@ -184,6 +219,7 @@ async function main(): Promise<void> {
     PORT: "0",
     HOST: "127.0.0.1",
     DATABASE_URL: database.url,
+    ...(database.token ? { DATABASE_AUTH_TOKEN: database.token } : {}),
     LEDGER_BOOTSTRAP_API_KEY: apiKey,
     LOG_LEVEL: "warn",
   };
@@ -254,7 +290,7 @@ async function main(): Promise<void> {
   );
   for (const r of rows) {
     console.log(
-      `${r.scenario.padEnd(32)} ${String(r.reqPerSec).padStart(7)} ${String(r.p50Ms).padStart(9)} ${String(r.p99Ms).padStart(7)} ${String(r.errors).padStart(7)} ${String(r.ofCeiling).padStart(11)}`,
+      `${r.scenario.padEnd(32)} ${String(r.reqPerSec).padStart(7)} ${String(r.p50Ms).padStart(9)} ${String(r.p99Ms).padStart(7)} ${String(r.errors).padStart(7)} ${String(r.ofCeiling).padStart(11)}${r.roundTrips === undefined ? "" : `  ${r.roundTrips} round trips`}`,
     );
   }
   const verify = spawnSync(process.execPath, [cli, "verify"], { env, encoding: "utf8" });
@@ -274,7 +310,8 @@ async function main(): Promise<void> {
   const outDir = here("../../bench-results");
   mkdirSync(outDir, { recursive: true });
   const stamp = new Date().toISOString().replace(/[:.]/g, "-");
-  const file = join(outDir, `bench-${ENGINE === "postgres" ? "pg-" : ""}${stamp}.json`);
+  const prefix = { sqlite: "", postgres: "pg-", libsql: "libsql-" }[ENGINE];
+  const file = join(outDir, `bench-${prefix}${stamp}.json`);
   writeFileSync(
     file,
     json({

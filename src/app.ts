@@ -10,6 +10,7 @@ import { matchedRoutes } from "hono/route";
 import { sql } from "kysely";
 import { registerAccountRoutes } from "./accounts/routes.ts";
 import { registerConsole } from "./console/routes.ts";
+import { describeDatabaseError } from "./db/storage-errors.ts";
 import { ApiError, errorResponse, validationHook } from "./errors.ts";
 import { requireApiKey } from "./http/auth.ts";
 import { jsonBodyChecks } from "./http/body.ts";
@@ -63,6 +64,7 @@ function observe(deps: AppDeps): MiddlewareHandler<AppEnv> {
         durationMs: Math.round(seconds * 1_000_000) / 1000,
         projectId: c.get("projectId"),
         code: status >= 400 ? await errorCode(c) : undefined,
+        cause: databaseCause(c.error),
       },
       "request",
     );
@@ -82,6 +84,12 @@ async function errorCode(c: Context): Promise<string | undefined> {
   }
 }
 
+/** The database's own error behind a 503 (e.g. `SQLITE_FULL: …`), for the request's log line. */
+function databaseCause(err: unknown): string | undefined {
+  if (!(err instanceof ApiError) || err.code !== "SERVICE_UNAVAILABLE" || !err.cause) return;
+  return scrub(describeDatabaseError(err.cause));
+}
+
 /** Builds the app over `deps`. */
 export function createApp(deps: AppDeps): App {
   const app: App = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
@@ -90,6 +98,11 @@ export function createApp(deps: AppDeps): App {
   app.use("*", observe(deps));
   app.get("/health", (c) => c.json({ status: "ok" }));
   app.get("/ready", async (c) => {
+    // Writes failing for lack of space (or an I/O error) make the service unready even while
+    // reads work; the write path's probe ends that once a write succeeds again.
+    if (deps.queue.health.failure) {
+      return c.json({ status: "unavailable", reason: "the database cannot write" }, 503);
+    }
     try {
       await sql`SELECT 1`.execute(deps.db.read);
       return c.json({ status: "ready" });

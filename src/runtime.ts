@@ -73,6 +73,7 @@ export async function openLedger(
       metrics.observeBatch(stats);
       onBatch?.(stats);
     },
+    ...(options.logger ? { logger: options.logger } : {}),
   });
   const deps: AppDeps = {
     db,
@@ -87,6 +88,7 @@ export async function openLedger(
     queue,
     deps,
     close: async () => {
+      queue.health.stop();
       await queue.idle();
       await db.close();
     },

@@ -100,6 +100,9 @@ class NativeDriver implements Driver {
   }
 
   async rollbackTransaction(conn: DatabaseConnection): Promise<void> {
+    // After SQLITE_FULL or an I/O error SQLite may have rolled the transaction back by itself:
+    // a ROLLBACK would then fail ("no transaction is active") and hide the error that matters.
+    if (!this.#db.inTransaction) return;
     await conn.executeQuery(CompiledQuery.raw("ROLLBACK"));
   }
 

@@ -5,9 +5,13 @@
  * previous one; every job writes through the serial write queue. Each run is logged (at `debug`
  * when it found nothing to do, so an idle service's log stays quiet; at `info` when it changed
  * something; at `error` when it failed) and, with `metrics`, counted (`ledger_job_runs_total`,
- * `ledger_job_failures_total`, …).
+ * `ledger_job_failures_total`, …). A job that keeps failing with the same error (a full disk
+ * fails it every few seconds) logs it once, at `error`; the repeats go to `debug`, and the
+ * first run that succeeds again (once the database writes again, for a failure to write) logs
+ * `job recovered` with the number of failed runs (docs/operations.md, "Logs").
  */
 import { Cron } from "croner";
+import { CannotWriteError, describeDatabaseError } from "../db/storage-errors.ts";
 import type { WriteQueue } from "../db/write-path.ts";
 import type { Logger } from "../http/context.ts";
 import { purgeIdempotencyKeys } from "../http/idempotency.ts";
@@ -63,17 +67,42 @@ export function startScheduler(opts: SchedulerOptions): Scheduler {
     "purge-idempotency-keys": (nowMs) => opts.queue.run((trx) => purgeIdempotencyKeys(trx, nowMs)),
   };
 
+  /**
+   * Per job, its failed runs since it last logged a success, and the kind of error it logged.
+   * A database that cannot write is one kind for as long as the write path's episode lasts
+   * (src/db/write-health.ts): a job with nothing to write may succeed meanwhile, which proves
+   * nothing, so it neither ends the job's episode nor is logged as a recovery.
+   */
+  const failing = new Map<JobName, { runs: number; kind: string; cannotWrite: boolean }>();
+  const writeEpisode = () => opts.queue.health?.failure?.sinceMs;
+
   /** One run of `name`: never throws; logs and records the outcome. */
   const runJob = async (name: JobName): Promise<void> => {
     const started = performance.now();
     let ok = true;
     try {
       const result = await runs[name](opts.clock());
+      const failed = failing.get(name);
+      if (failed && !(failed.cannotWrite && writeEpisode() !== undefined)) {
+        failing.delete(name);
+        opts.logger.info({ job: name, failedRuns: failed.runs }, "job recovered");
+      }
       if (didNothing(result)) opts.logger.debug?.({ job: name, result }, "job run");
       else opts.logger.info({ job: name, result }, "job run");
     } catch (err) {
       ok = false;
-      opts.logger.error({ job: name, err: (err as Error)?.message ?? String(err) }, "job failed");
+      const text = errorText(err);
+      const cannotWrite = err instanceof CannotWriteError;
+      // Every failure to write in one episode is one kind, whichever table could not grow.
+      const kind = cannotWrite ? `cannot write since ${writeEpisode() ?? 0}` : text;
+      const failed = failing.get(name);
+      if (failed?.kind === kind) {
+        failed.runs++;
+        opts.logger.debug?.({ job: name, err: text, failedRuns: failed.runs }, "job failed");
+      } else {
+        failing.set(name, { runs: (failed?.runs ?? 0) + 1, kind, cannotWrite });
+        opts.logger.error({ job: name, err: text }, "job failed");
+      }
     }
     opts.metrics?.observeJob(name, ok, (performance.now() - started) / 1000, Date.now());
     opts.onRun?.(name, ok);
@@ -95,4 +124,10 @@ export function startScheduler(opts: SchedulerOptions): Scheduler {
     },
     runNow: runJob,
   };
+}
+
+/** A job's error for the log: the database's own error behind a 503, else the message. */
+function errorText(err: unknown): string {
+  if (err instanceof CannotWriteError) return describeDatabaseError(err);
+  return err instanceof Error ? err.message : String(err);
 }
