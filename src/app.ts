@@ -1,6 +1,6 @@
 /**
  * `createApp(deps)`: the Hono app with its middleware, every route of docs/api.md#endpoints, `/health`,
- * `/ready`, `/openapi.json`, `/docs` and `/metrics`. No side effects: only `server.ts` opens the
+ * `/ready`, `/openapi.json`, `/docs`, `/console` and `/metrics`. No side effects: only `server.ts` opens the
  * database, starts the scheduler and handles signals.
  */
 import { randomUUID } from "node:crypto";
@@ -9,6 +9,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
 import { sql } from "kysely";
 import { registerAccountRoutes } from "./accounts/routes.ts";
+import { registerConsole } from "./console/routes.ts";
 import { describeDatabaseError } from "./db/storage-errors.ts";
 import { ApiError, errorResponse, validationHook } from "./errors.ts";
 import { requireApiKey } from "./http/auth.ts";
@@ -113,6 +114,7 @@ export function createApp(deps: AppDeps): App {
     c.body(await deps.metrics.render(), 200, { "Content-Type": deps.metrics.contentType }),
   );
   registerDocs(app);
+  registerConsole(app);
   app.use("/v1/*", requireApiKey(deps.db.read));
   app.use("/v1/*", jsonBodyChecks(deps.config.BODY_LIMIT_BYTES));
   registerAccountRoutes(app, deps);

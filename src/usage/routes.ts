@@ -12,7 +12,8 @@ import {
   usageRecordJson,
   usageResponse,
 } from "./schemas.ts";
-import { listUsage, recordUsage, summarizeUsage } from "./service.ts";
+import { listUsage, recordUsage } from "./service.ts";
+import { summarizeUsage } from "./summary.ts";
 
 /** The usage routes. */
 export const usageRoutes = resourceRoutes("Usage", (route) => ({
@@ -27,7 +28,7 @@ export const usageRoutes = resourceRoutes("Usage", (route) => ({
   ),
   list: route.get(
     "/v1/usage",
-    "List usage records, newest first, or their summary with summary=true",
+    "List usage records, newest first, or their summary with summary=true (grouped with groupBy)",
     { query: usageQuery, ok: usageResponse, errors: ["ACCOUNT_NOT_FOUND"] },
   ),
 }));
@@ -70,7 +71,7 @@ export function registerUsageRoutes(app: App, deps: AppDeps): void {
       endMs,
     };
     if (q.summary) {
-      const summary = await summarizeUsage(deps.db.read, projectId, filter);
+      const summary = await summarizeUsage(deps.db.read, projectId, filter, q.groupBy);
       return ok(c, r.list, { success: true, summary });
     }
     const { rows, pagination } = await paged(q, (page) =>
