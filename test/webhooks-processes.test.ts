@@ -76,7 +76,13 @@ async function freshServerEnv(settings: Record<string, string>): Promise<NodeJS.
 
 /** The env of a server on `databaseUrl` with the test's API key, and `settings` added. */
 function serverEnv(databaseUrl: string, settings: Record<string, string>): NodeJS.ProcessEnv {
-  const base = { DATABASE_URL: databaseUrl, LEDGER_BOOTSTRAP_API_KEY: apiKey, LOG_LEVEL: "warn" };
+  // The receivers are on 127.0.0.1, which only WEBHOOK_ALLOW_PRIVATE lets a webhook target.
+  const base = {
+    DATABASE_URL: databaseUrl,
+    LEDGER_BOOTSTRAP_API_KEY: apiKey,
+    LOG_LEVEL: "warn",
+    WEBHOOK_ALLOW_PRIVATE: "true",
+  };
   return { ...process.env, ...base, ...settings };
 }
 
