@@ -212,3 +212,28 @@ describe.runIf(TEST_ENGINE === "postgres")("three servers on one PostgreSQL data
     expect(new Set(listed.deliveries.map((d) => d.eventId))).toEqual(ids());
   }, 90_000);
 });
+
+describe.runIf(TEST_ENGINE === "postgres")("two servers on one PostgreSQL database", () => {
+  it("keep the webhook limit exactly when creates race on both", async () => {
+    const database = await createPgDatabase();
+    cleanup.push(() => database.drop());
+    const env = serverEnv(database.url, { WEBHOOK_MAX_PER_PROJECT: "4" });
+    const servers = await Promise.all([spawnServer(env), spawnServer(env)]);
+    cleanup.push(() => Promise.all(servers.map(stop)).then(() => undefined));
+    const statuses = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => {
+        const server = servers[i % 2] as RunningProcess;
+        const body = { url: `http://127.0.0.1:9/race-${i}` };
+        return sendJson(fetchFrom(server.base), apiKey, "POST", "/v1/webhooks/create", {
+          body,
+        }).then((res) => res.status);
+      }),
+    );
+    expect(statuses.filter((s) => s === 200)).toHaveLength(4);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(12);
+    const [first] = servers;
+    if (!first) throw new Error("no server");
+    const listed = await call(first, webhookRoutes.list, { query: { limit: 100 } });
+    expect(listed.pagination.totalCount).toBe(4);
+  }, 60_000);
+});
