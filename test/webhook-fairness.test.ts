@@ -101,4 +101,5 @@ it("attempts a healthy endpoint's deliveries within 2 s while 25 endpoints of tw
     query: { webhookId: healthy, limit: 100 },
   });
   expect(delivered.deliveries.map((d) => d.status)).toEqual(Array(rounds).fill("delivered"));
+  expect(await t.verify()).toEqual([]);
 }, 60_000);

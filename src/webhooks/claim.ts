@@ -78,10 +78,19 @@ function endpointsDue(db: Kysely<DB>, nowMs: number, limit: number) {
 }
 
 /**
- * Whether any endpoint has a delivery to claim now: a plain read, so that an idle worker opens
- * no write transaction.
+ * Whether any endpoint has a delivery to claim now: plain reads, so that an idle worker opens
+ * no write transaction. The first is one probe of the due index; only when some delivery is due
+ * are the endpoints looked at (it may be one of an endpoint already claimed).
  */
 export async function anyDue(db: Kysely<DB>, nowMs: number): Promise<boolean> {
+  const due = await db
+    .selectFrom("webhook_deliveries")
+    .select("id")
+    .where("status", "=", "pending")
+    .where("next_attempt_at_ms", "<=", nowMs)
+    .limit(1)
+    .executeTakeFirst();
+  if (!due) return false;
   return (await endpointsDue(db, nowMs, 1).executeTakeFirst()) !== undefined;
 }
 
