@@ -148,7 +148,8 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): DeliveryWorker
           failingSince ??= Date.now();
         }
       }
-      if (!stopped) for (const batch of claimed) runBatch(opts, batch, abort.signal, track);
+      // Claimed while stopping: run anyway, so the aborted attempts hand their rows back now.
+      for (const batch of claimed) runBatch(opts, batch, abort.signal, track);
       const took = claimed.reduce((n, b) => n + b.deliveries.length, 0);
       // Claimed all it could: more may be due, look again at once (or once a slot is free).
       if (stopped) break;
