@@ -225,6 +225,8 @@ describe("a job that keeps failing", () => {
       logger: { info: log("info"), warn: log("warn"), error: log("error"), debug: log("debug") },
       expireCron: never,
       grantCron: never,
+      retentionCron: never,
+      webhookRetentionDays: 30,
     });
     const run = () => scheduler.runNow("purge-idempotency-keys");
     const levels = (msg: string) => lines.filter((l) => l.msg === msg).map((l) => l.level);

@@ -16,6 +16,7 @@ import { type HttpServer, serveHttp } from "../src/http/serve.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
 import { type Ledger, openLedger } from "../src/runtime.ts";
+import type { ResolveHost } from "../src/webhooks/targets.ts";
 import { expectError, findRoute, type OkBody, responseProblems } from "./contract.ts";
 import { freshDatabase } from "./pg-harness.ts";
 
@@ -88,16 +89,29 @@ function pathOf(route: RouteConfig, input: CallInput): string {
   return entries.length === 0 ? route.path : `${route.path}?${new URLSearchParams(entries)}`;
 }
 
-/** A fresh ledger. `fakeClock`: start time (ISO) of a clock that moves only when told. */
+/**
+ * The environment every test ledger starts from: webhooks may target loopback receivers
+ * (docs/operations.md#webhooks), since tests send traffic only to 127.0.0.1. A test of the
+ * default refusal sets `WEBHOOK_ALLOW_PRIVATE: "false"`.
+ */
+export const TEST_ENV = { WEBHOOK_ALLOW_PRIVATE: "true" };
+
+/**
+ * A fresh ledger. `fakeClock`: start time (ISO) of a clock that moves only when told; `env`:
+ * configuration on top of TEST_ENV; `resolveHost`: a stub resolver of webhook hosts.
+ */
 export async function makeLedger(
-  options: { fakeClock?: string; env?: Record<string, string> } = {},
+  options: { fakeClock?: string; env?: Record<string, string>; resolveHost?: ResolveHost } = {},
 ): Promise<TestLedger> {
   const dir = mkdtempSync(join(tmpdir(), "ledger-test-"));
   let fake = options.fakeClock ? Date.parse(options.fakeClock) : undefined;
   const clock = fake === undefined ? Date.now : () => fake as number;
   const database = await freshDatabase(dir);
-  const config = loadConfig({ ...database.env, ...options.env });
-  const ledger = await openLedger(config, { clock });
+  const config = loadConfig({ ...database.env, ...TEST_ENV, ...options.env });
+  const ledger = await openLedger(config, {
+    clock,
+    ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
+  });
   await seedModels(ledger.queue);
   const { projectId, apiKey: key } = await createProjectKey(ledger.queue, "test");
   const app = createApp(ledger.deps);

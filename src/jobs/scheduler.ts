@@ -1,7 +1,7 @@
 /**
  * The in-process schedule (croner): the reservation sweeper and the grant expiry job (both on
- * `EXPIRE_CRON`), the plan grant job, and the purge of stored idempotent responses older than
- * 24 hours. `protect` keeps a run from overlapping the
+ * `EXPIRE_CRON`), the plan grant job, the purge of stored idempotent responses older than
+ * 24 hours, and the retention of webhook data (`RETENTION_CRON`). `protect` keeps a run from overlapping the
  * previous one; every job writes through the serial write queue. Each run is logged (at `debug`
  * when it found nothing to do, so an idle service's log stays quiet; at `info` when it changed
  * something; at `error` when it failed) and, with `metrics`, counted (`ledger_job_runs_total`,
@@ -19,6 +19,7 @@ import type { Metrics } from "../metrics.ts";
 import { runExpireGrants } from "./expire-grants.ts";
 import { runExpireReservations } from "./expire-reservations.ts";
 import { runGrantPlans } from "./grant-plans.ts";
+import { runPurgeWebhooks } from "./purge-webhooks.ts";
 
 /** The scheduler's logger: the app's, with pino's `debug` when it has one. */
 export type JobLogger = Logger & { debug?: (obj: object, msg?: string) => void };
@@ -29,6 +30,10 @@ export interface SchedulerOptions {
   logger: JobLogger;
   expireCron: string;
   grantCron: string;
+  /** RETENTION_CRON: when the retention of webhook data runs. */
+  retentionCron: string;
+  /** WEBHOOK_RETENTION_DAYS: how long ended webhook deliveries are kept. */
+  webhookRetentionDays: number;
   /** The ledger's metrics (`ledger.deps.metrics`): runs, failures and durations per job. */
   metrics?: Metrics;
   /** Called after each run. */
@@ -39,7 +44,8 @@ export type JobName =
   | "expire-reservations"
   | "expire-grants"
   | "grant-plans"
-  | "purge-idempotency-keys";
+  | "purge-idempotency-keys"
+  | "purge-webhooks";
 
 export interface Scheduler {
   stop(): void;
@@ -65,6 +71,8 @@ export function startScheduler(opts: SchedulerOptions): Scheduler {
     "expire-grants": (nowMs) => runExpireGrants({ queue: opts.queue, nowMs }),
     "grant-plans": (nowMs) => runGrantPlans({ queue: opts.queue, nowMs }),
     "purge-idempotency-keys": (nowMs) => opts.queue.run((trx) => purgeIdempotencyKeys(trx, nowMs)),
+    "purge-webhooks": (nowMs) =>
+      runPurgeWebhooks({ queue: opts.queue, nowMs, retentionDays: opts.webhookRetentionDays }),
   };
 
   /**
@@ -113,6 +121,7 @@ export function startScheduler(opts: SchedulerOptions): Scheduler {
     ["expire-grants", opts.expireCron],
     ["grant-plans", opts.grantCron],
     ["purge-idempotency-keys", "0 17 * * * *"],
+    ["purge-webhooks", opts.retentionCron],
   ];
   const jobs = schedule.map(([name, pattern]) => {
     opts.metrics?.declareJob(name);
