@@ -1,12 +1,18 @@
 import { defineConfig } from "vitest/config";
 
 /**
- * The whole suite runs once per engine: on SQLite always, then on PostgreSQL when
- * LEDGER_TEST_PG_URL names a role that may create databases (`eval "$(scripts/pg-cluster.sh
- * start)"` sets it). test/pg-harness.ts reads LEDGER_TEST_ENGINE. The two runs follow each other
- * (groupOrder) rather than share the machine, since some tests time real processes.
+ * The whole suite runs once per engine: on the embedded SQLite file always, then on PostgreSQL
+ * when LEDGER_TEST_PG_URL names a role that may create databases (`eval "$(scripts/pg-cluster.sh
+ * start)"` sets it), then on remote libSQL when LEDGER_TEST_LIBSQL=1 (each ledger gets a Hrana
+ * test server process over a fresh file; needs `npm run build`). test/pg-harness.ts reads
+ * LEDGER_TEST_ENGINE. The runs follow each other (groupOrder) rather than share the machine,
+ * since some tests time real processes.
  */
-const engines = process.env.LEDGER_TEST_PG_URL ? ["sqlite", "postgres"] : ["sqlite"];
+const engines = [
+  "sqlite",
+  ...(process.env.LEDGER_TEST_PG_URL ? ["postgres"] : []),
+  ...(process.env.LEDGER_TEST_LIBSQL === "1" ? ["libsql"] : []),
+];
 
 export default defineConfig({
   test: {

@@ -9,40 +9,62 @@
  * and checks that the ledger holds exactly one row per successful write. Results also go to
  * bench-results/bench-<time>.json.
  *
+ * `npm run bench -- --libsql` (or BENCH_ENGINE=libsql) does the same against remote libSQL: a Hrana
+ * test server process (scripts/lib/hrana/) over a fresh file, and prints for each scenario the
+ * round trips to the server per answered request (from the server's log of its pipelines).
+ *
  * `npm run bench -- --postgres` (or BENCH_ENGINE=postgres) does the same on a fresh database of
  * the PostgreSQL cluster at LEDGER_TEST_PG_URL (`eval "$(scripts/pg-cluster.sh start)"`), with
  * one service process and then two (the 50 connections split between them, their req/s summed,
  * the worse of their latencies shown); then runs `pgbench` with the deduction's own SQL on the
  * same database (scripts/lib/pgbench.ts), with 10 connections (one process's pool) and 50.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import LibsqlDatabase from "libsql";
 import pg from "pg";
+import {
+  ACCOUNTS,
+  balanceRead,
+  deduct,
+  fund,
+  type Requests,
+  reserveConfirm,
+  startProcess as start,
+  stopProcess as stop,
+  transactionsPage,
+  usageRecord,
+} from "./lib/bench-kit.ts";
+import { spawnHranaServer } from "./lib/hrana/process.ts";
 import { dropDatabase } from "./lib/pg-admin.ts";
 import { runPgbench } from "./lib/pgbench.ts";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = 2;
 const CONNECTIONS = 50;
-const ACCOUNTS = 1000;
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const cli = here("../src/cli/index.js");
 const dir = mkdtempSync(join(tmpdir(), "ledger-bench-"));
 const dbFile = join(dir, "bench.db");
 const apiKey = `ldg_bench_${randomBytes(16).toString("hex")}`;
-const ENGINE =
+const ENGINE: "sqlite" | "postgres" | "libsql" =
   process.argv.includes("--postgres") || process.env.BENCH_ENGINE === "postgres"
     ? "postgres"
-    : "sqlite";
+    : process.argv.includes("--libsql") || process.env.BENCH_ENGINE === "libsql"
+      ? "libsql"
+      : "sqlite";
+/** The Hrana test server's log of a `--libsql` run: one line per pipeline (round trip). */
+const hranaLog = join(dir, "hrana.log");
 
 interface Row {
   scenario: string;
+  /** `--libsql`: round trips to the server per answered request. */
+  roundTrips?: number;
   reqPerSec: number;
   p50Ms: number;
   p99Ms: number;
@@ -51,33 +73,7 @@ interface Row {
   ofCeiling?: number;
 }
 
-function start(
-  args: string[],
-  env: NodeJS.ProcessEnv,
-): Promise<{ proc: ChildProcess; port: number }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "inherit"] });
-    let out = "";
-    proc.stdout?.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = /(?:listening |localhost:)(\d+)/.exec(out);
-      if (m) resolve({ proc, port: Number(m[1]) });
-    });
-    proc.once("exit", (code) => reject(new Error(`${args[0]} exited with ${code}: ${out}`)));
-  });
-}
-
-async function stop(proc: ChildProcess): Promise<void> {
-  if (proc.exitCode !== null) return;
-  proc.kill("SIGTERM");
-  await new Promise((r) => proc.once("exit", r));
-}
-
-const account = () => `bench-${Math.floor(Math.random() * ACCOUNTS)}`;
 const json = (body: unknown) => JSON.stringify(body);
-
-type Requests = NonNullable<autocannon.Options["requests"]>;
-type Ctx = { reservationId?: string };
 
 /**
  * Drives every URL at once for `seconds`, the connections split between them.
@@ -105,6 +101,14 @@ async function drive(urls: string[], requests: Requests, seconds: number) {
   };
 }
 
+/** Round trips the Hrana test server has answered so far (`--libsql`), else 0. */
+function pipelines(): number {
+  if (ENGINE !== "libsql" || !existsSync(hranaLog)) return 0;
+  return readFileSync(hranaLog, "utf8")
+    .split("\n")
+    .filter((l) => l.includes('"pipeline"')).length;
+}
+
 /** Runs a warm-up and a measured run; `perOp` divides req/s for multi-request scenarios. */
 async function scenario(
   name: string,
@@ -113,6 +117,7 @@ async function scenario(
   perOp = 1,
 ): Promise<Row> {
   const urls = typeof target === "string" ? [target] : target;
+  const pipelinesBefore = pipelines();
   const warm = await drive(urls, requests, WARMUP_SECONDS);
   const r = await drive(urls, requests, SECONDS);
   const row = {
@@ -122,52 +127,14 @@ async function scenario(
     p99Ms: r.p99Ms,
     errors: r.errors,
     ok: r.ok + warm.ok,
+    ...(ENGINE === "libsql" && !name.startsWith("ceiling")
+      ? { roundTrips: Math.round(((pipelines() - pipelinesBefore) / (r.ok + warm.ok)) * 10) / 10 }
+      : {}),
   };
   process.stdout.write(
     `  ${name}: ${row.reqPerSec} /s, p99 ${row.p99Ms} ms, errors ${row.errors}\n`,
   );
   return row;
-}
-
-async function fund(base: string): Promise<void> {
-  const headers = { "X-API-Key": apiKey, "Content-Type": "application/json" };
-  for (let i = 0; i < ACCOUNTS; i += 50) {
-    await Promise.all(
-      Array.from({ length: 50 }, async (_, k) => {
-        const externalId = `bench-${i + k}`;
-        const post = (path: string, body: unknown) =>
-          fetch(base + path, { method: "POST", headers, body: json(body) }).then((r) => {
-            if (!r.ok) throw new Error(`${path} ${r.status}`);
-          });
-        await post("/v1/accounts/create", { externalId });
-        await post("/v1/accounts/credits/add", { accountId: externalId, amount: 1_000_000 });
-      }),
-    );
-  }
-}
-
-function reserveConfirm(counter: { confirmed: number }): Requests {
-  return [
-    {
-      method: "POST",
-      path: "/v1/reservations/create",
-      setupRequest: (req) => ({ ...req, body: json({ accountId: account(), amount: 2 }) }),
-      onResponse: (status, body, context) => {
-        if (status === 200) (context as Ctx).reservationId = JSON.parse(body).reservation.id;
-      },
-    },
-    {
-      method: "POST",
-      path: "/v1/reservations/confirm",
-      setupRequest: (req, context) => ({
-        ...req,
-        body: json({ reservationId: (context as Ctx).reservationId, actualAmount: 1.5 }),
-      }),
-      onResponse: (status) => {
-        if (status === 200) counter.confirmed++;
-      },
-    },
-  ];
 }
 
 /** The service's count of 200 answers per write route, from GET /metrics. */
@@ -184,46 +151,33 @@ async function acknowledgedWrites(base: string) {
       );
     return line ? Number(line.split(" ").at(-1)) : 0;
   };
+  // Write transactions that did not commit (PostgreSQL: each conflict retried, or a 503).
+  const failed = text
+    .split("\n")
+    .find((l) => l.startsWith('ledger_write_batch_duration_seconds_count{outcome="failed"}'));
   return {
     add: count("/v1/accounts/credits/add"),
     deduct: count("/v1/accounts/credits/deduct"),
     confirm: count("/v1/reservations/confirm"),
+    failedTransactions: failed ? Number(failed.split(" ").at(-1)) : 0,
   };
 }
 
-const deduct: Requests = [
-  {
-    method: "POST",
-    path: "/v1/accounts/credits/deduct",
-    setupRequest: (req) => ({ ...req, body: json({ accountId: account(), amount: 0.5 }) }),
-  },
-];
-const balanceRead: Requests = [
-  {
-    method: "GET",
-    setupRequest: (req) => ({ ...req, path: `/v1/accounts/balance?externalId=${account()}` }),
-  },
-];
-const transactionsPage: Requests = [
-  {
-    method: "GET",
-    setupRequest: (req) => ({ ...req, path: `/v1/transactions?accountId=${account()}&limit=20` }),
-  },
-];
-const usageRecord: Requests = [
-  {
-    method: "POST",
-    path: "/v1/usage/record",
-    setupRequest: (req) => ({
-      ...req,
-      body: json({ accountId: account(), modelId: "gpt-4o", inputTokens: 1200, outputTokens: 300 }),
-    }),
-  },
-];
-
-/** The database of the run: a new file, or a new database of the PostgreSQL cluster. */
-async function benchDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+/**
+ * The database of the run: a new file; a new database of the PostgreSQL cluster; or (`--libsql`)
+ * a Hrana test server process over a new file (scripts/lib/hrana/), logging its round trips.
+ */
+async function benchDatabase(): Promise<{
+  url: string;
+  token?: string;
+  drop: () => Promise<void>;
+}> {
   if (ENGINE === "sqlite") return { url: `file:${dbFile}`, drop: async () => {} };
+  if (ENGINE === "libsql") {
+    const token = randomBytes(16).toString("hex");
+    const server = await spawnHranaServer({ path: dbFile, token, logFile: hranaLog });
+    return { url: server.url, token, drop: server.stop };
+  }
   const admin = process.env.LEDGER_TEST_PG_URL;
   if (!admin) throw new Error("--postgres needs LEDGER_TEST_PG_URL (scripts/pg-cluster.sh start)");
   const name = `ledger_bench_${randomBytes(6).toString("hex")}`;
@@ -240,7 +194,7 @@ async function benchDatabase(): Promise<{ url: string; drop: () => Promise<void>
 
 /** Rows of the transactions table, and (PostgreSQL) the bootstrap project's id. */
 async function ledgerFacts(url: string): Promise<{ rows: number; projectId: string }> {
-  if (ENGINE === "sqlite") {
+  if (ENGINE !== "postgres") {
     const db = new LibsqlDatabase(dbFile);
     const { n } = db.prepare("SELECT count(*) AS n FROM transactions").get() as { n: number };
     db.close();
@@ -265,6 +219,7 @@ async function main(): Promise<void> {
     PORT: "0",
     HOST: "127.0.0.1",
     DATABASE_URL: database.url,
+    ...(database.token ? { DATABASE_AUTH_TOKEN: database.token } : {}),
     LEDGER_BOOTSTRAP_API_KEY: apiKey,
     LOG_LEVEL: "warn",
   };
@@ -272,10 +227,10 @@ async function main(): Promise<void> {
   const baseOf = (s: { port: number }) => `http://127.0.0.1:${s.port}`;
   const rows: Row[] = [];
   const counter = { confirmed: 0 };
-  const writes = { add: 0, deduct: 0, confirm: 0 };
+  const writes = { add: 0, deduct: 0, confirm: 0, failedTransactions: 0 };
   try {
     process.stdout.write(`funding ${ACCOUNTS} accounts (${ENGINE})...\n`);
-    await fund(baseOf(services[0] as { port: number }));
+    await fund(baseOf(services[0] as { port: number }), apiKey);
     const ceilingRow = await scenario(
       `ceiling (bare Hono JSON POST)`,
       `http://127.0.0.1:${ceiling.port}`,
@@ -298,6 +253,7 @@ async function main(): Promise<void> {
       writes.add += w.add;
       writes.deduct += w.deduct;
       writes.confirm += w.confirm;
+      writes.failedTransactions += w.failedTransactions;
     }
   } finally {
     for (const service of services) await stop(service.proc);
@@ -334,7 +290,7 @@ async function main(): Promise<void> {
   );
   for (const r of rows) {
     console.log(
-      `${r.scenario.padEnd(32)} ${String(r.reqPerSec).padStart(7)} ${String(r.p50Ms).padStart(9)} ${String(r.p99Ms).padStart(7)} ${String(r.errors).padStart(7)} ${String(r.ofCeiling).padStart(11)}`,
+      `${r.scenario.padEnd(32)} ${String(r.reqPerSec).padStart(7)} ${String(r.p50Ms).padStart(9)} ${String(r.p99Ms).padStart(7)} ${String(r.errors).padStart(7)} ${String(r.ofCeiling).padStart(11)}${r.roundTrips === undefined ? "" : `  ${r.roundTrips} round trips`}`,
     );
   }
   const verify = spawnSync(process.execPath, [cli, "verify"], { env, encoding: "utf8" });
@@ -346,12 +302,16 @@ async function main(): Promise<void> {
   const n = (await ledgerFacts(database.url)).rows;
   const rowsMatch = n === expectedRows;
   process.stdout.write(
+    `write transactions that did not commit (retried conflicts and 503s): ${writes.failedTransactions}\n`,
+  );
+  process.stdout.write(
     `ledger rows ${n}, successful writes ${expectedRows} (${writes.add} adds + ${writes.deduct} deducts + ${writes.confirm} confirms answered 200${pgbenchRows ? ` + ${pgbenchRows} pgbench deductions` : ""}): ${rowsMatch ? "equal" : "MISMATCH"}\n`,
   );
   const outDir = here("../../bench-results");
   mkdirSync(outDir, { recursive: true });
   const stamp = new Date().toISOString().replace(/[:.]/g, "-");
-  const file = join(outDir, `bench-${ENGINE === "postgres" ? "pg-" : ""}${stamp}.json`);
+  const prefix = { sqlite: "", postgres: "pg-", libsql: "libsql-" }[ENGINE];
+  const file = join(outDir, `bench-${prefix}${stamp}.json`);
   writeFileSync(
     file,
     json({

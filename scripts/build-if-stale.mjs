@@ -4,6 +4,8 @@
  * date, so that a start after the first build (`npm ci` runs it as `prepare`) takes no compile
  * time. `dist/` is out of date when a compiled file is missing or older than its `.ts` source in
  * `src/` or `scripts/`, or older than a tsconfig file. Exits with tsc's status when it compiled.
+ * Then the operator console's bundle (`dist/console/`, scripts/build-console.ts) is rebuilt when
+ * it is missing or older than a file in `console/`.
  * With `--check` it only reports: exit 1 and the reason when out of date, else 0.
  */
 import { spawnSync } from "node:child_process";
@@ -51,17 +53,50 @@ function staleness() {
   return null;
 }
 
-const reason = staleness();
-if (process.argv.includes("--check")) {
-  process.stdout.write(
-    reason === null ? "dist/ is up to date\n" : `dist/ is out of date: ${reason}\n`,
+/** Every file under `dir`. */
+function files(dir) {
+  const found = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) found.push(...files(path));
+    else found.push(path);
+  }
+  return found;
+}
+
+/** Why the console's bundle is out of date, or null when it is not (or has no sources here). */
+function consoleStaleness() {
+  if (mtime(join(root, "console")) < 0) return null;
+  const built = Math.min(
+    mtime(join(root, "dist", "console", "app.js")),
+    mtime(join(root, "dist", "console", "app.css")),
   );
-  process.exit(reason === null ? 0 : 1);
+  if (built < 0) return "the console is not built";
+  for (const source of files(join(root, "console"))) {
+    if (built < mtime(source)) return `${relative(root, source)} changed`;
+  }
+  return null;
+}
+
+const reason = staleness();
+const consoleReason = consoleStaleness();
+if (process.argv.includes("--check")) {
+  const why = reason ?? consoleReason;
+  process.stdout.write(why === null ? "dist/ is up to date\n" : `dist/ is out of date: ${why}\n`);
+  process.exit(why === null ? 0 : 1);
 }
 if (reason !== null) {
   process.stdout.write(`dist/ is out of date (${reason}): compiling\n`);
   const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
   const result = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], {
+    cwd: root,
+    stdio: "inherit",
+  });
+  if (result.status !== 0) process.exit(result.status ?? 1);
+}
+if (consoleReason !== null) {
+  process.stdout.write(`${consoleReason}: bundling the console\n`);
+  const result = spawnSync(process.execPath, [join(root, "dist", "scripts", "build-console.js")], {
     cwd: root,
     stdio: "inherit",
   });

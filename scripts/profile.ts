@@ -12,7 +12,6 @@
  * (scripts/pg-cluster.sh does); the extension is created in the run's database by the cluster's
  * superuser, over the cluster's socket (LEDGER_PG_DATA names its folder).
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -20,6 +19,16 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import pg from "pg";
+import {
+  balanceRead,
+  deduct,
+  fund,
+  type Requests,
+  reserveConfirm,
+  startProcess,
+  stopProcess,
+  usageRecord,
+} from "./lib/bench-kit.ts";
 import { dropDatabase } from "./lib/pg-admin.ts";
 
 const args = process.argv.slice(2);
@@ -30,102 +39,20 @@ const option = (name: string, fallback: string) => {
 const POSTGRES = args.includes("--postgres");
 const SCENARIO = option("scenario", "deduct");
 const SECONDS = Number(option("seconds", "10"));
-const ACCOUNTS = 1000;
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const apiKey = `ldg_profile_${randomBytes(16).toString("hex")}`;
-const account = () => `p-${Math.floor(Math.random() * ACCOUNTS)}`;
-const json = (body: unknown) => JSON.stringify(body);
-
-type Requests = NonNullable<autocannon.Options["requests"]>;
-type Ctx = { reservationId?: string };
 
 const scenarios: Record<string, Requests> = {
-  deduct: [
-    {
-      method: "POST",
-      path: "/v1/accounts/credits/deduct",
-      setupRequest: (req) => ({ ...req, body: json({ accountId: account(), amount: 0.5 }) }),
-    },
-  ],
-  reserve: [
-    {
-      method: "POST",
-      path: "/v1/reservations/create",
-      setupRequest: (req) => ({ ...req, body: json({ accountId: account(), amount: 2 }) }),
-      onResponse: (status, body, context) => {
-        if (status === 200) (context as Ctx).reservationId = JSON.parse(body).reservation.id;
-      },
-    },
-    {
-      method: "POST",
-      path: "/v1/reservations/confirm",
-      setupRequest: (req, context) => ({
-        ...req,
-        body: json({ reservationId: (context as Ctx).reservationId, actualAmount: 1.5 }),
-      }),
-    },
-  ],
-  balance: [
-    {
-      method: "GET",
-      setupRequest: (req) => ({ ...req, path: `/v1/accounts/balance?externalId=${account()}` }),
-    },
-  ],
-  usage: [
-    {
-      method: "POST",
-      path: "/v1/usage/record",
-      setupRequest: (req) => ({
-        ...req,
-        body: json({
-          accountId: account(),
-          modelId: "gpt-4o",
-          inputTokens: 1200,
-          outputTokens: 300,
-        }),
-      }),
-    },
-  ],
+  deduct,
+  reserve: reserveConfirm({ confirmed: 0 }),
+  balance: balanceRead,
+  usage: usageRecord,
 };
 
 /** Starts `ledger serve`, under `--cpu-prof` when `profDir` is given. */
 function startService(env: NodeJS.ProcessEnv, profDir?: string) {
-  return new Promise<{ proc: ChildProcess; port: number }>((resolve, reject) => {
-    const prof = profDir ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : [];
-    const proc = spawn(process.execPath, [...prof, here("../src/cli/index.js"), "serve"], {
-      env,
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    let out = "";
-    proc.stdout?.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = /(?:listening |localhost:)(\d+)/.exec(out);
-      if (m) resolve({ proc, port: Number(m[1]) });
-    });
-    proc.once("exit", (code) => reject(new Error(`service exited with ${code}: ${out}`)));
-  });
-}
-
-async function stop(proc: ChildProcess): Promise<void> {
-  if (proc.exitCode !== null) return;
-  proc.kill("SIGTERM");
-  await new Promise((r) => proc.once("exit", r));
-}
-
-async function fund(base: string): Promise<void> {
-  const headers = { "X-API-Key": apiKey, "Content-Type": "application/json" };
-  const post = async (path: string, body: unknown) => {
-    const r = await fetch(base + path, { method: "POST", headers, body: json(body) });
-    if (!r.ok) throw new Error(`${path} ${r.status}`);
-  };
-  for (let i = 0; i < ACCOUNTS; i += 50) {
-    await Promise.all(
-      Array.from({ length: 50 }, async (_, k) => {
-        await post("/v1/accounts/create", { externalId: `p-${i + k}` });
-        await post("/v1/accounts/credits/add", { accountId: `p-${i + k}`, amount: 1_000_000 });
-      }),
-    );
-  }
+  const prof = profDir ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : [];
+  return startProcess([here("../src/cli/index.js"), "serve"], env, prof);
 }
 
 /** Self time by module of a V8 CPU profile, and the total sampled time (ms). */
@@ -221,8 +148,8 @@ async function main(): Promise<void> {
   };
   // Funded by a service of its own, so that the profile holds the scenario only.
   const funder = await startService(env);
-  await fund(`http://127.0.0.1:${funder.port}`);
-  await stop(funder.proc);
+  await fund(`http://127.0.0.1:${funder.port}`, apiKey);
+  await stopProcess(funder.proc);
   const { proc, port } = await startService(env, dir);
   const base = `http://127.0.0.1:${port}`;
   const headers = { "X-API-Key": apiKey, "Content-Type": "application/json" };
@@ -237,7 +164,7 @@ async function main(): Promise<void> {
   });
   const answered = result["2xx"];
   const stmts = POSTGRES ? await statements(url) : [];
-  await stop(proc);
+  await stopProcess(proc);
   const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"));
   if (!file) throw new Error("the service wrote no CPU profile");
   const { totalMs, byModule } = summarize(join(dir, file));

@@ -1,13 +1,16 @@
 /**
- * `createApp(deps)`: the Hono app with its middleware, every route of docs/api.md#endpoints, `/health`,
- * `/ready`, `/openapi.json` (with the event webhooks), `/docs` and `/metrics`. No side effects: only `server.ts` opens the
- * database, starts the scheduler and handles signals.
+ * `createApp(deps)`: the Hono app with its middleware, every route of docs/api.md#endpoints,
+ * `/health`, `/ready`, `/openapi.json` (with the event webhooks), `/docs`, `/console` and
+ * `/metrics`. No side effects: only `server.ts` opens the database, starts the scheduler and
+ * handles signals.
  */
 import { randomUUID } from "node:crypto";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
 import { registerAccountRoutes } from "./accounts/routes.ts";
+import { registerConsole } from "./console/routes.ts";
+import { describeDatabaseError } from "./db/storage-errors.ts";
 import { ApiError, errorResponse, validationHook } from "./errors.ts";
 import { requireApiKey } from "./http/auth.ts";
 import { jsonBodyChecks } from "./http/body.ts";
@@ -63,6 +66,7 @@ function observe(deps: AppDeps): MiddlewareHandler<AppEnv> {
         durationMs: Math.round(seconds * 1_000_000) / 1000,
         projectId: c.get("projectId"),
         code: status >= 400 ? await errorCode(c) : undefined,
+        cause: databaseCause(c.error),
       },
       "request",
     );
@@ -101,6 +105,12 @@ export function openApiDocument(app: App) {
   return app.getOpenAPI31Document(OPENAPI_CONFIG);
 }
 
+/** The database's own error behind a 503 (e.g. `SQLITE_FULL: …`), for the request's log line. */
+function databaseCause(err: unknown): string | undefined {
+  if (!(err instanceof ApiError) || err.code !== "SERVICE_UNAVAILABLE" || !err.cause) return;
+  return scrub(describeDatabaseError(err.cause));
+}
+
 /** Builds the app over `deps`. */
 export function createApp(deps: AppDeps): App {
   const app: App = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
@@ -112,6 +122,7 @@ export function createApp(deps: AppDeps): App {
     c.body(await deps.metrics.render(), 200, { "Content-Type": deps.metrics.contentType }),
   );
   registerDocs(app);
+  registerConsole(app);
   app.use("/v1/*", requireApiKey(deps.db.read));
   app.use("/v1/*", jsonBodyChecks(deps.config.BODY_LIMIT_BYTES));
   registerAccountRoutes(app, deps);

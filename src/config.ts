@@ -25,6 +25,22 @@ const retrySeconds = z.string().transform((text, ctx) => {
   return delays;
 });
 
+/** Longest retention of webhook data: 100 years, in days. */
+const MAX_RETENTION_DAYS = 36_500;
+
+/** A positive decimal number of days (`30`, `0.5`; not `0`, `-1`, `1e3` or `30d`). */
+const retentionDays = z.string().transform((text, ctx) => {
+  const days = /^(\d+(\.\d+)?|\.\d+)$/.test(text.trim()) ? Number(text) : Number.NaN;
+  if (!(days > 0) || days > MAX_RETENTION_DAYS) {
+    ctx.addIssue({
+      code: "custom",
+      message: `must be a positive decimal number of days (e.g. 30 or 0.5), at most ${MAX_RETENTION_DAYS}`,
+    });
+    return z.NEVER;
+  }
+  return days;
+});
+
 const configSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().min(1).default("0.0.0.0"),
@@ -85,6 +101,23 @@ const configSchema = z.object({
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
   /** Milliseconds between two looks for due webhook deliveries while there are none. */
   WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(250),
+  /**
+   * "true" lets webhooks target loopback, private, link-local and other non-public addresses
+   * (local development and tests; docs/operations.md#webhooks). Off by default.
+   */
+  WEBHOOK_ALLOW_PRIVATE: z
+    .enum(["true", "false"])
+    .default("false")
+    .transform((v) => v === "true"),
+  /** Most active webhook endpoints per project. */
+  WEBHOOK_MAX_PER_PROJECT: z.coerce.number().int().min(1).max(10_000).default(50),
+  /**
+   * Days (a positive decimal) ended webhook deliveries are kept, counted from their end; then
+   * they, their events and deleted endpoints with nothing left are purged.
+   */
+  WEBHOOK_RETENTION_DAYS: retentionDays.default(30),
+  /** croner pattern (with seconds) of the retention job; every minute by default. */
+  RETENTION_CRON: z.string().min(1).default("0 * * * * *"),
 });
 
 export type Config = z.infer<typeof configSchema>;

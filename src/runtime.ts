@@ -14,6 +14,7 @@ import {
   createMetrics,
   type Metrics,
 } from "./metrics.ts";
+import type { ResolveHost } from "./webhooks/targets.ts";
 
 export interface Ledger {
   db: Database;
@@ -29,6 +30,8 @@ export interface LedgerOptions {
   onBatch?: (stats: BatchStats) => void;
   /** The ledger's metrics; by default a new registry of its own (`createMetrics`). */
   metrics?: Metrics;
+  /** Resolves webhook hosts (default: the system's resolver); tests pass a stub. */
+  resolveHost?: ResolveHost;
 }
 
 type LedgerConfig = Pick<
@@ -41,6 +44,8 @@ type LedgerConfig = Pick<
   | "WRITE_BATCH_MAX"
   | "RESERVATION_TTL_SECONDS"
   | "BODY_LIMIT_BYTES"
+  | "WEBHOOK_ALLOW_PRIVATE"
+  | "WEBHOOK_MAX_PER_PROJECT"
 >;
 
 /** Opens the database named by `config`, applies pending migrations and builds the deps. */
@@ -73,6 +78,7 @@ export async function openLedger(
       metrics.observeBatch(stats);
       onBatch?.(stats);
     },
+    ...(options.logger ? { logger: options.logger } : {}),
   });
   const deps: AppDeps = {
     db,
@@ -81,12 +87,14 @@ export async function openLedger(
     clock,
     logger: options.logger ?? silentLogger,
     metrics,
+    ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
   };
   return {
     db,
     queue,
     deps,
     close: async () => {
+      queue.health.stop();
       await queue.idle();
       await db.close();
     },

@@ -48,6 +48,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
         logger,
         expireCron: config.EXPIRE_CRON,
         grantCron: config.GRANT_CRON,
+        retentionCron: config.RETENTION_CRON,
+        webhookRetentionDays: config.WEBHOOK_RETENTION_DAYS,
         metrics: ledger.deps.metrics,
       })
     : undefined;
@@ -62,6 +64,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     timeoutSeconds: config.WEBHOOK_TIMEOUT_SECONDS,
     concurrency: config.WEBHOOK_CONCURRENCY,
     pollMs: config.WEBHOOK_POLL_MS,
+    targets: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE },
   });
   const server = await serveHttp({
     fetch: app.fetch,

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config.ts";
 import { openLedger } from "../src/runtime.ts";
-import { freshDatabase, TEST_ENGINE } from "./pg-harness.ts";
+import { type FreshDatabase, freshDatabase, TEST_ENGINE } from "./pg-harness.ts";
 
 const cli = new URL("../dist/src/cli/index.js", import.meta.url).pathname;
 /** LiteLLM's full price map, when LITELLM_PRICES_FILE names it (else its test is skipped). */
@@ -18,7 +18,7 @@ const litellm = process.env.LITELLM_PRICES_FILE ?? "";
 
 describe("ledger CLI", () => {
   let dir: string;
-  let database: { url: string; drop: () => Promise<void> };
+  let database: FreshDatabase;
   let env: NodeJS.ProcessEnv;
   const run = (...args: string[]) =>
     spawnSync(process.execPath, [cli, ...args], { env, encoding: "utf8" });
@@ -26,7 +26,7 @@ describe("ledger CLI", () => {
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "ledger-cli-"));
     database = await freshDatabase(dir);
-    env = { ...process.env, DATABASE_URL: database.url, LOG_LEVEL: "silent" };
+    env = { ...process.env, ...database.env, LOG_LEVEL: "silent" };
   });
   afterEach(async () => {
     await database.drop();
@@ -38,7 +38,7 @@ describe("ledger CLI", () => {
     expect(r.status).toBe(0);
     expect(r.stdout).toContain("migrations applied");
     if (TEST_ENGINE === "sqlite") expect(existsSync(join(dir, "ledger.db"))).toBe(true);
-    const ledger = await openLedger(loadConfig({ DATABASE_URL: env.DATABASE_URL }));
+    const ledger = await openLedger(loadConfig(database.env));
     try {
       expect(await ledger.db.read.selectFrom("accounts").selectAll().execute()).toEqual([]);
     } finally {
@@ -69,7 +69,7 @@ describe("ledger CLI", () => {
   });
 
   it("verify passes on a consistent ledger and names each mismatch", async () => {
-    const ledger = await openLedger(loadConfig({ DATABASE_URL: env.DATABASE_URL }));
+    const ledger = await openLedger(loadConfig(database.env));
     await ledger.queue.run(async (trx) => {
       await trx
         .insertInto("projects")
@@ -95,7 +95,7 @@ describe("ledger CLI", () => {
     expect(ok.status).toBe(0);
     expect(ok.stdout).toContain("verified 1 accounts, 0 transactions: OK");
 
-    const broken = await openLedger(loadConfig({ DATABASE_URL: env.DATABASE_URL }));
+    const broken = await openLedger(loadConfig(database.env));
     await broken.queue.run((trx) =>
       trx
         .updateTable("accounts")

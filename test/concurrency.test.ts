@@ -11,7 +11,7 @@ import type { DB } from "../src/db/schema.ts";
 import { expectError } from "./contract.ts";
 import { expectOk, fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
 import { countStatuses, expectDistinctBalances } from "./http-client.ts";
-import { sqliteOnly } from "./pg-harness.ts";
+import { TEST_ENGINE } from "./pg-harness.ts";
 
 /** What a call of the typed client resolves to. */
 interface Outcome {
@@ -190,51 +190,58 @@ describe("concurrency over a real HTTP server", () => {
   });
 });
 
-describe.runIf(sqliteOnly)("write queue group commit (SQLite only: its serial queue)", () => {
-  let t: TestLedger;
-  beforeEach(async () => {
-    t = await makeLedger();
-  });
-  afterEach(async () => t.close());
+// The serial queue runs on the embedded file and on remote libSQL alike.
+describe.runIf(TEST_ENGINE === "sqlite")(
+  "write queue group commit (SQLite only: its serial queue)",
+  () => {
+    let t: TestLedger;
+    beforeEach(async () => {
+      t = await makeLedger();
+    });
+    afterEach(async () => t.close());
 
-  it("rolls back only the unit that throws; its neighbours in the batch commit", async () => {
-    const seen: Array<Transaction<DB>> = [];
-    const unit = (name: string, fail = false) =>
-      t.ledger.queue.run(async (trx, nowMs) => {
-        seen.push(trx);
-        await trx.insertInto("projects").values({ id: name, name, created_at_ms: nowMs }).execute();
-        if (fail) throw new Error(`unit ${name} failed`);
-        return name;
-      });
-    // The first unit starts a batch at once; the next ones wait and share the following one.
-    const results = await Promise.allSettled([
-      unit("gc-0"),
-      unit("gc-1"),
-      unit("gc-2"),
-      unit("gc-3", true),
-      unit("gc-4"),
-      unit("gc-5"),
-    ]);
-    expect(results.map((r) => r.status)).toEqual([
-      "fulfilled",
-      "fulfilled",
-      "fulfilled",
-      "rejected",
-      "fulfilled",
-      "fulfilled",
-    ]);
-    expect((results[3] as PromiseRejectedResult).reason.message).toBe("unit gc-3 failed");
-    expect((results[4] as PromiseFulfilledResult<string>).value).toBe("gc-4");
-    // gc-1 … gc-5 ran in one transaction: the failing unit shared it with its neighbours.
-    expect(new Set(seen.slice(1)).size).toBe(1);
-    const rows = await t.ledger.db.read
-      .selectFrom("projects")
-      .select("id")
-      .where("id", "like", "gc-%")
-      .orderBy("id")
-      .execute();
-    expect(rows.map((r) => r.id)).toEqual(["gc-0", "gc-1", "gc-2", "gc-4", "gc-5"]);
-    // The queue keeps working after a failed unit.
-    await expect(unit("gc-6")).resolves.toBe("gc-6");
-  });
-});
+    it("rolls back only the unit that throws; its neighbours in the batch commit", async () => {
+      const seen: Array<Transaction<DB>> = [];
+      const unit = (name: string, fail = false) =>
+        t.ledger.queue.run(async (trx, nowMs) => {
+          seen.push(trx);
+          await trx
+            .insertInto("projects")
+            .values({ id: name, name, created_at_ms: nowMs })
+            .execute();
+          if (fail) throw new Error(`unit ${name} failed`);
+          return name;
+        });
+      // The first unit starts a batch at once; the next ones wait and share the following one.
+      const results = await Promise.allSettled([
+        unit("gc-0"),
+        unit("gc-1"),
+        unit("gc-2"),
+        unit("gc-3", true),
+        unit("gc-4"),
+        unit("gc-5"),
+      ]);
+      expect(results.map((r) => r.status)).toEqual([
+        "fulfilled",
+        "fulfilled",
+        "fulfilled",
+        "rejected",
+        "fulfilled",
+        "fulfilled",
+      ]);
+      expect((results[3] as PromiseRejectedResult).reason.message).toBe("unit gc-3 failed");
+      expect((results[4] as PromiseFulfilledResult<string>).value).toBe("gc-4");
+      // gc-1 … gc-5 ran in one transaction: the failing unit shared it with its neighbours.
+      expect(new Set(seen.slice(1)).size).toBe(1);
+      const rows = await t.ledger.db.read
+        .selectFrom("projects")
+        .select("id")
+        .where("id", "like", "gc-%")
+        .orderBy("id")
+        .execute();
+      expect(rows.map((r) => r.id)).toEqual(["gc-0", "gc-1", "gc-2", "gc-4", "gc-5"]);
+      // The queue keeps working after a failed unit.
+      await expect(unit("gc-6")).resolves.toBe("gc-6");
+    });
+  },
+);

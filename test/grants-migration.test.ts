@@ -101,7 +101,12 @@ async function oldDatabase() {
     rmSync(dir, { recursive: true, force: true });
   });
   const url = database.url;
-  const db = await openDatabase({ url, driver: "auto", synchronous: "NORMAL" });
+  const db = await openDatabase({
+    url,
+    authToken: database.env.DATABASE_AUTH_TOKEN,
+    driver: "auto",
+    synchronous: "NORMAL",
+  });
   const init = readFileSync(join(migrationsDirOf(TEST_ENGINE), "0001_init.sql"), "utf8");
   expect(await migrateToLatest(db.write, { "0001_init.sql": init })).toEqual(["0001_init"]);
   const w = db.write;
@@ -176,11 +181,11 @@ async function oldDatabase() {
       granted_at_ms: T0 + 1,
     })
     .execute();
-  return { db, url, grantTxn: grantTxn ?? "" };
+  return { db, env: database.env, grantTxn: grantTxn ?? "" };
 }
 
 it("turns balances and the plan bucket into grants; verify passes; the ledger runs on", async () => {
-  const { db, grantTxn, url } = await oldDatabase();
+  const { db, grantTxn, env } = await oldDatabase();
   try {
     const applied = await migrateToLatest(db.write);
     expect(applied[0]).toBe("0002_grants");
@@ -224,7 +229,7 @@ it("turns balances and the plan bucket into grants; verify passes; the ledger ru
   // The service on the migrated database: the plan period ends, what is left of the old grant
   // expires before the next grant, and debits spend the new plan grant first.
   let now = T0 + DAY;
-  const ledger = await openLedger(loadConfig({ DATABASE_URL: url }), { clock: () => now });
+  const ledger = await openLedger(loadConfig(env), { clock: () => now });
   cleanups.unshift(() => ledger.close());
   const { apiKey } = await createProjectKey(ledger.queue, "migrated");
   await ledger.db.write

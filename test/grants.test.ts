@@ -17,7 +17,7 @@ import { reservationRoutes } from "../src/reservations/routes.ts";
 import { openLedger } from "../src/runtime.ts";
 import { transactionRoutes } from "../src/transactions/routes.ts";
 import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
-import { TEST_ENGINE } from "./pg-harness.ts";
+import { sqliteOnly } from "./pg-harness.ts";
 
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
@@ -328,11 +328,11 @@ describe("catch-up and exactly-once", () => {
 
   it("two processes (two ledgers on one database) racing grant each period once", async () => {
     const t = await ledger();
-    const config = loadConfig({ DATABASE_URL: t.databaseUrl });
+    const config = loadConfig(t.databaseEnv);
     const second = await openLedger(config, { clock: () => t.now() });
     // Both "processes" share one thread and the native driver waits for a lock synchronously,
     // freezing the holder too: fail fast and let the write queue's SQLITE_BUSY retry take turns.
-    for (const db of TEST_ENGINE === "sqlite" ? [t.ledger.db.write, second.db.write] : []) {
+    for (const db of sqliteOnly ? [t.ledger.db.write, second.db.write] : []) {
       await sql.raw("PRAGMA busy_timeout = 20").execute(db);
     }
     try {

@@ -17,6 +17,7 @@ import type { App } from "../src/http/context.ts";
 import { type HttpServer, serveHttp } from "../src/http/serve.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
 import { type Ledger, openLedger } from "../src/runtime.ts";
+import type { ResolveHost } from "../src/webhooks/targets.ts";
 import { expectError, findRoute, type OkBody, responseProblems } from "./contract.ts";
 import { freshDatabase } from "./pg-harness.ts";
 
@@ -47,6 +48,8 @@ export interface TestLedger {
   dir: string;
   /** The ledger's DATABASE_URL: a file in `dir`, or a PostgreSQL database (pg-harness.ts). */
   databaseUrl: string;
+  /** DATABASE_URL, with DATABASE_AUTH_TOKEN on remote libSQL: for a second ledger on it. */
+  databaseEnv: { DATABASE_URL: string; DATABASE_AUTH_TOKEN?: string };
   /** The fake clock's time (epoch ms); only meaningful with `fakeClock`. */
   now: () => number;
   setNow: (ms: number) => void;
@@ -97,16 +100,29 @@ function pathOf(route: RouteConfig, input: CallInput): string {
   return entries.length === 0 ? route.path : `${route.path}?${new URLSearchParams(entries)}`;
 }
 
-/** A fresh ledger. `fakeClock`: start time (ISO) of a clock that moves only when told. */
+/**
+ * The environment every test ledger starts from: webhooks may target loopback receivers
+ * (docs/operations.md#webhooks), since tests send traffic only to 127.0.0.1. A test of the
+ * default refusal sets `WEBHOOK_ALLOW_PRIVATE: "false"`.
+ */
+export const TEST_ENV = { WEBHOOK_ALLOW_PRIVATE: "true" };
+
+/**
+ * A fresh ledger. `fakeClock`: start time (ISO) of a clock that moves only when told; `env`:
+ * configuration on top of TEST_ENV; `resolveHost`: a stub resolver of webhook hosts.
+ */
 export async function makeLedger(
-  options: { fakeClock?: string; env?: Record<string, string> } = {},
+  options: { fakeClock?: string; env?: Record<string, string>; resolveHost?: ResolveHost } = {},
 ): Promise<TestLedger> {
   const dir = mkdtempSync(join(tmpdir(), "ledger-test-"));
   let fake = options.fakeClock ? Date.parse(options.fakeClock) : undefined;
   const clock = fake === undefined ? Date.now : () => fake as number;
   const database = await freshDatabase(dir);
-  const config = loadConfig({ DATABASE_URL: database.url, ...options.env });
-  const ledger = await openLedger(config, { clock });
+  const config = loadConfig({ ...database.env, ...TEST_ENV, ...options.env });
+  const ledger = await openLedger(config, {
+    clock,
+    ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
+  });
   await seedModels(ledger.queue);
   const { projectId, apiKey: key } = await createProjectKey(ledger.queue, "test");
   const app = createApp(ledger.deps);
@@ -165,6 +181,7 @@ export async function makeLedger(
     projectId,
     dir,
     databaseUrl: database.url,
+    databaseEnv: database.env,
     now: () => clock(),
     setNow: (ms) => {
       fake = ms;

@@ -9,14 +9,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { maskKeys } from "../src/logger.ts";
-import { freshDatabase } from "./pg-harness.ts";
+import { type FreshDatabase, freshDatabase } from "./pg-harness.ts";
 import { jsonLines, type RunningProcess, spawnServer } from "./processes.ts";
 
 const EVERY_SECOND = "* * * * * *";
 
 describe("log stream of a running server", () => {
   let dir: string;
-  let database: { url: string; drop: () => Promise<void> };
+  let database: FreshDatabase;
   let server: RunningProcess | undefined;
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "ledger-logs-"));
@@ -35,7 +35,7 @@ describe("log stream of a running server", () => {
   const start = async (env: Record<string, string>) => {
     server = await spawnServer({
       ...process.env,
-      DATABASE_URL: database.url,
+      ...database.env,
       EXPIRE_CRON: EVERY_SECOND,
       GRANT_CRON: EVERY_SECOND,
       ...env,

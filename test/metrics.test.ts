@@ -136,6 +136,8 @@ describe("GET /metrics", () => {
       logger: silentLogger,
       expireCron: never,
       grantCron: never,
+      retentionCron: never,
+      webhookRetentionDays: 30,
       metrics: t.ledger.deps.metrics,
     });
     const failing = startScheduler({
@@ -144,6 +146,8 @@ describe("GET /metrics", () => {
       logger: silentLogger,
       expireCron: never,
       grantCron: never,
+      retentionCron: never,
+      webhookRetentionDays: 30,
       metrics: t.ledger.deps.metrics,
     });
     try {

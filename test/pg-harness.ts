@@ -3,21 +3,35 @@
  *
  * `LEDGER_TEST_ENGINE=postgres` with `LEDGER_TEST_PG_URL` (a role that may create databases,
  * e.g. from `scripts/pg-cluster.sh start`) runs every test on PostgreSQL: each ledger gets its
- * own database, created from that URL and dropped when the ledger closes. Otherwise each ledger
- * gets a fresh SQLite file. Tests of SQLite itself (PRAGMAs, drivers, the database file) run
- * only on SQLite and say so with `sqliteOnly`.
+ * own database, created from that URL and dropped when the ledger closes.
+ * `LEDGER_TEST_ENGINE=libsql` runs every test on remote libSQL: each ledger gets its own Hrana
+ * test server process (scripts/lib/hrana/, built into dist/ by `npm run build`) on a free
+ * loopback port, over a fresh file, with a token, stopped when the ledger closes. Otherwise each
+ * ledger gets a fresh SQLite file. Tests of the embedded file itself (PRAGMAs, drivers, backups)
+ * run only there and say so with `sqliteOnly`.
  */
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import pg from "pg";
+import { spawnHranaServer } from "../scripts/lib/hrana/process.ts";
 import type { Engine } from "../src/db/engine.ts";
 
-/** The engine of this test run. */
-export const TEST_ENGINE: Engine =
-  process.env.LEDGER_TEST_ENGINE === "postgres" ? "postgres" : "sqlite";
+/** Where this test run's databases live: the embedded file, remote libSQL, or PostgreSQL. */
+export type TestTarget = "sqlite" | "libsql" | "postgres";
 
-/** True on SQLite: for `describe.runIf(sqliteOnly)` around tests of SQLite itself. */
-export const sqliteOnly = TEST_ENGINE === "sqlite";
+/** The target of this test run (LEDGER_TEST_ENGINE). */
+export const TEST_TARGET: TestTarget =
+  process.env.LEDGER_TEST_ENGINE === "postgres"
+    ? "postgres"
+    : process.env.LEDGER_TEST_ENGINE === "libsql"
+      ? "libsql"
+      : "sqlite";
+
+/** The SQL engine of this test run: remote libSQL is SQLite too. */
+export const TEST_ENGINE: Engine = TEST_TARGET === "postgres" ? "postgres" : "sqlite";
+
+/** True on the embedded file: for `describe.runIf(sqliteOnly)` around tests of the file itself. */
+export const sqliteOnly = TEST_TARGET === "sqlite";
 
 /** The admin URL of the PostgreSQL test cluster. @throws Error when it is not set */
 export function testPgUrl(): string {
@@ -77,13 +91,34 @@ async function dropPgDatabase(name: string): Promise<void> {
   }
 }
 
+/** A fresh database of the test run: its DATABASE_URL, its environment, how to remove it. */
+export interface FreshDatabase {
+  url: string;
+  /** DATABASE_URL, and DATABASE_AUTH_TOKEN for remote libSQL. */
+  env: { DATABASE_URL: string; DATABASE_AUTH_TOKEN?: string };
+  drop: () => Promise<void>;
+}
+
 /**
- * A fresh database of the test engine: a new file in `dir`, or a new PostgreSQL database.
- * @returns its DATABASE_URL and how to remove it
+ * A fresh database of the test run: a new file in `dir`, a Hrana test server over a new file in
+ * `dir` (`dir/ledger.db`), or a new PostgreSQL database.
  */
-export async function freshDatabase(
-  dir: string,
-): Promise<{ url: string; drop: () => Promise<void> }> {
-  if (TEST_ENGINE === "postgres") return createPgDatabase();
-  return { url: `file:${join(dir, "ledger.db")}`, drop: async () => {} };
+export async function freshDatabase(dir: string): Promise<FreshDatabase> {
+  if (TEST_TARGET === "postgres") {
+    const { url, drop } = await createPgDatabase();
+    return { url, env: { DATABASE_URL: url }, drop };
+  }
+  const path = join(dir, "ledger.db");
+  if (TEST_TARGET === "libsql") {
+    const token = `hrana_${randomBytes(12).toString("hex")}`;
+    // NORMAL: the server outlives every test, so only its own crash could lose a commit.
+    const server = await spawnHranaServer({ path, token, synchronous: "NORMAL" });
+    return {
+      url: server.url,
+      env: { DATABASE_URL: server.url, DATABASE_AUTH_TOKEN: token },
+      drop: server.stop,
+    };
+  }
+  const url = `file:${path}`;
+  return { url, env: { DATABASE_URL: url }, drop: async () => {} };
 }

@@ -82,7 +82,7 @@ describe("npm start", () => {
           cwd: copy,
           env: {
             ...process.env,
-            DATABASE_URL: database.url,
+            ...database.env,
             PORT: "0",
             LOG_LEVEL: "info",
           },

@@ -71,12 +71,21 @@ async function freshServerEnv(settings: Record<string, string>): Promise<NodeJS.
     () => rmSync(dir, { recursive: true, force: true }),
     () => database.drop(),
   );
-  return serverEnv(database.url, settings);
+  return serverEnv(database.env, settings);
 }
 
-/** The env of a server on `databaseUrl` with the test's API key, and `settings` added. */
-function serverEnv(databaseUrl: string, settings: Record<string, string>): NodeJS.ProcessEnv {
-  const base = { DATABASE_URL: databaseUrl, LEDGER_BOOTSTRAP_API_KEY: apiKey, LOG_LEVEL: "warn" };
+/** The env of a server on `database` with the test's API key, and `settings` added. */
+function serverEnv(
+  database: { DATABASE_URL: string; DATABASE_AUTH_TOKEN?: string },
+  settings: Record<string, string>,
+): NodeJS.ProcessEnv {
+  // The receivers are on 127.0.0.1, which only WEBHOOK_ALLOW_PRIVATE lets a webhook target.
+  const base = {
+    ...database,
+    LEDGER_BOOTSTRAP_API_KEY: apiKey,
+    LOG_LEVEL: "warn",
+    WEBHOOK_ALLOW_PRIVATE: "true",
+  };
   return { ...process.env, ...base, ...settings };
 }
 
@@ -167,11 +176,14 @@ describe.runIf(TEST_ENGINE === "postgres")("three servers on one PostgreSQL data
   it("deliver every event, never one event from two processes at once", async () => {
     const database = await createPgDatabase();
     cleanup.push(() => database.drop());
-    const env = serverEnv(database.url, {
-      WEBHOOK_RETRY_SECONDS: "0.05,0.05,0.05,0.05,0.05",
-      WEBHOOK_POLL_MS: "10",
-      WEBHOOK_CONCURRENCY: "4",
-    });
+    const env = serverEnv(
+      { DATABASE_URL: database.url },
+      {
+        WEBHOOK_RETRY_SECONDS: "0.05,0.05,0.05,0.05,0.05",
+        WEBHOOK_POLL_MS: "10",
+        WEBHOOK_CONCURRENCY: "4",
+      },
+    );
     const servers = await Promise.all([spawnServer(env), spawnServer(env), spawnServer(env)]);
     cleanup.push(() => Promise.all(servers.map(stop)).then(() => undefined));
     const receiver: Receiver = await startReceiver();
@@ -205,4 +217,29 @@ describe.runIf(TEST_ENGINE === "postgres")("three servers on one PostgreSQL data
     expect(listed.deliveries.every((d) => d.attempts === 2)).toBe(true);
     expect(new Set(listed.deliveries.map((d) => d.eventId))).toEqual(ids());
   }, 90_000);
+});
+
+describe.runIf(TEST_ENGINE === "postgres")("two servers on one PostgreSQL database", () => {
+  it("keep the webhook limit exactly when creates race on both", async () => {
+    const database = await createPgDatabase();
+    cleanup.push(() => database.drop());
+    const env = serverEnv({ DATABASE_URL: database.url }, { WEBHOOK_MAX_PER_PROJECT: "4" });
+    const servers = await Promise.all([spawnServer(env), spawnServer(env)]);
+    cleanup.push(() => Promise.all(servers.map(stop)).then(() => undefined));
+    const statuses = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => {
+        const server = servers[i % 2] as RunningProcess;
+        const body = { url: `http://127.0.0.1:9/race-${i}` };
+        return sendJson(fetchFrom(server.base), apiKey, "POST", "/v1/webhooks/create", {
+          body,
+        }).then((res) => res.status);
+      }),
+    );
+    expect(statuses.filter((s) => s === 200)).toHaveLength(4);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(12);
+    const [first] = servers;
+    if (!first) throw new Error("no server");
+    const listed = await call(first, webhookRoutes.list, { query: { limit: 100 } });
+    expect(listed.pagination.totalCount).toBe(4);
+  }, 60_000);
 });

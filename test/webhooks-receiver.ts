@@ -14,6 +14,7 @@ import { EVENTS } from "../src/events.ts";
 import { startDeliveryWorker } from "../src/webhooks/delivery.ts";
 import { EVENT_TYPES, type EventType } from "../src/webhooks/outbox.ts";
 import { webhookRoutes } from "../src/webhooks/routes.ts";
+import type { ResolveHost } from "../src/webhooks/targets.ts";
 import type { TestLedger } from "./harness.ts";
 
 /** The envelope every event has; a loose object, so that no field of the body is dropped. */
@@ -34,6 +35,10 @@ export interface Received {
   event: ReceivedEvent;
   /** The raw body, as signed. */
   body: string;
+  /** The `Host` header the attempt carried. */
+  host: string;
+  /** When the attempt arrived (epoch ms, by the wall clock). */
+  arrivedAtMs: number;
 }
 
 /** What the receiver answers an attempt with: a status, or `hang` (never answers). */
@@ -57,6 +62,10 @@ export interface Receiver {
   invalid: string[];
   /** The most attempts of one event on the wire at once, over all events. */
   maxInFlightPerEvent: number;
+  /** Attempts on the wire now, per path. */
+  inFlightPerPath: Map<string, number>;
+  /** The most attempts at one path on the wire at once, per path. */
+  maxInFlightPerPath: Map<string, number>;
   /** Waits until `check()` holds. @throws Error after `timeoutMs` */
   waitFor(check: () => boolean, timeoutMs?: number, what?: string): Promise<void>;
   close(): Promise<void>;
@@ -77,6 +86,8 @@ export async function startReceiver(port = 0): Promise<Receiver> {
     attempts: new Map(),
     invalid: [],
     maxInFlightPerEvent: 0,
+    inFlightPerPath: new Map(),
+    maxInFlightPerPath: new Map(),
     waitFor: async (check, timeoutMs = 10_000, what = "condition") => {
       const deadline = Date.now() + timeoutMs;
       while (!check()) {
@@ -92,6 +103,11 @@ export async function startReceiver(port = 0): Promise<Receiver> {
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const arrivedAtMs = Date.now();
+    const onPath = (receiver.inFlightPerPath.get(req.url ?? "/") ?? 0) + 1;
+    receiver.inFlightPerPath.set(req.url ?? "/", onPath);
+    const most = receiver.maxInFlightPerPath.get(req.url ?? "/") ?? 0;
+    receiver.maxInFlightPerPath.set(req.url ?? "/", Math.max(most, onPath));
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks).toString("utf8");
@@ -102,7 +118,10 @@ export async function startReceiver(port = 0): Promise<Receiver> {
     const now = (inFlight.get(id) ?? 0) + 1;
     inFlight.set(id, now);
     receiver.maxInFlightPerEvent = Math.max(receiver.maxInFlightPerEvent, now);
-    const done = () => inFlight.set(id, (inFlight.get(id) ?? 1) - 1);
+    const done = () => {
+      inFlight.set(id, (inFlight.get(id) ?? 1) - 1);
+      receiver.inFlightPerPath.set(path, (receiver.inFlightPerPath.get(path) ?? 1) - 1);
+    };
     let event: ReceivedEvent;
     try {
       const secret = secrets.get(path);
@@ -128,7 +147,10 @@ export async function startReceiver(port = 0): Promise<Receiver> {
     }
     // A short pause on the wire, so that two processes attempting one event would overlap.
     await new Promise((r) => setTimeout(r, receiver.delayMs));
-    if (answer >= 200 && answer < 300) receiver.delivered.push({ path, id, event, body });
+    if (answer >= 200 && answer < 300) {
+      const host = String(req.headers.host ?? "");
+      receiver.delivered.push({ path, id, event, body, host, arrivedAtMs });
+    }
     done();
     res.writeHead(
       answer,
@@ -154,10 +176,19 @@ export async function closedPort(): Promise<number> {
   return port;
 }
 
-/** Starts the delivery worker of a test ledger, with short delays. @returns its stop */
+/**
+ * Starts the delivery worker of a test ledger, with short delays. It may reach loopback
+ * receivers unless `allowPrivate` is false. @returns its stop
+ */
 export function startWorker(
   t: TestLedger,
-  options: { retrySeconds?: number[]; timeoutSeconds?: number; concurrency?: number } = {},
+  options: {
+    retrySeconds?: number[];
+    timeoutSeconds?: number;
+    concurrency?: number;
+    allowPrivate?: boolean;
+    resolveHost?: ResolveHost;
+  } = {},
 ) {
   return startDeliveryWorker({
     db: t.ledger.db,
@@ -169,6 +200,10 @@ export function startWorker(
     timeoutSeconds: options.timeoutSeconds ?? 5,
     concurrency: options.concurrency ?? 8,
     pollMs: 20,
+    targets: {
+      allowPrivate: options.allowPrivate ?? true,
+      ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
+    },
   });
 }
 

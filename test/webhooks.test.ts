@@ -126,7 +126,11 @@ describe("webhook endpoints", () => {
 
     const list = await t.call(webhookRoutes.list);
     const { secret, ...listed } = webhook;
-    expect(list).toEqual({ success: true, webhooks: [listed] });
+    expect(list).toEqual({
+      success: true,
+      webhooks: [listed],
+      pagination: { limit: 50, offset: 0, totalCount: 1, hasMore: false },
+    });
     expect(JSON.stringify(list)).not.toContain(secret);
 
     const del = await t.call(webhookRoutes.delete, { body: { webhookId: webhook.id } });
@@ -522,29 +526,27 @@ describe("API latency while a receiver hangs", () => {
     return times[Math.floor(n / 2)] ?? 0;
   };
 
-  it("is unchanged with every worker slot stuck on a receiver that never answers", async () => {
+  it("is unchanged with more attempts than worker slots on receivers that never answer", async () => {
     base = await t.listen();
     await fundedAccount(t, "busy", 100);
     worker = startWorker(t, { timeoutSeconds: 30, concurrency: 8 });
     await p50(100); // warm up
     const without = await p50(200);
 
+    // Twelve endpoints that never answer, one attempt each on the wire (an endpoint takes one
+    // attempt at a time until it answers): more than the worker's 8 slots.
     receiver.answer = () => "hang";
-    await createHook(t, receiver, "/hang", ["balance.low"]);
-    for (let i = 0; i < 12; i++) {
-      await fundedAccount(t, `low-${i}`, 2);
-      await setThreshold(`low-${i}`, 1);
-      await deduct(`low-${i}`, 1.5);
-    }
-    await receiver.waitFor(
-      () => (receiver.attempts.get("/hang") ?? 0) >= 8,
-      5000,
-      "hanging attempts",
-    );
+    const paths = Array.from({ length: 12 }, (_, i) => `/hang-${i}`);
+    for (const path of paths) await createHook(t, receiver, path, ["balance.low"]);
+    await fundedAccount(t, "low", 2);
+    await setThreshold("low", 1);
+    await deduct("low", 1.5);
+    const onTheWire = () => paths.reduce((n, p) => n + (receiver.attempts.get(p) ?? 0), 0);
+    await receiver.waitFor(() => onTheWire() >= 12, 5000, "hanging attempts");
     const hanging = await p50(200);
-    expect(receiver.attempts.get("/hang")).toBe(8);
+    expect(onTheWire()).toBe(12);
     process.stdout.write(
-      `API p50 deduction: ${without.toFixed(3)} ms without webhooks, ${hanging.toFixed(3)} ms with 8 attempts hanging\n`,
+      `API p50 deduction: ${without.toFixed(3)} ms without webhooks, ${hanging.toFixed(3)} ms with 12 attempts hanging\n`,
     );
     expect(hanging).toBeLessThanOrEqual(2 * without + 5);
   }, 60_000);

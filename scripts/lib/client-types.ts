@@ -26,6 +26,7 @@ export const COUNT_FIELDS: ReadonlySet<string> = new Set([
   "occurrences",
   "offset",
   "outputTokens",
+  "requestCount",
   "totalCount",
   "totalInputTokens",
   "totalOutputTokens",

@@ -12,6 +12,7 @@ import {
 } from "kysely";
 import { createApp, openApiDocument } from "../../src/app.ts";
 import type { DB } from "../../src/db/schema.ts";
+import { WriteHealth } from "../../src/db/write-health.ts";
 import type { WriteQueue } from "../../src/db/write-path.ts";
 import { silentLogger } from "../../src/http/context.ts";
 import { createMetrics } from "../../src/metrics.ts";
@@ -26,15 +27,22 @@ export function documentWithoutDatabase(): unknown {
       createQueryCompiler: () => new SqliteQueryCompiler(),
     },
   });
+  const refuse = () => Promise.reject(new Error("building the document runs no write"));
   const queue: WriteQueue = {
-    run: () => Promise.reject(new Error("building the document runs no write")),
+    run: refuse,
     idle: async () => {},
     depth: 0,
+    health: new WriteHealth(refuse),
   };
   const app = createApp({
     db: { write: db, read: db, engine: "sqlite", driver: "native", close: () => db.destroy() },
     queue,
-    config: { RESERVATION_TTL_SECONDS: 900, BODY_LIMIT_BYTES: 65_536 },
+    config: {
+      RESERVATION_TTL_SECONDS: 900,
+      BODY_LIMIT_BYTES: 65_536,
+      WEBHOOK_ALLOW_PRIVATE: false,
+      WEBHOOK_MAX_PER_PROJECT: 50,
+    },
     clock: Date.now,
     logger: silentLogger,
     metrics: createMetrics({ processMetrics: false }),

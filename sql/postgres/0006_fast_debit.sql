@@ -154,3 +154,54 @@ BEGIN
   RETURN NEXT;
 END;
 $$;
+
+-- The confirm of reservation p_reservation by p_actual, when it is plain: the hold is the
+-- project's, pending and unexpired at p_now (locked first, as the service's confirm does), its
+-- metadata names neither `reservationId` nor `reservedAmount` (the entry's metadata is the
+-- hold's with those two added, as the service builds it), and the debit is plain (see
+-- ledger_plain_debit). Answers the hold's account and amount with the entry.
+CREATE FUNCTION ledger_plain_confirm(
+  p_project TEXT,
+  p_reservation TEXT,
+  p_actual BIGINT,
+  p_now BIGINT,
+  p_txn_id TEXT
+) RETURNS TABLE (
+  outcome TEXT,
+  account_id TEXT,
+  reserved_micros BIGINT,
+  balance_after_micros BIGINT,
+  created_at_ms BIGINT,
+  seq BIGINT
+) LANGUAGE plpgsql AS $$
+DECLARE
+  hold reservations%ROWTYPE;
+  meta TEXT;
+  debited RECORD;
+BEGIN
+  outcome := 'other';
+  SELECT * INTO hold FROM reservations r
+    WHERE r.id = p_reservation AND r.project_id = p_project FOR UPDATE;
+  IF hold.id IS NULL OR hold.status <> 'pending' OR hold.expires_at_ms <= p_now
+     OR hold.metadata::jsonb ? 'reservationId' OR hold.metadata::jsonb ? 'reservedAmount'
+     OR left(hold.metadata, 1) <> '{' OR right(hold.metadata, 1) <> '}' THEN
+    RETURN NEXT;
+    RETURN;
+  END IF;
+  meta := CASE WHEN hold.metadata = '{}' THEN '{' ELSE left(hold.metadata, -1) || ',' END
+    || '"reservationId":"' || hold.id || '","reservedAmount":'
+    || trim_scale(hold.amount_micros::numeric / 1000000)::text || '}';
+  SELECT * INTO debited FROM ledger_plain_debit(p_project, hold.account_id, true, p_actual,
+    p_now, p_txn_id, 'Reservation ' || hold.id || ' confirmed', meta, 'reservation', hold.id,
+    hold.amount_micros);
+  IF debited.outcome = 'applied' THEN
+    outcome := 'applied';
+    account_id := hold.account_id;
+    reserved_micros := hold.amount_micros;
+    balance_after_micros := debited.balance_after_micros;
+    created_at_ms := debited.created_at_ms;
+    seq := debited.seq;
+  END IF;
+  RETURN NEXT;
+END;
+$$;

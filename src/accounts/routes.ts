@@ -115,8 +115,9 @@ export function registerAccountRoutes(app: App, deps: AppDeps): void {
 
   app.openapi(r.list, async (c) => {
     const projectId = c.get("projectId");
-    const { rows, pagination } = await paged(c.req.valid("query"), (page) =>
-      listAccounts(deps.db.read, projectId, page),
+    const query = c.req.valid("query");
+    const { rows, pagination } = await paged(query, (page) =>
+      listAccounts(deps.db.read, projectId, { ...page, search: query.search }),
     );
     const accounts = rows.map(accountJson);
     // The list is bounded like every other; `pagination` comes when the caller paged, or when

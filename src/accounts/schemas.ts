@@ -123,7 +123,14 @@ export const updateAccountResponse = accountResponse(exampleAccount);
 
 export const createAccountResponse = accountResponse(exampleNewAccount);
 
-export const listAccountsQuery = z.object(pageQuery(50, 500));
+export const listAccountsQuery = z.object({
+  search: idString.optional().openapi({
+    description:
+      "Only accounts whose externalId or name contains this text (ASCII letters in any case)",
+    example: "acme",
+  }),
+  ...pageQuery(50, 500),
+});
 
 export const listAccountsResponse = z
   .object({

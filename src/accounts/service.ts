@@ -16,6 +16,7 @@ import {
   findAccountWithBalanceByExternalId,
 } from "./lookup.ts";
 import type { balanceSchema } from "./schemas.ts";
+import { accountMatches } from "./search.ts";
 
 /** The fields of an account that a request sets, on create and on update alike. */
 interface AccountFields {
@@ -103,25 +104,26 @@ export async function updateAccount(
   return { ...account, ...changes, updated_at_ms: updatedAt };
 }
 
-/** A page of the project's accounts, oldest first, with the total count. */
+/**
+ * A page of the project's accounts, oldest first, with the total count; with `search`, only
+ * those whose externalId or name contains it (src/accounts/search.ts).
+ */
 export async function listAccounts(
   db: Kysely<DB>,
   projectId: string,
-  page: { limit: number; offset: number },
+  page: { limit: number; offset: number; search?: string | undefined },
 ) {
-  const rows = await db
-    .selectFrom("accounts")
+  let accounts = db.selectFrom("accounts").where("project_id", "=", projectId);
+  if (page.search !== undefined) accounts = accounts.where(accountMatches(db, page.search));
+  const rows = await accounts
     .selectAll()
-    .where("project_id", "=", projectId)
     .orderBy("created_at_ms")
     .orderBy("id")
     .limit(page.limit)
     .offset(page.offset)
     .execute();
-  const { count } = await db
-    .selectFrom("accounts")
+  const { count } = await accounts
     .select((eb) => eb.fn.countAll<number>().as("count"))
-    .where("project_id", "=", projectId)
     .executeTakeFirstOrThrow();
   return { rows, totalCount: Number(count) };
 }

@@ -3,19 +3,22 @@
  * database, written under a temporary name beside its destination, checked like `ledger verify`
  * checks the live database, then put in place. A copy that fails never takes a name that a good
  * backup could have, and its temporary files are removed whatever happens (see
- * docs/operations.md, "Backups and restore").
+ * docs/operations.md, "Backups and restore"). Before it writes, it removes what backups killed
+ * mid-way left in its folder (src/backup/temporaries.ts).
  */
 import { existsSync } from "node:fs";
 import { link, mkdir, rename, stat, unlink } from "node:fs/promises";
-import { basename, dirname, join, resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import { filePathOf } from "../db/client.ts";
 import {
   BackupError,
   checkDatabaseFile,
   fsyncPath,
+  holdReadLock,
   removeDatabaseFiles,
   vacuumInto,
 } from "./sqlite-file.ts";
+import { claimTemporary, removeAbandonedTemporaries, temporaryNameFor } from "./temporaries.ts";
 
 /** A finished backup. */
 export interface BackupResult {
@@ -25,6 +28,8 @@ export interface BackupResult {
   /** What the checks counted in the copy. */
   accounts: number;
   transactions: number;
+  /** Files left in its folder by earlier backups that were killed, removed before it began. */
+  removedLeftovers: string[];
 }
 
 /**
@@ -44,11 +49,6 @@ export function embeddedDatabasePath(databaseUrl: string): string {
   throw new BackupError(
     "DATABASE_URL is not a local file database: backups of a remote libSQL database are the database's own (its provider's backups or point-in-time restore), not `ledger backup`",
   );
-}
-
-/** The temporary name of a backup on its way to `file`: hidden, beside it, unique per process. */
-export function temporaryNameFor(file: string): string {
-  return join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
 }
 
 export interface WriteBackupOptions {
@@ -74,9 +74,14 @@ export async function writeBackup(
   if (existsSync(target)) throw new BackupError(`${target} already exists`);
   await mkdir(dirname(target), { recursive: true });
   const temporary = temporaryNameFor(target);
-  await removeDatabaseFiles(temporary);
+  const claim = claimTemporary(temporary);
+  let readLock: { release: () => void } | undefined;
   try {
+    const removedLeftovers = await removeAbandonedTemporaries(dirname(target));
+    await removeDatabaseFiles(temporary);
     await vacuumInto(sourcePath, temporary);
+    // Tells a backup in another process that this copy is in use (see temporaries.ts).
+    readLock = holdReadLock(temporary);
     // SQLite does not fsync a VACUUM INTO copy; a backup must survive a power cut.
     await fsyncPath(temporary);
     const report = await checkDatabaseFile(temporary, nowMs);
@@ -94,9 +99,12 @@ export async function writeBackup(
       bytes: size,
       accounts: report.accounts,
       transactions: report.transactions,
+      removedLeftovers,
     };
   } finally {
+    readLock?.release();
     await removeDatabaseFiles(temporary);
+    claim.release();
   }
 }
 

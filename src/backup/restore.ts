@@ -2,7 +2,10 @@
  * `ledger restore FILE`, with the service stopped: checks the backup, then puts a checked copy of
  * it in place of the database file, keeping the previous database beside it, complete, as
  * `<name>.before-restore-<UTC timestamp>`. It refuses, changing nothing, while any process has
- * the database open or when the backup fails its checks (see docs/operations.md).
+ * the database open or when the backup fails its checks. It never changes FILE or the files
+ * beside it: SQLite never opens FILE; it opens a private copy of FILE and of the rollback
+ * journal or WAL beside it, and applies them to the copy only (see docs/operations.md, "Backups
+ * and restore").
  */
 import { constants, existsSync } from "node:fs";
 import { copyFile, link, mkdir, rename, rm, stat, unlink } from "node:fs/promises";
@@ -16,6 +19,7 @@ import {
   utcStamp,
   vacuumInto,
 } from "./sqlite-file.ts";
+import { claimTemporary, temporaryNameFor } from "./temporaries.ts";
 
 export interface RestoreResult {
   /** The database file now holding the backup's content. */
@@ -49,16 +53,19 @@ export async function restoreBackup(
   // Held from before the checks until the new file is in place, so no service can start on the
   // old database meanwhile.
   const lock = existsSync(target) ? lockExclusively(target) : null;
-  const temporary = `${target}.restore-${process.pid}.tmp`;
+  const copy = temporaryNameFor(`${target}-restore-source`);
+  const temporary = temporaryNameFor(`${target}-restore`);
+  const claims = [claimTemporary(copy), claimTemporary(temporary)];
   try {
-    // The backup itself gets the checks that do not depend on its schema version; the invariants
-    // are checked on the migrated copy below.
-    const original = await checkDatabaseFile(source, nowMs, { invariants: false });
+    await copyBackup(source, copy);
+    // The copy gets the checks that do not depend on its schema version; the invariants are
+    // checked on the migrated copy below.
+    const original = await checkDatabaseFile(copy, nowMs, { invariants: false });
     if (original.problems.length > 0) throw failedChecks(original.problems);
-    // A private copy, migrated to this version's schema and checked again, is what goes in
-    // place: the backup file itself is never changed.
+    // A compact copy of it, migrated to this version's schema and checked again, is what goes
+    // in place.
     await removeDatabaseFiles(temporary);
-    await vacuumInto(source, temporary);
+    await vacuumInto(copy, temporary);
     const report = await checkDatabaseFile(temporary, nowMs, { migrate: true });
     if (report.problems.length > 0) throw failedChecks(report.problems);
     await fsyncPath(temporary);
@@ -82,7 +89,25 @@ export async function restoreBackup(
     };
   } finally {
     lock?.close();
+    await removeDatabaseFiles(copy);
     await removeDatabaseFiles(temporary);
+    for (const claim of claims) claim.release();
+  }
+}
+
+/**
+ * Copies the backup `source`, and the rollback journal or WAL beside it when there is one, to
+ * the new files `copy`, `copy-journal`, `copy-wal`: opening the copy then rolls back an
+ * unfinished transaction, or replays committed frames, in the copy, as opening `source` would
+ * have done in `source` (its shared-memory index is not needed: SQLite rebuilds it).
+ */
+async function copyBackup(source: string, copy: string): Promise<void> {
+  await removeDatabaseFiles(copy);
+  await copyFile(source, copy, constants.COPYFILE_EXCL);
+  for (const suffix of ["-journal", "-wal"]) {
+    if (existsSync(`${source}${suffix}`)) {
+      await copyFile(`${source}${suffix}`, `${copy}${suffix}`, constants.COPYFILE_EXCL);
+    }
   }
 }
 

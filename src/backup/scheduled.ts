@@ -13,12 +13,10 @@ import type { Config } from "../config.ts";
 import type { Logger } from "../http/context.ts";
 import type { Metrics } from "../metrics.ts";
 import { type BackupResult, embeddedDatabasePath, writeBackup } from "./backup.ts";
-import { fsyncPath, removeDatabaseFiles, utcStamp } from "./sqlite-file.ts";
+import { fsyncPath, utcStamp } from "./sqlite-file.ts";
 
 /** The name of a finished scheduled backup. */
 export const BACKUP_NAME = /^ledger-\d{8}T\d{6}Z\.db$/;
-/** The temporary files of a scheduled backup in progress: `.ledger-….db.<pid>.tmp[-wal…]`. */
-const TEMPORARY_NAME = /^\.ledger-\d{8}T\d{6}Z\.db\.(\d+)\.tmp(?:-journal|-wal|-shm)?$/;
 
 export interface BackupScheduleOptions {
   /** The database file to back up. */
@@ -54,7 +52,6 @@ export async function runScheduledBackup(
   nowMs: number,
 ): Promise<BackupResult> {
   const dir = resolve(options.dir);
-  await removeAbandonedTemporaries(dir);
   const file = join(dir, `ledger-${utcStamp(nowMs)}.db`);
   return writeBackup(options.databasePath, file, nowMs, {
     beforePlace: async () => {
@@ -64,25 +61,6 @@ export async function runScheduledBackup(
       if (excess > 0) await fsyncPath(dir);
     },
   });
-}
-
-/** Removes temporary files of backups whose process has died (a crash mid-backup). */
-async function removeAbandonedTemporaries(dir: string): Promise<void> {
-  for (const name of await readdir(dir).catch(() => [])) {
-    const pid = Number(TEMPORARY_NAME.exec(name)?.[1]);
-    if (!pid || processIsAlive(pid)) continue;
-    await removeDatabaseFiles(join(dir, name.replace(/-(journal|wal|shm)$/, "")));
-  }
-}
-
-function processIsAlive(pid: number): boolean {
-  if (pid === process.pid) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return !(err && typeof err === "object" && "code" in err && err.code === "ESRCH");
-  }
 }
 
 /** Starts the schedule. Runs never overlap; each is logged and, with `metrics`, counted. */
@@ -101,6 +79,12 @@ export function startBackupSchedule(options: BackupScheduleOptions): BackupSched
       const result = await runScheduledBackup(options, nowMs);
       const seconds = (performance.now() - started) / 1000;
       options.metrics?.observeBackup(true, seconds, Date.now(), result.bytes);
+      if (result.removedLeftovers.length > 0) {
+        options.logger.info(
+          { dir: options.dir, files: result.removedLeftovers },
+          "leftovers of killed backups removed",
+        );
+      }
       options.logger.info(
         { backup: result.file, bytes: result.bytes, durationMs: Math.round(seconds * 1000) },
         "backup written",

@@ -1,8 +1,8 @@
 /**
  * Low-level helpers for the backups of the embedded database: an online copy (`VACUUM INTO`),
  * the checks a copy must pass before it counts as a backup, an exclusive lock that tells whether
- * another process has the database open, fsync of files and folders, and the UTC timestamps of
- * backup names.
+ * another process has the database open (and a read lock that says a copy is in use), fsync of
+ * files and folders, and the UTC timestamps of backup names.
  *
  * The long statements (`VACUUM INTO`, `PRAGMA integrity_check`) run through libSQL's promise API
  * where the runtime can load it, which executes them off the JavaScript thread, so a scheduled
@@ -199,6 +199,49 @@ export function lockExclusively(path: string): InstanceType<typeof LibsqlDatabas
       );
     }
     throw err;
+  }
+}
+
+/**
+ * Keeps a read lock (SQLite's SHARED lock) on the database file at `path` until `release()`:
+ * another process cannot then take the exclusive lock `isLocked` tries for. A backup holds one
+ * on its temporary copy from the end of `VACUUM INTO` (which holds its own while it writes)
+ * until the copy has its name, so that no other backup takes the copy for a leftover.
+ */
+export function holdReadLock(path: string): { release: () => void } {
+  const conn = new LibsqlDatabase(path);
+  try {
+    // Only exec(): see vacuumInto.
+    conn.exec("BEGIN");
+    conn.exec("SELECT count(*) FROM sqlite_schema");
+  } catch (err) {
+    conn.close();
+    throw err;
+  }
+  return {
+    release: () => {
+      try {
+        conn.exec("COMMIT");
+      } finally {
+        conn.close();
+      }
+    },
+  };
+}
+
+/**
+ * Whether some connection, of any process, holds a lock on the database file at `path` (so
+ * that SQLite's exclusive lock cannot be had at once). A file that is not a database, or that
+ * cannot be opened, holds none. Only for a file about to be removed: taking the lock rolls a
+ * journal left beside the file back into it.
+ */
+export function isLocked(path: string): boolean {
+  if (!existsSync(path)) return false;
+  try {
+    lockExclusively(path).close();
+    return false;
+  } catch (err) {
+    return err instanceof BackupError;
   }
 }
 

@@ -149,6 +149,11 @@ program
     process.stdout.write(
       `backup written to ${result.file} (${result.bytes} bytes; checked: ${result.accounts} accounts, ${result.transactions} transactions)\n`,
     );
+    if (result.removedLeftovers.length > 0) {
+      process.stdout.write(
+        `removed what killed backups had left in its folder: ${result.removedLeftovers.join(", ")}\n`,
+      );
+    }
   });
 
 program

@@ -51,7 +51,7 @@ export interface paths {
         };
         /**
          * Readiness: the database answers
-         * @description Answers 200 `{status: ready}` when a query on the database succeeds, and 503 `{status: unavailable}` while it does not (route no traffic to the process then). Needs no API key.
+         * @description Answers 200 `{status: ready}` when a query on the database succeeds, and 503 `{status: unavailable}` while it does not, or while writes fail because the database cannot write (a full disk; then with `reason`). Route no traffic to the process then. Needs no API key.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -510,8 +510,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List usage records, newest first, or their summary with summary=true
-         * @description Lists usage records filtered by account, model, context and dates, or with `summary=true` answers their exact totals, by context and by model.
+         * List usage records, newest first, or their summary with summary=true (grouped with groupBy)
+         * @description Lists usage records filtered by account, model, context and dates, or with `summary=true` answers their exact totals, by context and by model; `groupBy=day`, `model`, `account` or `context` adds the same records summed per group.
          */
         get: operations["listUsage"];
         put?: never;
@@ -573,7 +573,7 @@ export interface paths {
         put?: never;
         /**
          * Create a webhook endpoint (its signing secret is shown only here)
-         * @description Registers an `http`/`https` URL that receives the project's events of the types in `events` (default: all), signed as Standard Webhooks. The `secret` that verifies the signatures is in this answer only.
+         * @description Registers an `http`/`https` URL of a public address that receives the project's events of the types in `events` (default: all), signed as Standard Webhooks. The `secret` that verifies the signatures is in this answer only. At most `WEBHOOK_MAX_PER_PROJECT` (default 50) endpoints per project.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -591,7 +591,7 @@ export interface paths {
         };
         /**
          * List the project's webhook endpoints (without secrets)
-         * @description Lists the project's active webhook endpoints, oldest first, without secrets.
+         * @description Lists the project's active webhook endpoints, oldest first, without secrets, a page at a time.
          */
         get: operations["listWebhooks"];
         put?: never;
@@ -941,6 +941,8 @@ export interface components {
         Unavailable: {
             /** @enum {string} */
             status: "unavailable";
+            /** @description Present while the database cannot write */
+            reason?: string;
         };
         /**
          * @example {
@@ -1746,6 +1748,36 @@ export interface components {
                     count: number;
                 };
             };
+            /** @description With groupBy: days ascending; models, accounts or contexts by costUsd descending, then key */
+            groups?: components["schemas"]["UsageGroup"][];
+        };
+        UsageGroup: {
+            /**
+             * @description The UTC day (YYYY-MM-DD), the modelId, the accountId (null for system usage without an account) or the context
+             * @example 2026-11-21
+             */
+            key: string | null;
+            /**
+             * @description groupBy=account only: the account's externalId
+             * @example customer-42
+             */
+            externalId?: string | null;
+            /**
+             * @description Usage records in the group
+             * @example 12
+             */
+            requestCount: number;
+            /** @example 114000 */
+            inputTokens: number;
+            /** @example 24000 */
+            cachedTokens: number;
+            /** @example 37200 */
+            outputTokens: number;
+            /**
+             * @description Exact sum of the records' costs
+             * @example 0.8352
+             */
+            costUsd: Amount;
         };
         /**
          * @example {
@@ -2014,7 +2046,7 @@ export interface operations {
                     "application/json": components["schemas"]["Ready"];
                 };
             };
-            /** @description The database cannot be reached */
+            /** @description The database cannot be reached, or cannot write */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2183,6 +2215,8 @@ export interface operations {
     listAccounts: {
         parameters: {
             query?: {
+                /** @description Only accounts whose externalId or name contains this text (ASCII letters in any case) */
+                search?: string;
                 /** @description 1-500, default 50 */
                 limit?: number;
                 /** @description default 0 */
@@ -3865,6 +3899,8 @@ export interface operations {
                 endDate?: string;
                 /** @description Totals instead of records */
                 summary?: "0" | "1" | "true" | "false";
+                /** @description With summary=true: also sum the records per UTC day, model, account or context, in `summary.groups` (at most 1,000 groups) */
+                groupBy?: "day" | "model" | "account" | "context";
                 /** @description 1-1000, default 100 */
                 limit?: number;
                 /** @description default 0 */
@@ -3876,7 +3912,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description List usage records, newest first, or their summary with summary=true */
+            /** @description List usage records, newest first, or their summary with summary=true (grouped with groupBy) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4165,7 +4201,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict with the current state: `IDEMPOTENCY_KEY_REUSED` */
+            /** @description Conflict with the current state: `WEBHOOK_LIMIT_REACHED`, `IDEMPOTENCY_KEY_REUSED` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4196,7 +4232,12 @@ export interface operations {
     };
     listWebhooks: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description 1-500, default 50 */
+                limit?: number;
+                /** @description default 0 */
+                offset?: number | null;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4213,6 +4254,20 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         webhooks: components["schemas"]["Webhook"][];
+                        /**
+                         * @example {
+                         *       "limit": 50,
+                         *       "offset": 0,
+                         *       "totalCount": 1,
+                         *       "hasMore": false
+                         *     }
+                         */
+                        pagination: {
+                            limit: number;
+                            offset: number;
+                            totalCount: number;
+                            hasMore: boolean;
+                        };
                     };
                 };
             };

@@ -15,8 +15,9 @@ import { Kysely } from "kysely";
 // A static import, so that a bundler (the single binary's) sees and embeds the native addon.
 import LibsqlDatabase from "libsql";
 import type { Engine } from "./engine.ts";
-import { NativeSqliteDialect } from "./native-driver.ts";
+import { NativeSqliteDialect, TransactionalDdlSqliteAdapter } from "./native-driver.ts";
 import { isPostgresUrl, openPostgres } from "./postgres.ts";
+import { fetchWithTimeout, GuardedClient } from "./remote-libsql.ts";
 import type { DB } from "./schema.ts";
 
 export interface DatabaseOptions {
@@ -116,26 +117,39 @@ function openNative(path: string, synchronous: "FULL" | "NORMAL"): Database {
   };
 }
 
+/** The @libsql/client dialect, with transactional migrations (TransactionalDdlSqliteAdapter). */
+class ClientDialect extends LibsqlDialect {
+  override createAdapter() {
+    return new TransactionalDdlSqliteAdapter();
+  }
+}
+
 async function openClient(options: DatabaseOptions, path: string | null): Promise<Database> {
   if (path) mkdirSync(dirname(resolve(path)), { recursive: true });
   // On a file, one connection per client, so the PRAGMAs set on it stay in force (the client
   // pools connections and opens new ones with default settings); remote databases keep the
-  // client's own pooling and the server's settings.
+  // client's own pooling and the server's settings, and every call is guarded: an unreachable
+  // server is a 503 within seconds (src/db/remote-libsql.ts).
   const clientConfig = {
     url: options.url,
     authToken: options.authToken,
     concurrency: path ? 1 : 20,
+    ...(path ? {} : { fetch: fetchWithTimeout }),
   };
-  const writeClient = createClient(clientConfig);
-  const readClient = createClient(clientConfig);
+  const open = () => {
+    const client = createClient(clientConfig);
+    return path ? client : new GuardedClient(client);
+  };
+  const writeClient = open();
+  const readClient = open();
   const pragmas = path ? connectionPragmas(options.synchronous) : [];
   const applyPragmas = async (client: typeof writeClient) => {
     for (const pragma of pragmas) await client.execute(pragma);
   };
   await applyPragmas(writeClient);
   await applyPragmas(readClient);
-  const write = new Kysely<DB>({ dialect: new LibsqlDialect({ client: writeClient }) });
-  const read = new Kysely<DB>({ dialect: new LibsqlDialect({ client: readClient }) });
+  const write = new Kysely<DB>({ dialect: new ClientDialect({ client: writeClient }) });
+  const read = new Kysely<DB>({ dialect: new ClientDialect({ client: readClient }) });
   return {
     write,
     read,
@@ -145,6 +159,10 @@ async function openClient(options: DatabaseOptions, path: string | null): Promis
     close: async () => {
       await read.destroy();
       await write.destroy();
+      // The dialect leaves a client it was handed open; an open WebSocket would keep the
+      // process alive (a CLI command that never exits).
+      readClient.close();
+      writeClient.close();
     },
   };
 }

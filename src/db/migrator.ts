@@ -1,8 +1,9 @@
 /**
  * Applies the numbered migrations in order with Kysely's Migrator: SQLite's from `sql/`
  * (0001_init.sql, 0002_…), PostgreSQL's from `sql/postgres/` (the same numbers, the same schema
- * in PostgreSQL's SQL). Migrations are frozen once merged; on SQLite each runs in its own
- * transaction, on PostgreSQL all pending ones run in one. The single binary carries the files
+ * in PostgreSQL's SQL). Migrations are frozen once merged; all pending ones run in one
+ * transaction with their records (on SQLite through TransactionalDdlSqliteAdapter), so a failed
+ * or interrupted run leaves nothing half applied. The single binary carries the files
  * embedded (src/embedded-assets.ts; PostgreSQL's under `postgres/` names) and applies those.
  *
  * On PostgreSQL several processes may start at once: the migrator runs under a session-level
@@ -134,7 +135,14 @@ export async function migrateToLatest(
     if (error) throw error instanceof Error ? error : new Error(String(error));
     return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
   };
-  if (engine !== "postgres") return migrate(db);
+  if (engine !== "postgres") {
+    // Nothing pending: no write transaction, so a start does not wait for another writer (on a
+    // remote server, the write lock of a killed process's transaction until its stream expires).
+    const migrator = new Migrator({ db, provider: new SqlFilesProvider(load, engine) });
+    const known = await migrator.getMigrations();
+    if (known.every((m) => m.executedAt !== undefined)) return [];
+    return migrate(db);
+  }
   // One connection holds the lock and runs the migrator, so that the Migrator's own bookkeeping
   // tables are created under the lock too. A waiting process must not give up after the
   // connection's statement timeout while another one applies a long migration.

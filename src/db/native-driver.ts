@@ -100,11 +100,26 @@ class NativeDriver implements Driver {
   }
 
   async rollbackTransaction(conn: DatabaseConnection): Promise<void> {
+    // After SQLITE_FULL or an I/O error SQLite may have rolled the transaction back by itself:
+    // a ROLLBACK would then fail ("no transaction is active") and hide the error that matters.
+    if (!this.#db.inTransaction) return;
     await conn.executeQuery(CompiledQuery.raw("ROLLBACK"));
   }
 
   async destroy(): Promise<void> {
     this.#db.close();
+  }
+}
+
+/**
+ * Kysely's SQLite adapter, saying that DDL is transactional (SQLite's is): Kysely's Migrator
+ * then applies the pending migrations and their records in one transaction, so a migration
+ * that fails, or is cut off (a process killed, a remote server gone), leaves nothing half done.
+ * Kysely's own adapter says otherwise and runs each statement on its own.
+ */
+export class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
   }
 }
 
@@ -125,7 +140,7 @@ export class NativeSqliteDialect implements Dialect {
   }
 
   createAdapter() {
-    return new SqliteAdapter();
+    return new TransactionalDdlSqliteAdapter();
   }
 
   createIntrospector(db: Kysely<unknown>) {

@@ -14,12 +14,18 @@
  * random pause, at most MAX_ATTEMPTS times and within RETRY_BUDGET_MS. When those run out the
  * caller gets 503 SERVICE_UNAVAILABLE and nothing was applied; a conflict is never a 500. A
  * database that cannot be reached is a 503 at once (not retried: a commit whose answer was lost
- * may have been applied, and only the caller's Idempotency-Key makes repeating it safe).
+ * may have been applied, and only the caller's Idempotency-Key makes repeating it safe). A write
+ * the database cannot make for lack of space or an I/O error (SQLSTATE class 53, 58030) is a
+ * 503 `CannotWriteError` at once, recorded in `health` (docs/design.md, "When the database
+ * cannot write").
  */
 import { ApiError } from "../errors.ts";
 import type { Database } from "./client.ts";
 import { isRetryableConflict, isUnavailable, unavailableError } from "./postgres.ts";
+import { asCannotWrite, isStorageFailure } from "./storage-errors.ts";
+import { WriteHealth } from "./write-health.ts";
 import type { Clock, WriteQueue, WriteQueueOptions, WriteUnit } from "./write-path.ts";
+import { probeWrite } from "./write-probe.ts";
 
 /** Most transactions one unit runs in before the caller gets a 503. */
 export const MAX_ATTEMPTS = 12;
@@ -34,11 +40,13 @@ export class PostgresWritePath implements WriteQueue {
   readonly #clock: Clock;
   readonly #onBatch: WriteQueueOptions["onBatch"];
   readonly #inFlight = new Set<Promise<unknown>>();
+  readonly health: WriteHealth;
 
   constructor(db: Database, clock: Clock, options: WriteQueueOptions) {
     this.#db = db;
     this.#clock = clock;
     this.#onBatch = options.onBatch;
+    this.health = new WriteHealth(() => this.run(probeWrite("postgres")), options.logger);
   }
 
   get depth(): number {
@@ -77,6 +85,11 @@ export class PostgresWritePath implements WriteQueue {
         this.#report(started, false, true);
         return value;
       } catch (err) {
+        if (isStorageFailure(err)) {
+          this.#report(started, unitThrew, false);
+          this.health.recordFailure(err);
+          throw asCannotWrite(err);
+        }
         const conflict = isRetryableConflict(err);
         const unavailable = !conflict && isUnavailable(err);
         // A unit that refused (402, 409, …) ended its transaction as intended: only a conflict

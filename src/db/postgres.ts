@@ -7,7 +7,9 @@
  *   statement and lock timeouts, so a request answers within 5 s whatever the database does.
  * - A database that cannot be reached (refused, reset, shutting down, timed out) becomes
  *   `ApiError("SERVICE_UNAVAILABLE")` (503) at the driver, for reads and writes alike, and the
- *   broken connection is dropped from the pool. The pool opens new connections on demand, so the
+ *   broken connection is dropped from the pool. A database out of space (SQLSTATE class 53
+ *   but 53300) or failing I/O (58030) becomes a 503 `CannotWriteError` (src/db/storage-errors.ts)
+ *   on a connection that is kept. The pool opens new connections on demand, so the
  *   service reconnects by itself once the database is back.
  * - Errors of idle or checked-out connections are caught (an unhandled `error` event would end
  *   the process).
@@ -31,6 +33,7 @@ import pg from "pg";
 import { ApiError } from "../errors.ts";
 import { statementName } from "./prepared.ts";
 import type { DB } from "./schema.ts";
+import { CannotWriteError, isStorageFailure } from "./storage-errors.ts";
 
 /** Milliseconds to open a connection, or to wait for a free one in the pool. */
 export const PG_CONNECT_TIMEOUT_MS = 3000;
@@ -188,6 +191,8 @@ class GuardedClient implements PostgresPoolClient {
       const rows: R[] = result.rows;
       return { command: commandOf(result.command), rowCount: result.rowCount ?? 0, rows };
     } catch (err) {
+      // Out of space or an I/O error: a 503 too, on a connection that stays good.
+      if (isStorageFailure(err)) throw new CannotWriteError(err);
       if (!isUnavailable(err)) throw err;
       this.#broken = true;
       throw unavailableError(err);

@@ -5,10 +5,14 @@
  */
 import { sql, type Transaction } from "kysely";
 import type { DB } from "./schema.ts";
+import { isStorageFailure } from "./storage-errors.ts";
 
 /**
  * Runs `part` inside the savepoint `name` of `trx`.
  * @returns `{ ok: true, value }`, or `{ ok: false, error }` after rolling the part back
+ * @throws the part's error when the database cannot write (src/db/storage-errors.ts): the
+ *   whole unit fails then, since SQLite may have rolled the whole transaction back; or an
+ *   Error when the savepoint could not be rolled back (the transaction is gone)
  */
 export async function inSavepoint<T>(
   trx: Transaction<DB>,
@@ -21,8 +25,15 @@ export async function inSavepoint<T>(
     await sql.raw(`RELEASE ${name}`).execute(trx);
     return { ok: true, value };
   } catch (error) {
-    await sql.raw(`ROLLBACK TO ${name}`).execute(trx);
-    await sql.raw(`RELEASE ${name}`).execute(trx);
+    if (isStorageFailure(error)) throw error;
+    try {
+      await sql.raw(`ROLLBACK TO ${name}`).execute(trx);
+      await sql.raw(`RELEASE ${name}`).execute(trx);
+    } catch (rollbackError) {
+      throw new Error(`the transaction was lost after a part failed: ${String(error)}`, {
+        cause: rollbackError,
+      });
+    }
     return { ok: false, error };
   }
 }

@@ -227,6 +227,13 @@ export interface WebhooksTable {
   secret: string;
   created_at_ms: number;
   deleted_at_ms: number | null;
+  /** The lease of the one claim on this endpoint (null: not claimed); see migration 0007. */
+  busy_until_ms: Generated<number | null>;
+  busy_token: Generated<string | null>;
+  /** When an attempt last got an HTTP answer (null: never). */
+  answered_at_ms: Generated<number | null>;
+  /** Since when its attempts have got no answer (null once one is answered). */
+  stalled_at_ms: Generated<number | null>;
 }
 
 export interface WebhookEventsTable {
@@ -258,6 +265,8 @@ export interface WebhookDeliveriesTable {
   lease_token: string | null;
   created_at_ms: number;
   delivered_at_ms: number | null;
+  /** When the delivery ended, delivered or failed (null while pending): retention counts from it. */
+  ended_at_ms: number | null;
 }
 
 export interface DB {

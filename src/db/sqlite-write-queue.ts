@@ -3,11 +3,23 @@
  * two overlapping transactions. It takes every unit waiting (at most `maxBatch`) into one
  * `BEGIN IMMEDIATE` transaction, runs each inside its own SAVEPOINT so that a unit that throws
  * (402, 409, a bug) rolls back alone, commits once, and only then settles each unit's promise.
+ * A unit alone in its batch runs without a savepoint: it rolls back with its transaction, and
+ * two statements fewer matter most on remote libSQL, where each is a round trip.
+ * A unit that meets a database that cannot write (src/db/storage-errors.ts) ends its batch:
+ * every unit of it gets the 503, nothing of it is kept, and `health` records the failure
+ * (docs/design.md, "When the database cannot write"). A batch that finds the database
+ * unreachable (remote libSQL) or locked by another process past the retries ends with a 503,
+ * and so does every unit that waited behind it, at once rather than each after its own wait.
  */
 import { CompiledQuery, type Transaction } from "kysely";
+import { ApiError } from "../errors.ts";
 import type { Database } from "./client.ts";
+import { unavailableError } from "./postgres.ts";
 import type { DB } from "./schema.ts";
+import { asCannotWrite, isStorageFailure } from "./storage-errors.ts";
+import { WriteHealth } from "./write-health.ts";
 import type { BatchStats, Clock, WriteQueue, WriteQueueOptions, WriteUnit } from "./write-path.ts";
+import { probeWrite } from "./write-probe.ts";
 
 interface Job {
   unit: WriteUnit<unknown>;
@@ -16,6 +28,9 @@ interface Job {
 }
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/** Thrown out of a lone unit's transaction so that it rolls back; the unit's own error is kept. */
+class UnitRefused extends Error {}
 
 const SAVEPOINT = CompiledQuery.raw("SAVEPOINT unit");
 const RELEASE = CompiledQuery.raw("RELEASE unit");
@@ -30,6 +45,7 @@ export class SqliteWriteQueue implements WriteQueue {
   readonly #clock: Clock;
   readonly #maxBatch: number;
   readonly #onBatch: ((stats: BatchStats) => void) | undefined;
+  readonly health: WriteHealth;
   #waiting: Job[] = [];
   #running: Promise<void> | undefined;
 
@@ -38,6 +54,7 @@ export class SqliteWriteQueue implements WriteQueue {
     this.#clock = clock;
     this.#maxBatch = options.maxBatch;
     this.#onBatch = options.onBatch;
+    this.health = new WriteHealth(() => this.run(probeWrite("sqlite")), options.logger);
   }
 
   /** Units waiting for a transaction (not counting the batch being committed). */
@@ -48,7 +65,8 @@ export class SqliteWriteQueue implements WriteQueue {
   /**
    * Runs `unit` in the serial write path.
    * @returns the unit's result, once its transaction has committed.
-   * @throws whatever the unit threw (its savepoint rolled back), or the commit's error.
+   * @throws whatever the unit threw (its savepoint rolled back), the commit's error, or
+   *   `CannotWriteError` (503) when the database cannot write: then no unit of the batch is kept.
    */
   run<T>(unit: WriteUnit<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
@@ -81,18 +99,26 @@ export class SqliteWriteQueue implements WriteQueue {
   async #runBatch(batch: Job[]): Promise<void> {
     const started = performance.now();
     let outcomes: Outcome[] = [];
-    let commitError: unknown;
+    let batchError: unknown;
     for (let attempt = 0; ; attempt++) {
       outcomes = [];
       try {
         await this.#db.beforeWrite?.();
-        await this.#db.write.transaction().execute(async (trx) => {
-          for (const job of batch) outcomes.push(await this.#runUnit(trx, job));
+        await this.#inTransaction(async (trx) => {
+          const [alone] = batch;
+          if (batch.length === 1 && alone) {
+            const outcome = await this.#runAlone(trx, alone);
+            outcomes.push(outcome);
+            if (!outcome.ok) throw new UnitRefused();
+          } else {
+            for (const job of batch) outcomes.push(await this.#runUnit(trx, job));
+          }
         });
-        commitError = undefined;
+        batchError = undefined;
         break;
       } catch (err) {
-        commitError = err;
+        batchError = err instanceof UnitRefused ? undefined : err;
+        if (batchError === undefined) break;
         // Another process holds the write lock and nothing of ours ran yet: wait and retry.
         if (outcomes.length === 0 && isBusy(err) && attempt < BUSY_RETRY_LIMIT) {
           await new Promise((r) => setTimeout(r, BUSY_RETRY_MS));
@@ -101,20 +127,82 @@ export class SqliteWriteQueue implements WriteQueue {
         break;
       }
     }
-    batch.forEach((job, i) => {
-      const outcome = outcomes[i];
-      if (commitError !== undefined || !outcome) job.reject(commitError ?? new Error("not run"));
-      else if (outcome.ok) job.resolve(outcome.value);
-      else job.reject(outcome.error);
-    });
+    if (batchError !== undefined) {
+      // Nothing of the batch was kept: every unit gets the batch's error, a 503 when the
+      // database cannot write, is unreachable, or stays locked by another process.
+      if (isStorageFailure(batchError)) this.health.recordFailure(batchError);
+      const error = isBusy(batchError) ? unavailableError(batchError) : asCannotWrite(batchError);
+      for (const job of batch) job.reject(error);
+      // The units that queued behind an unreachable database would each wait out the same
+      // timeout in turn: they get the 503 now, and the next unit tries again.
+      if (
+        error instanceof ApiError &&
+        error.code === "SERVICE_UNAVAILABLE" &&
+        !isStorageFailure(batchError)
+      ) {
+        for (const job of this.#waiting.splice(0)) job.reject(error);
+      }
+    } else {
+      batch.forEach((job, i) => {
+        const outcome = outcomes[i];
+        if (!outcome) job.reject(new Error("not run"));
+        else if (outcome.ok) job.resolve(outcome.value);
+        else job.reject(outcome.error);
+      });
+    }
     this.#onBatch?.({
       units: batch.length,
       failedUnits: outcomes.filter((o) => !o.ok).length,
       durationMs: performance.now() - started,
-      committed: commitError === undefined,
+      committed: batchError === undefined,
     });
   }
 
+  /**
+   * Runs `work` in one write transaction and commits it; rolls back when it throws.
+   * @throws the error of `work` or of the commit, never the rollback's: after some errors
+   *   (SQLITE_FULL, an I/O error) SQLite has already rolled the transaction back, and ROLLBACK
+   *   then fails with "no transaction is active", which would hide the error that matters.
+   */
+  async #inTransaction(work: (trx: Transaction<DB>) => Promise<void>): Promise<void> {
+    const trx = await this.#db.write.startTransaction().execute();
+    try {
+      await work(trx);
+      await trx.commit().execute();
+    } catch (err) {
+      const rollback = trx
+        .rollback()
+        .execute()
+        .catch(() => undefined);
+      // An unreachable database (remote libSQL) would make the caller wait out the rollback's
+      // own timeout too: it is left to finish, or to fail, on its own (the server rolls back a
+      // transaction whose stream goes away).
+      if (!isUnreachable(err)) await rollback;
+      throw err;
+    }
+  }
+
+  /**
+   * Runs the one unit of a batch without a savepoint.
+   * @returns its outcome; when it is a refusal the caller rolls the transaction back
+   * @throws (ending the batch) the unit's error when the database cannot write or be reached
+   */
+  async #runAlone(trx: Transaction<DB>, job: Job): Promise<Outcome> {
+    try {
+      return { ok: true, value: await job.unit(trx, this.#clock()) };
+    } catch (error) {
+      if (endsBatch(error)) throw error;
+      return { ok: false, error };
+    }
+  }
+
+  /**
+   * Runs one unit inside its own savepoint.
+   * @returns its outcome; a unit that threw has had its savepoint rolled back
+   * @throws (ending the batch) the unit's error when the database cannot write, since SQLite
+   *   may have rolled the whole transaction back, or cannot be reached; or an Error when its
+   *   savepoint could not be rolled back (the transaction is gone)
+   */
   async #runUnit(trx: Transaction<DB>, job: Job): Promise<Outcome> {
     await trx.executeQuery(SAVEPOINT);
     try {
@@ -122,11 +210,28 @@ export class SqliteWriteQueue implements WriteQueue {
       await trx.executeQuery(RELEASE);
       return { ok: true, value };
     } catch (error) {
-      await trx.executeQuery(ROLLBACK_TO);
-      await trx.executeQuery(RELEASE);
+      if (endsBatch(error)) throw error;
+      try {
+        await trx.executeQuery(ROLLBACK_TO);
+        await trx.executeQuery(RELEASE);
+      } catch (rollbackError) {
+        throw new Error(`the write transaction was lost after a unit failed: ${String(error)}`, {
+          cause: rollbackError,
+        });
+      }
       return { ok: false, error };
     }
   }
+}
+
+/** True for an error after which the batch's transaction cannot go on. */
+function endsBatch(err: unknown): boolean {
+  return isStorageFailure(err) || isUnreachable(err);
+}
+
+/** True for the 503 of a database that cannot be reached (remote libSQL's guarded calls). */
+function isUnreachable(err: unknown): boolean {
+  return err instanceof ApiError && err.code === "SERVICE_UNAVAILABLE" && !isStorageFailure(err);
 }
 
 function isBusy(err: unknown): boolean {

@@ -6,6 +6,7 @@
  */
 import type { Transaction } from "kysely";
 import type { DB } from "./schema.ts";
+import type { HealthLogger, WriteHealth } from "./write-health.ts";
 
 /** A unit of work: runs inside the queue's transaction; `nowMs` is the clock at its start. */
 export type WriteUnit<T> = (trx: Transaction<DB>, nowMs: number) => Promise<T>;
@@ -27,18 +28,24 @@ export interface WriteQueue {
    * Runs `unit` in a write transaction.
    * @returns the unit's result, once its transaction has committed
    * @throws whatever the unit threw (nothing it did is kept), the commit's error, or
-   *   ApiError SERVICE_UNAVAILABLE (PostgreSQL: the database is unreachable, or conflicts
-   *   outlasted the retries; nothing was applied, unless the commit's outcome is unknown)
+   *   ApiError SERVICE_UNAVAILABLE: `CannotWriteError` when the database cannot write (full,
+   *   or an I/O error; nothing of the unit is kept); on PostgreSQL also when the database is
+   *   unreachable, or conflicts outlasted the retries (nothing was applied, unless the commit's
+   *   outcome is unknown)
    */
   run<T>(unit: WriteUnit<T>): Promise<T>;
   /** Resolves when every unit handed in so far has been committed or rejected. */
   idle(): Promise<void>;
   /** Units waiting for (SQLite) or inside (PostgreSQL) a transaction. */
   readonly depth: number;
+  /** Whether the database can write, as the last writes found it (`/ready` reads it). */
+  readonly health: WriteHealth;
 }
 
 export interface WriteQueueOptions {
   /** SQLite: most units committed together (group commit). */
   maxBatch: number;
   onBatch?: (stats: BatchStats) => void;
+  /** Told once when the database stops being able to write, and once when it writes again. */
+  logger?: HealthLogger;
 }

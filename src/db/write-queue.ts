@@ -13,6 +13,10 @@
  *   unit's promise.
  * - PostgreSQL (`PostgresWritePath`, src/db/pg-write-path.ts): each unit in its own transaction,
  *   many at once across processes; units lock the rows they change, and conflicts are retried.
+ *
+ * On both, a write the database cannot make (a full disk or database, an I/O error) is a 503
+ * `CannotWriteError` carrying the database's own error, recorded in the queue's `health` (which
+ * `/ready` reads); see docs/design.md, "When the database cannot write".
  */
 import type { Database } from "./client.ts";
 import { PostgresWritePath } from "./pg-write-path.ts";

@@ -6,6 +6,7 @@ import type { Config } from "../config.ts";
 import type { Database } from "../db/client.ts";
 import type { Clock, WriteQueue } from "../db/write-path.ts";
 import type { Metrics } from "../metrics.ts";
+import type { ResolveHost } from "../webhooks/targets.ts";
 
 /** A structured logger (a pino-like subset); `createApp` never logs secrets through it. */
 export interface Logger {
@@ -17,11 +18,19 @@ export interface Logger {
 export interface AppDeps {
   db: Database;
   queue: WriteQueue;
-  config: Pick<Config, "RESERVATION_TTL_SECONDS" | "BODY_LIMIT_BYTES">;
+  config: Pick<
+    Config,
+    | "RESERVATION_TTL_SECONDS"
+    | "BODY_LIMIT_BYTES"
+    | "WEBHOOK_ALLOW_PRIVATE"
+    | "WEBHOOK_MAX_PER_PROJECT"
+  >;
   clock: Clock;
   logger: Logger;
   /** The ledger's Prometheus registry and instruments (`GET /metrics`). */
   metrics: Metrics;
+  /** Resolves webhook hosts (default: the system's resolver); tests pass a stub. */
+  resolveHost?: ResolveHost;
 }
 
 export interface AppEnv {

@@ -265,6 +265,10 @@ export const exampleErrors: Record<ErrorCode, { message: string; details?: unkno
   ACCOUNT_PLAN_NOT_ACTIVE: { message: "The assignment is no longer active" },
   BALANCE_LIMIT_EXCEEDED: { message: "The balance would exceed 9e9 credits" },
   IDEMPOTENCY_KEY_REUSED: { message: "This Idempotency-Key was used with another path or body" },
+  WEBHOOK_LIMIT_REACHED: {
+    message: "A project has at most 50 active webhooks; delete one first",
+    details: { limit: 50 },
+  },
   PAYLOAD_TOO_LARGE: { message: "Request body is larger than 65536 bytes" },
   HEADERS_TOO_LARGE: { message: "The request's URL or headers are too large" },
   UNSUPPORTED_MEDIA_TYPE: { message: "Content-Type must be application/json" },

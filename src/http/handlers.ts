@@ -33,18 +33,21 @@ export interface WriteInput<R> {
 /**
  * Registers the handler of a POST route: `unit` runs as one write unit through the queue,
  * honouring the request's Idempotency-Key (`runWrite`, docs/api.md#idempotency), and the body it
- * built with its `reply` is the 200 response.
- * @throws ApiError IDEMPOTENCY_KEY_REUSED, or whatever the unit throws
+ * built with its `reply` is the 200 response. `check`, when given, runs first, outside any
+ * transaction (a check that waits, such as a DNS lookup, must not hold the writer).
+ * @throws ApiError IDEMPOTENCY_KEY_REUSED, or whatever `check` or the unit throws
  */
 export function writeRoute<R extends RouteConfig & { method: "post" }>(
   app: App,
   deps: AppDeps,
   route: R,
   unit: (input: WriteInput<R>) => Promise<Replied<R>>,
+  check?: (body: BodyOf<R>) => Promise<void>,
 ): void {
-  app.openapi(route, (c: Context<AppEnv, string, { out: { json: BodyOf<R> } }>) => {
+  app.openapi(route, async (c: Context<AppEnv, string, { out: { json: BodyOf<R> } }>) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
+    if (check) await check(body);
     return runWrite(c, deps.queue, route, (trx, nowMs, reply) =>
       unit({ trx, nowMs, body, projectId, reply }),
     );

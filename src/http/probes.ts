@@ -1,7 +1,8 @@
 /**
  * `GET /health` and `GET /ready` (docs/operations.md#health-and-readiness), documented in
  * /openapi.json like every route, without the API key: health says the process answers, ready
- * says the database answers too (503 while it does not).
+ * says the database answers and can write (503 while it does not, or while writes fail for lack
+ * of space or an I/O error: the write path's probe ends that once a write succeeds again).
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { sql } from "kysely";
@@ -16,7 +17,13 @@ const readySchema = z
   .openapi("Ready", { example: { status: "ready" } });
 
 const unavailableSchema = z
-  .object({ status: z.literal("unavailable") })
+  .object({
+    status: z.literal("unavailable"),
+    reason: z
+      .string()
+      .optional()
+      .openapi({ description: "Present while the database cannot write" }),
+  })
   .openapi("Unavailable", { example: { status: "unavailable" } });
 
 const tags = ["Service"];
@@ -48,7 +55,8 @@ export const probeRoutes = {
     operationId: "getReadiness",
     description:
       "Answers 200 `{status: ready}` when a query on the database succeeds, and 503 " +
-      "`{status: unavailable}` while it does not (route no traffic to the process then). " +
+      "`{status: unavailable}` while it does not, or while writes fail because the database " +
+      "cannot write (a full disk; then with `reason`). Route no traffic to the process then. " +
       "Needs no API key.",
     security: [],
     responses: {
@@ -57,7 +65,7 @@ export const probeRoutes = {
         content: { "application/json": { schema: readySchema } },
       },
       503: {
-        description: "The database cannot be reached",
+        description: "The database cannot be reached, or cannot write",
         content: { "application/json": { schema: unavailableSchema } },
       },
     },
@@ -68,6 +76,9 @@ export const probeRoutes = {
 export function registerProbes(app: App, deps: AppDeps): void {
   app.openapi(probeRoutes.health, (c) => c.json({ status: "ok" as const }, 200));
   app.openapi(probeRoutes.ready, async (c) => {
+    if (deps.queue.health.failure) {
+      return c.json({ status: "unavailable" as const, reason: "the database cannot write" }, 503);
+    }
     try {
       await sql`SELECT 1`.execute(deps.db.read);
       return c.json({ status: "ready" as const }, 200);

@@ -19,6 +19,7 @@ import { bookDueExpiries, type DueExpiries, expiryAccount } from "../ledger/expi
 import { plainDebit } from "../ledger/plain-debit.ts";
 import { fromMicros } from "../money.ts";
 import { defineEvent } from "../webhooks/outbox.ts";
+import { plainConfirm } from "./plain-confirm.ts";
 import { plainReserve } from "./plain-reserve.ts";
 import { effectiveStatus, reservationJson, reservationSchema } from "./schemas.ts";
 
@@ -159,7 +160,8 @@ async function pendingReservation(
  * Settles a hold with the amount actually used (docs/api.md#reservations): debits
  * `actualMicros` (a debit transaction is always created, even for 0) and releases the rest; an
  * overage beyond the hold must fit in `available`, else 402 and the hold stays pending. A plain
- * confirm (ledger/plain-debit.ts) is one statement after the hold's; otherwise the account's due
+ * confirm is one statement on PostgreSQL (plain-confirm.ts), and on SQLite the hold's read and the
+ * plain debit (ledger/plain-debit.ts); otherwise the account's due
  * grant expiries are booked first, the debit spends first what is left of expired grants, and
  * what of that no hold covers any more is removed in the same unit
  * (docs/api.md#expiry-of-grants).
@@ -173,6 +175,8 @@ export async function confirmReservation(
   actualMicros: number,
   nowMs: number,
 ) {
+  const confirmed = await plainConfirm(trx, projectId, reservationId, actualMicros, nowMs);
+  if (confirmed) return confirmed;
   const hold = await pendingReservation(trx, projectId, reservationId, nowMs);
   const debit = {
     description: `Reservation ${hold.id} confirmed`,

@@ -12,7 +12,8 @@ import {
   usageRecordJson,
   usageResponse,
 } from "./schemas.ts";
-import { listUsage, recordUsage, summarizeUsage } from "./service.ts";
+import { listUsage, recordUsage } from "./service.ts";
+import { summarizeUsage } from "./summary.ts";
 
 /** The usage routes. */
 export const usageRoutes = resourceRoutes("Usage", (route) => ({
@@ -32,12 +33,13 @@ export const usageRoutes = resourceRoutes("Usage", (route) => ({
   ),
   list: route.get(
     "/v1/usage",
-    "List usage records, newest first, or their summary with summary=true",
+    "List usage records, newest first, or their summary with summary=true (grouped with groupBy)",
     {
       operationId: "listUsage",
       description:
         "Lists usage records filtered by account, model, context and dates, or with " +
-        "`summary=true` answers their exact totals, by context and by model.",
+        "`summary=true` answers their exact totals, by context and by model; `groupBy=day`, " +
+        "`model`, `account` or `context` adds the same records summed per group.",
       query: usageQuery,
       ok: usageResponse,
       errors: ["ACCOUNT_NOT_FOUND"],
@@ -83,7 +85,7 @@ export function registerUsageRoutes(app: App, deps: AppDeps): void {
       endMs,
     };
     if (q.summary) {
-      const summary = await summarizeUsage(deps.db.read, projectId, filter);
+      const summary = await summarizeUsage(deps.db.read, projectId, filter, q.groupBy);
       return ok(c, r.list, { success: true, summary });
     }
     const { rows, pagination } = await paged(q, (page) =>

@@ -77,6 +77,35 @@ export const recordResponse = z
   .object({ success: z.literal(true), usageRecord: usageRecordSchema })
   .openapi({ example: { success: true as const, usageRecord: exampleUsageRecord } });
 
+/** `groupBy` of the usage summary (docs/api.md#usage-over-time). */
+export const usageGroupBy = z.enum(["day", "model", "account", "context"]).openapi({
+  description:
+    "With summary=true: also sum the records per UTC day, model, account or context, in `summary.groups` (at most 1,000 groups)",
+  example: "day",
+});
+
+/** One group of `summary.groups`. */
+export const usageGroupSchema = z
+  .object({
+    key: z.string().nullable().openapi({
+      description:
+        "The UTC day (YYYY-MM-DD), the modelId, the accountId (null for system usage without an account) or the context",
+      example: "2026-11-21",
+    }),
+    externalId: z.string().nullable().optional().openapi({
+      description: "groupBy=account only: the account's externalId",
+      example: ex.externalId,
+    }),
+    requestCount: z.number().openapi({ description: "Usage records in the group", example: 12 }),
+    inputTokens: z.number().openapi({ example: 114000 }),
+    cachedTokens: z.number().openapi({ example: 24000 }),
+    outputTokens: z.number().openapi({ example: 37200 }),
+    costUsd: z
+      .number()
+      .openapi({ description: "Exact sum of the records' costs", example: 0.8352 }),
+  })
+  .openapi("UsageGroup");
+
 export const usageQuery = z
   .object({
     ...accountRefFields,
@@ -86,9 +115,14 @@ export const usageQuery = z
     summary: queryBoolean
       .optional()
       .openapi({ description: "Totals instead of records", example: "false" }),
+    groupBy: usageGroupBy.optional(),
     ...pageQuery(100, 1000),
   })
-  .refine(datesInOrder, datesInOrderError);
+  .refine(datesInOrder, datesInOrderError)
+  .refine((q) => q.groupBy === undefined || q.summary === true, {
+    message: "groupBy needs summary=true",
+    path: ["groupBy"],
+  });
 
 export const summarySchema = z
   .object({
@@ -97,6 +131,10 @@ export const summarySchema = z
     totalOutputTokens: z.number(),
     byContext: z.object({ customer: z.number(), system: z.number() }),
     byModel: z.record(z.string(), z.object({ costUsd: z.number(), count: z.number() })),
+    groups: z.array(usageGroupSchema).optional().openapi({
+      description:
+        "With groupBy: days ascending; models, accounts or contexts by costUsd descending, then key",
+    }),
   })
   .openapi("UsageSummary", {
     example: {

@@ -1,7 +1,7 @@
 /**
  * LLM usage records and their exact USD cost (docs/api.md#endpoints, docs/api.md#usage-and-models). Recording usage does not
  * move credits. A record keeps the prices it was costed at, so a later price change never
- * rewrites history; totals are exact sums (micro-USD and pico-USD remainders summed apart).
+ * rewrites history. The summary and its groups are in src/usage/summary.ts.
  */
 import type { Kysely, Transaction } from "kysely";
 import { findAccount } from "../accounts/lookup.ts";
@@ -14,9 +14,8 @@ import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { stringifyJson } from "../json.ts";
 import { findModel, priceOf } from "../models/service.ts";
-import { costPicoUsd, picoUsdToDecimal } from "../money.ts";
-import type { WireOf } from "../wire.ts";
-import { costOf, PICO_PER_MICRO, type summarySchema } from "./schemas.ts";
+import { costPicoUsd } from "../money.ts";
+import { PICO_PER_MICRO } from "./schemas.ts";
 
 export interface RecordUsageInput {
   context: UsageContext;
@@ -123,7 +122,8 @@ export interface UsageFilter {
   endMs?: number | undefined;
 }
 
-function filtered(db: Kysely<DB>, projectId: string, f: UsageFilter) {
+/** The project's usage records that `f` selects (the list's and the summary's filters). */
+export function filteredUsage(db: Kysely<DB>, projectId: string, f: UsageFilter) {
   let q = ofProjectOrAccount(db.selectFrom("usage_records"), projectId, f.accountId);
   if (f.modelId !== undefined) q = q.where("model_id", "=", f.modelId);
   if (f.context !== undefined) q = q.where("context", "=", f.context);
@@ -136,54 +136,5 @@ export async function listUsage(
   projectId: string,
   f: UsageFilter & { limit: number; offset: number },
 ) {
-  return newestFirstPage(filtered(db, projectId, f), f);
-}
-
-/**
- * The Usage summary (docs/api.md#endpoints) of the filtered records, summed exactly per (context, model).
- * `byContext` always has both `customer` and `system`.
- */
-export async function summarizeUsage(
-  db: Kysely<DB>,
-  projectId: string,
-  f: UsageFilter,
-): Promise<WireOf<typeof summarySchema>> {
-  const groups = await filtered(db, projectId, f)
-    .select((eb) => [
-      "context",
-      "model_id",
-      eb.fn.countAll<number>().as("count"),
-      eb.fn.sum<number>("input_tokens").as("input_tokens"),
-      eb.fn.sum<number>("output_tokens").as("output_tokens"),
-      eb.fn.sum<number>("cost_micro_usd").as("cost_micro_usd"),
-      eb.fn.sum<number>("cost_pico_rem").as("cost_pico_rem"),
-    ])
-    .groupBy(["context", "model_id"])
-    .execute();
-  let total = 0n;
-  let inputTokens = 0;
-  let outputTokens = 0;
-  const byContext = { customer: 0n, system: 0n };
-  const byModel = new Map<string, { pico: bigint; count: number }>();
-  for (const g of groups) {
-    const pico = costOf({ cost_micro_usd: g.cost_micro_usd, cost_pico_rem: g.cost_pico_rem });
-    total += pico;
-    inputTokens += Number(g.input_tokens);
-    outputTokens += Number(g.output_tokens);
-    byContext[g.context] += pico;
-    const m = byModel.get(g.model_id) ?? { pico: 0n, count: 0 };
-    byModel.set(g.model_id, { pico: m.pico + pico, count: m.count + Number(g.count) });
-  }
-  return {
-    totalCostUsd: picoUsdToDecimal(total),
-    totalInputTokens: inputTokens,
-    totalOutputTokens: outputTokens,
-    byContext: {
-      customer: picoUsdToDecimal(byContext.customer),
-      system: picoUsdToDecimal(byContext.system),
-    },
-    byModel: Object.fromEntries(
-      [...byModel].map(([id, m]) => [id, { costUsd: picoUsdToDecimal(m.pico), count: m.count }]),
-    ),
-  };
+  return newestFirstPage(filteredUsage(db, projectId, f), f);
 }

@@ -4,33 +4,53 @@
  * Deliveries are rows of `webhook_deliveries`, written with their event in the transaction of
  * its cause (src/webhooks/outbox.ts). The worker runs beside the API, off the request path:
  *
- * 1. It looks for due rows with a plain read; only when there are some does it claim up to its
- *    free slots in one short write unit, setting `locked_until_ms` (a lease longer than one
- *    attempt) and a `lease_token` of its own. On PostgreSQL the rows are taken `FOR UPDATE SKIP
- *    LOCKED`, so two processes never claim one row, and a claimed row is not due again before its
- *    lease runs out: a delivery is attempted by at most one process at a time.
- * 2. It POSTs each claimed event outside any transaction, at most WEBHOOK_CONCURRENCY at once,
- *    signed with the endpoint's secret by the `standardwebhooks` library; a 2xx status within
- *    WEBHOOK_TIMEOUT_SECONDS is delivered, anything else (another status, a redirect, which is
- *    not followed, a timeout, a refused connection) is a failed attempt.
- * 3. It records the outcome in a second short write unit, guarded by its lease token: `delivered`;
+ * 1. It looks for endpoints with due deliveries with a plain read; only when there are some
+ *    does it claim, in one short write unit, endpoints in turn with their oldest due deliveries
+ *    (src/webhooks/claim.ts): a lease on the endpoint and on each delivery, under a token of its
+ *    own. An endpoint is in one claim at a time, across processes.
+ * 2. It resolves the endpoint's host once, checks every address (src/webhooks/targets.ts), and
+ *    POSTs each claimed event to the checked address outside any transaction
+ *    (src/webhooks/send.ts); a 2xx within WEBHOOK_TIMEOUT_SECONDS is delivered, anything else
+ *    is a failed attempt.
+ * 3. It records each outcome in a short write unit guarded by its lease token: `delivered`;
  *    `pending` again after the next delay of WEBHOOK_RETRY_SECONDS; or `failed` after the last.
+ *    When the batch is over, the last record also frees the endpoint and notes whether it
+ *    answered.
  *
- * A process that dies between 1 and 3 leaves the row pending under a lease that runs out, after
- * which any process attempts it again: delivery is at least once, across restarts and `kill -9`.
+ * Slots: WEBHOOK_CONCURRENCY bounds the attempts in their first SLOT_HOLD_MS. An attempt still
+ * waiting after that gives its slot back (it keeps running until its timeout), so endpoints
+ * that hang can hold sockets but never the slots: a healthy endpoint's due delivery is claimed
+ * within SLOT_HOLD_MS and a poll of being due, however many endpoints hang.
+ *
+ * A process that dies between 1 and 3 leaves its rows pending under leases that run out, after
+ * which any process attempts them again: delivery is at least once, across `kill -9`.
  */
 import { randomUUID } from "node:crypto";
-import type { Transaction } from "kysely";
-import { Webhook } from "standardwebhooks";
 import type { Database } from "../db/client.ts";
-import { locksRows } from "../db/engine.ts";
-import type { DB } from "../db/schema.ts";
 import type { Clock, WriteQueue } from "../db/write-path.ts";
 import type { Logger } from "../http/context.ts";
 import type { DeliveryOutcome, Metrics } from "../metrics.ts";
+import {
+  anyDue,
+  type ClaimedBatch,
+  type ClaimedDelivery,
+  claimBatches,
+  handBack,
+  recordAttempt,
+  releaseEndpoint,
+  type Standing,
+} from "./claim.ts";
+import { type AttemptResult, postEvent } from "./send.ts";
+import { type CheckedTarget, resolveTarget, type TargetPolicy, TargetRefused } from "./targets.ts";
 
 /** How much longer than one attempt's timeout a claim holds a delivery, in milliseconds. */
 export const LEASE_MARGIN_MS = 10_000;
+
+/** How long an attempt holds one of the WEBHOOK_CONCURRENCY slots at most, in milliseconds. */
+export const SLOT_HOLD_MS = 250;
+
+/** Most deliveries of one answering endpoint in one claim (a new or stalled endpoint: 1). */
+export const PER_ENDPOINT = 4;
 
 export interface DeliveryWorkerOptions {
   db: Database;
@@ -43,10 +63,12 @@ export interface DeliveryWorkerOptions {
   retrySeconds: readonly number[];
   /** Seconds an endpoint has to answer (WEBHOOK_TIMEOUT_SECONDS). */
   timeoutSeconds: number;
-  /** Most attempts on the wire at once (WEBHOOK_CONCURRENCY). */
+  /** Most attempts starting at once (WEBHOOK_CONCURRENCY); see SLOT_HOLD_MS. */
   concurrency: number;
   /** Milliseconds between looks for due deliveries while there are none (WEBHOOK_POLL_MS). */
   pollMs: number;
+  /** Which addresses may be reached (WEBHOOK_ALLOW_PRIVATE, and the resolver). */
+  targets: TargetPolicy;
 }
 
 export interface DeliveryWorker {
@@ -57,35 +79,29 @@ export interface DeliveryWorker {
   stop(): Promise<void>;
 }
 
-/** A claimed delivery with what its attempt needs. */
-interface Claimed {
-  id: string;
-  webhookId: string;
-  eventId: string;
-  attempts: number;
-  url: string;
-  secret: string;
-  payload: string;
-  token: string;
-}
-
-/** What one HTTP attempt gave: the status, if any answer came, and why it failed. */
-interface AttemptResult {
-  ok: boolean;
-  statusCode: number | null;
-  error: string | null;
-}
-
 /** Starts the worker's loop. @returns its handle */
 export function startDeliveryWorker(opts: DeliveryWorkerOptions): DeliveryWorker {
   const inFlight = new Set<Promise<void>>();
   const abort = new AbortController();
+  let holding = 0;
   let stopped = false;
   let wake: (() => void) | undefined;
+  let nudged = false;
   let failingSince: number | undefined;
+
+  /** Ends the loop's sleep now, or its next one at once when it is busy claiming. */
+  const nudge = () => {
+    if (wake) wake();
+    else nudged = true;
+  };
 
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
+      if (nudged) {
+        nudged = false;
+        resolve();
+        return;
+      }
       const timer = setTimeout(done, ms);
       function done() {
         clearTimeout(timer);
@@ -95,10 +111,30 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): DeliveryWorker
       wake = done;
     });
 
+  /** Runs one attempt, holding a slot until it ends or SLOT_HOLD_MS has passed. */
+  const track = (work: () => Promise<void>) => {
+    holding++;
+    let held = true;
+    const giveBack = () => {
+      if (!held) return;
+      held = false;
+      holding--;
+      nudge();
+    };
+    const timer = setTimeout(giveBack, SLOT_HOLD_MS);
+    const running: Promise<void> = work().finally(() => {
+      clearTimeout(timer);
+      giveBack();
+      inFlight.delete(running);
+      nudge();
+    });
+    inFlight.add(running);
+  };
+
   const loop = async () => {
     while (!stopped) {
-      const free = opts.concurrency - inFlight.size;
-      let claimed: Claimed[] = [];
+      const free = opts.concurrency - holding;
+      let claimed: ClaimedBatch[] = [];
       if (free > 0) {
         try {
           claimed = await claimDue(opts, free);
@@ -112,24 +148,12 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): DeliveryWorker
           failingSince ??= Date.now();
         }
       }
-      for (const delivery of claimed) {
-        if (stopped) break;
-        const running: Promise<void> = attemptAndRecord(opts, delivery, abort.signal)
-          .catch((err: unknown) => {
-            opts.logger.warn(
-              { deliveryId: delivery.id, err: errorText(err) },
-              "webhook record failed",
-            );
-          })
-          .finally(() => {
-            inFlight.delete(running);
-            wake?.();
-          });
-        inFlight.add(running);
-      }
-      // Claimed a full set: more may be due, look again once a slot is free.
-      if (!stopped && (claimed.length === 0 || claimed.length < free)) await sleep(opts.pollMs);
-      else if (!stopped && inFlight.size >= opts.concurrency) await sleep(opts.pollMs);
+      // Claimed while stopping: run anyway, so the aborted attempts hand their rows back now.
+      for (const batch of claimed) runBatch(opts, batch, abort.signal, track);
+      const took = claimed.reduce((n, b) => n + b.deliveries.length, 0);
+      // Claimed all it could: more may be due, look again at once (or once a slot is free).
+      if (stopped) break;
+      if (took === 0 || took < free || opts.concurrency - holding <= 0) await sleep(opts.pollMs);
     }
   };
   const looping = loop();
@@ -145,81 +169,91 @@ export function startDeliveryWorker(opts: DeliveryWorkerOptions): DeliveryWorker
   };
 }
 
-/** Claims up to `limit` due deliveries for this process (none: no write transaction at all). */
-async function claimDue(opts: DeliveryWorkerOptions, limit: number): Promise<Claimed[]> {
-  const nowMs = opts.clock();
-  const any = await opts.db.read
-    .selectFrom("webhook_deliveries")
-    .select("id")
-    .where("status", "=", "pending")
-    .where("next_attempt_at_ms", "<=", nowMs)
-    .where((eb) => eb.or([eb("locked_until_ms", "is", null), eb("locked_until_ms", "<=", nowMs)]))
-    .limit(1)
-    .executeTakeFirst();
-  if (!any) return [];
+/** Claims up to `limit` due deliveries for this process (none due: no write unit at all). */
+async function claimDue(opts: DeliveryWorkerOptions, limit: number): Promise<ClaimedBatch[]> {
+  if (!(await anyDue(opts.db.read, opts.clock()))) return [];
   const token = randomUUID();
   const leaseMs = opts.timeoutSeconds * 1000 + LEASE_MARGIN_MS;
-  return opts.queue.run((trx, unitNowMs) => claimIn(trx, unitNowMs, limit, token, leaseMs));
+  return opts.queue.run((trx, nowMs) =>
+    claimBatches(trx, nowMs, {
+      deliveries: limit,
+      perEndpoint: PER_ENDPOINT,
+      leaseUntilMs: nowMs + leaseMs,
+      token,
+    }),
+  );
 }
 
-/** The claim unit: takes due rows (skipping rows other transactions hold) under `token`. */
-async function claimIn(
-  trx: Transaction<DB>,
-  nowMs: number,
-  limit: number,
-  token: string,
-  leaseMs: number,
-): Promise<Claimed[]> {
-  const due = await trx
-    .selectFrom("webhook_deliveries")
-    .select("id")
-    .where("status", "=", "pending")
-    .where("next_attempt_at_ms", "<=", nowMs)
-    .where((eb) => eb.or([eb("locked_until_ms", "is", null), eb("locked_until_ms", "<=", nowMs)]))
-    .orderBy("next_attempt_at_ms")
-    .limit(limit)
-    .$if(locksRows(trx), (q) => q.forUpdate().skipLocked())
-    .execute();
-  if (due.length === 0) return [];
-  await trx
-    .updateTable("webhook_deliveries")
-    .set({ locked_until_ms: nowMs + leaseMs, lease_token: token })
-    .where(
-      "id",
-      "in",
-      due.map((d) => d.id),
-    )
-    .execute();
-  const rows = await trx
-    .selectFrom("webhook_deliveries as d")
-    .innerJoin("webhooks as w", "w.id", "d.webhook_id")
-    .innerJoin("webhook_events as e", "e.id", "d.event_id")
-    .select(["d.id", "d.webhook_id", "d.event_id", "d.attempts", "w.url", "w.secret", "e.payload"])
-    .where("d.lease_token", "=", token)
-    .execute();
-  return rows.map((r) => ({
-    id: r.id,
-    webhookId: r.webhook_id,
-    eventId: r.event_id,
-    attempts: r.attempts,
-    url: r.url,
-    secret: r.secret,
-    payload: r.payload,
-    token,
-  }));
-}
-
-/** One attempt of `delivery`, then its outcome recorded (or, when stopping, its lease freed). */
-async function attemptAndRecord(
+/**
+ * Attempts every delivery of a batch, each in a slot of its own (`track`), to the address its
+ * host resolved to once for the batch; the last one to finish frees the endpoint.
+ */
+function runBatch(
   opts: DeliveryWorkerOptions,
-  delivery: Claimed,
+  batch: ClaimedBatch,
   stopping: AbortSignal,
-): Promise<void> {
-  const result = await attempt(delivery, opts.timeoutSeconds * 1000, stopping);
-  if (stopping.aborted && !result.ok) {
-    await opts.queue.run((trx) => release(trx, delivery));
-    return;
+  track: (work: () => Promise<void>) => void,
+): void {
+  const timeoutMs = opts.timeoutSeconds * 1000;
+  const target = checkTarget(batch.url, opts.targets, timeoutMs);
+  let left = batch.deliveries.length;
+  let answered = false;
+  let unanswered = false;
+  for (const delivery of batch.deliveries) {
+    track(async () => {
+      const checked = await target;
+      const result =
+        "refused" in checked
+          ? checked.refused
+          : await postEvent(
+              checked,
+              { eventId: delivery.eventId, payload: delivery.payload, secret: batch.secret },
+              timeoutMs,
+              stopping,
+            );
+      const stopped = stopping.aborted && !result.ok;
+      if (!stopped) {
+        if (result.statusCode === null) unanswered = true;
+        else answered = true;
+      }
+      left--;
+      const standing: Standing | undefined =
+        left > 0 ? undefined : answered ? "answered" : unanswered ? "stalled" : "unchanged";
+      await settle(opts, batch, delivery, result, stopped, standing).catch((err: unknown) => {
+        opts.logger.warn({ deliveryId: delivery.id, err: errorText(err) }, "webhook record failed");
+      });
+    });
   }
+}
+
+/** The checked target of `url`, or the failed attempt its refusal or resolution error is. */
+async function checkTarget(
+  url: string,
+  policy: TargetPolicy,
+  timeoutMs: number,
+): Promise<CheckedTarget | { refused: AttemptResult }> {
+  try {
+    return await resolveTarget(new URL(url), policy, timeoutMs);
+  } catch (err) {
+    const error =
+      err instanceof TargetRefused ? err.message : (codeOf(err) ?? "cannot resolve the host");
+    return { refused: { ok: false, statusCode: null, error } };
+  }
+}
+
+/**
+ * Records one attempt (or, when stopping, hands the delivery back untried) and, with
+ * `standing`, frees the endpoint in the same write unit; then counts and logs the outcome.
+ */
+async function settle(
+  opts: DeliveryWorkerOptions,
+  batch: ClaimedBatch,
+  delivery: ClaimedDelivery,
+  result: AttemptResult,
+  stopped: boolean,
+  standing: Standing | undefined,
+): Promise<void> {
+  const lease = { id: delivery.id, token: batch.token };
   const attempts = delivery.attempts + 1;
   const delay = opts.retrySeconds[attempts - 1];
   const outcome: DeliveryOutcome = result.ok
@@ -228,25 +262,21 @@ async function attemptAndRecord(
       ? "failed"
       : "retried";
   const recorded = await opts.queue.run(async (trx, nowMs) => {
-    const update = await trx
-      .updateTable("webhook_deliveries")
-      .set({
+    let done = false;
+    if (stopped) await handBack(trx, lease);
+    else {
+      done = await recordAttempt(trx, nowMs, lease, {
         status: outcome === "retried" ? "pending" : outcome,
         attempts,
-        last_status_code: result.statusCode,
-        last_error: result.error,
-        next_attempt_at_ms: outcome === "retried" ? nowMs + Math.round((delay ?? 0) * 1000) : null,
-        delivered_at_ms: outcome === "delivered" ? nowMs : null,
-        locked_until_ms: null,
-        lease_token: null,
-      })
-      .where("id", "=", delivery.id)
-      .where("lease_token", "=", delivery.token)
-      .where("status", "=", "pending")
-      .executeTakeFirst();
-    return Number(update.numUpdatedRows) > 0;
+        statusCode: result.statusCode,
+        error: result.error,
+        nextAttemptAtMs: outcome === "retried" ? nowMs + Math.round((delay ?? 0) * 1000) : null,
+      });
+    }
+    if (standing !== undefined) await releaseEndpoint(trx, nowMs, batch, standing);
+    return done;
   });
-  // Not recorded: the endpoint was deleted meanwhile, or the lease ran out and another
+  // Not recorded: stopping, the endpoint was deleted meanwhile, or the lease ran out and another
   // process owns the delivery now; its outcome is that process's to count.
   if (!recorded) return;
   opts.metrics?.observeWebhookDelivery(outcome);
@@ -254,7 +284,7 @@ async function attemptAndRecord(
     opts.logger.info(
       {
         deliveryId: delivery.id,
-        webhookId: delivery.webhookId,
+        webhookId: batch.webhookId,
         eventId: delivery.eventId,
         attempts,
         statusCode: result.statusCode,
@@ -266,65 +296,10 @@ async function attemptAndRecord(
   }
 }
 
-/** Hands a claimed delivery back untried (pending, due at once, no attempt counted). */
-async function release(trx: Transaction<DB>, delivery: Claimed): Promise<void> {
-  await trx
-    .updateTable("webhook_deliveries")
-    .set({ locked_until_ms: null, lease_token: null })
-    .where("id", "=", delivery.id)
-    .where("lease_token", "=", delivery.token)
-    .execute();
-}
-
-/**
- * POSTs the event to the endpoint, signed as Standard Webhooks says: `webhook-id` (the event
- * id), `webhook-timestamp` (Unix seconds now, by the wall clock, which the receiver checks
- * against its own) and `webhook-signature` (`v1,` + base64 HMAC-SHA256 of
- * `id.timestamp.payload` with the secret). Redirects are not followed; the answer's body is not
- * read.
- */
-export async function attempt(
-  delivery: Pick<Claimed, "url" | "secret" | "eventId" | "payload">,
-  timeoutMs: number,
-  stopping?: AbortSignal,
-): Promise<AttemptResult> {
-  const sentAt = new Date();
-  const signature = new Webhook(delivery.secret).sign(delivery.eventId, sentAt, delivery.payload);
-  const timeout = AbortSignal.timeout(timeoutMs);
-  const signal = stopping ? AbortSignal.any([timeout, stopping]) : timeout;
-  try {
-    const res = await fetch(delivery.url, {
-      method: "POST",
-      redirect: "manual",
-      signal,
-      headers: {
-        "content-type": "application/json",
-        "user-agent": "credit-ledger-webhooks/1",
-        "webhook-id": delivery.eventId,
-        "webhook-timestamp": String(Math.floor(sentAt.getTime() / 1000)),
-        "webhook-signature": signature,
-      },
-      body: delivery.payload,
-    });
-    await res.body?.cancel().catch(() => {});
-    const ok = res.status >= 200 && res.status < 300;
-    return { ok, statusCode: res.status, error: ok ? null : `HTTP ${res.status}` };
-  } catch (err) {
-    if (timeout.aborted)
-      return { ok: false, statusCode: null, error: `timeout after ${timeoutMs} ms` };
-    if (stopping?.aborted) return { ok: false, statusCode: null, error: "stopped" };
-    return { ok: false, statusCode: null, error: networkError(err) };
-  }
-}
-
-/**
- * Why a request got no answer, as its system error code (`ECONNREFUSED`, `ECONNRESET`, …) or
- * the error's name: never its message, which may quote the URL (and a token in it).
- */
-function networkError(err: unknown): string {
-  const cause = err instanceof Error ? (err.cause as { code?: unknown } | undefined) : undefined;
-  if (cause && typeof cause.code === "string") return cause.code;
-  return err instanceof Error ? err.name : "request failed";
+/** A system error's code (`ENOTFOUND`, `EAI_AGAIN`, …), if it has one. */
+function codeOf(err: unknown): string | undefined {
+  const code = err instanceof Error ? (err as { code?: unknown }).code : undefined;
+  return typeof code === "string" ? code : undefined;
 }
 
 /** A database error for the log: its message, shortened. */

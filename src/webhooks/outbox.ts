@@ -90,7 +90,11 @@ export function defineEvent<T extends EventType, S extends z.ZodType>(
 
 const identity = <V>(value: V): V => value;
 
-/** The outbox's one write: the event and a pending delivery per subscribed endpoint. */
+/**
+ * The outbox's write: the event and a pending delivery per subscribed endpoint, all of them in
+ * one multi-row statement (a project has at most WEBHOOK_MAX_PER_PROJECT active endpoints, so
+ * the statement is bounded).
+ */
 async function writeEvent<S extends z.ZodType>(
   trx: Transaction<DB>,
   type: EventType,
@@ -129,6 +133,7 @@ async function writeEvent<S extends z.ZodType>(
         lease_token: null,
         created_at_ms: event.nowMs,
         delivered_at_ms: null,
+        ended_at_ms: null,
       })),
     )
     .execute();

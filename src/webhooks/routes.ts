@@ -1,6 +1,6 @@
 /**
- * Routes of docs/api.md#webhook-endpoints: create (the only answer with the secret), list,
- * delete, and the delivery log of one endpoint.
+ * Routes of docs/api.md#webhook-endpoints: create (the only answer with the secret; its target
+ * checked before the write unit), list, delete, and the delivery log of one endpoint.
  */
 import type { App, AppDeps } from "../http/context.ts";
 import { paged, writeRoute } from "../http/handlers.ts";
@@ -18,7 +18,13 @@ import {
   listWebhooksResponse,
   webhookJson,
 } from "./schemas.ts";
-import { createWebhook, deleteWebhook, listDeliveries, listWebhooks } from "./service.ts";
+import {
+  assertPublicTarget,
+  createWebhook,
+  deleteWebhook,
+  listDeliveries,
+  listWebhooks,
+} from "./service.ts";
 
 /** The webhook routes, for tests and tools that call them by definition. */
 export const webhookRoutes = resourceRoutes("Webhooks", (route) => ({
@@ -28,16 +34,19 @@ export const webhookRoutes = resourceRoutes("Webhooks", (route) => ({
     {
       operationId: "createWebhook",
       description:
-        "Registers an `http`/`https` URL that receives the project's events of the types in " +
-        "`events` (default: all), signed as Standard Webhooks. The `secret` that verifies the " +
-        "signatures is in this answer only.",
+        "Registers an `http`/`https` URL of a public address that receives the project's events " +
+        "of the types in `events` (default: all), signed as Standard Webhooks. The `secret` that " +
+        "verifies the signatures is in this answer only. At most `WEBHOOK_MAX_PER_PROJECT` " +
+        "(default 50) endpoints per project.",
       body: createWebhookBody,
       ok: createWebhookResponse,
+      errors: ["WEBHOOK_LIMIT_REACHED"],
     },
   ),
   list: route.get("/v1/webhooks", "List the project's webhook endpoints (without secrets)", {
     operationId: "listWebhooks",
-    description: "Lists the project's active webhook endpoints, oldest first, without secrets.",
+    description:
+      "Lists the project's active webhook endpoints, oldest first, without secrets, a page at a time.",
     query: listWebhooksQuery,
     ok: listWebhooksResponse,
   }),
@@ -67,14 +76,29 @@ export const webhookRoutes = resourceRoutes("Webhooks", (route) => ({
 
 export function registerWebhookRoutes(app: App, deps: AppDeps): void {
   const r = webhookRoutes;
-  writeRoute(app, deps, r.create, async ({ trx, nowMs, body, projectId, reply }) => {
-    const row = await createWebhook(trx, projectId, body, nowMs);
-    return reply({ success: true, webhook: { ...webhookJson(row), secret: row.secret } });
-  });
+  const targets = {
+    allowPrivate: deps.config.WEBHOOK_ALLOW_PRIVATE,
+    ...(deps.resolveHost ? { resolveHost: deps.resolveHost } : {}),
+  };
+  writeRoute(
+    app,
+    deps,
+    r.create,
+    async ({ trx, nowMs, body, projectId, reply }) => {
+      const max = deps.config.WEBHOOK_MAX_PER_PROJECT;
+      const row = await createWebhook(trx, projectId, body, nowMs, max);
+      return reply({ success: true, webhook: { ...webhookJson(row), secret: row.secret } });
+    },
+    (body) => assertPublicTarget(body.url, targets),
+  );
 
   app.openapi(r.list, async (c) => {
-    const rows = await listWebhooks(deps.db.read, c.get("projectId"));
-    return ok(c, r.list, { success: true, webhooks: rows.map(webhookJson) });
+    const q = c.req.valid("query");
+    const projectId = c.get("projectId");
+    const { rows, pagination } = await paged(q, (page) =>
+      listWebhooks(deps.db.read, projectId, page),
+    );
+    return ok(c, r.list, { success: true, webhooks: rows.map(webhookJson), pagination });
   });
 
   writeRoute(app, deps, r.delete, async ({ trx, nowMs, body, projectId, reply }) => {

@@ -16,7 +16,10 @@ export const MAX_WEBHOOK_URL_LENGTH = 2048;
 
 const eventType = z.enum(EVENT_TYPES);
 
-/** An absolute `http:` or `https:` URL of at most 2,048 characters. */
+/**
+ * An absolute `http:` or `https:` URL of at most 2,048 characters. Whether its host is a public
+ * address is checked after this, by the route (src/webhooks/targets.ts), since it may need DNS.
+ */
 const webhookUrl = z
   .string()
   .min(1)
@@ -79,11 +82,21 @@ export const createWebhookResponse = z
     example: { success: true, webhook: { ...exampleWebhook, secret: exWebhook.secret } },
   });
 
-export const listWebhooksQuery = z.object({});
+export const listWebhooksQuery = z.object({ ...pageQuery(50, 500) });
 
 export const listWebhooksResponse = z
-  .object({ success: z.literal(true), webhooks: z.array(webhookSchema) })
-  .openapi({ example: { success: true, webhooks: [exampleWebhook] } });
+  .object({
+    success: z.literal(true),
+    webhooks: z.array(webhookSchema),
+    pagination: paginationSchema,
+  })
+  .openapi({
+    example: {
+      success: true,
+      webhooks: [exampleWebhook],
+      pagination: { limit: 50, offset: 0, totalCount: 1, hasMore: false },
+    },
+  });
 
 export const deleteWebhookBody = z
   .object({ webhookId: idString.openapi({ example: exWebhook.id }) })

@@ -1,10 +1,12 @@
 /**
  * Webhook endpoints of a project and their deliveries (docs/api.md#webhook-endpoints): create
- * (with its signing secret, returned only then), list, delete (which ends every delivery to it),
- * and the delivery log of one endpoint.
+ * (with its signing secret, returned only then; at most WEBHOOK_MAX_PER_PROJECT active ones, to
+ * public addresses only), list, delete (which ends every delivery to it), and the delivery log
+ * of one endpoint.
  */
 import { randomBytes } from "node:crypto";
 import type { Kysely, Transaction } from "kysely";
+import { lockKey } from "../db/locks.ts";
 import { countedPage } from "../db/paging.ts";
 import { projectRow } from "../db/project-row.ts";
 import type { DB, WebhookRow } from "../db/schema.ts";
@@ -12,6 +14,7 @@ import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { stringifyJson } from "../json.ts";
 import { EVENT_TYPES, type EventType } from "./outbox.ts";
+import { creationProblem, type TargetPolicy } from "./targets.ts";
 
 /** Random bytes of a new secret (the contract asks for at least 24). */
 export const SECRET_BYTES = 32;
@@ -40,18 +43,52 @@ export interface CreateWebhookInput {
 }
 
 /**
+ * Checks that a new endpoint's `url` targets a public address (docs/api.md#webhook-targets):
+ * its literal host, and what its name resolves to now (a name that does not resolve is
+ * accepted). Run before the write unit, since it may wait for DNS.
+ * @throws ApiError VALIDATION_ERROR naming `body.url`
+ */
+export async function assertPublicTarget(url: string, policy: TargetPolicy): Promise<void> {
+  const problem = await creationProblem(new URL(url), policy);
+  if (problem === undefined) return;
+  const message = `must target a public address: ${problem}`;
+  throw new ApiError("VALIDATION_ERROR", `Invalid body.url: ${message}`, [
+    { path: "body.url", message },
+  ]);
+}
+
+/**
  * Creates an endpoint subscribed to `events` (default: every type; repeats are dropped) with a
- * new secret: `whsec_` + base64 of 32 random bytes.
+ * new secret: `whsec_` + base64 of 32 random bytes. The project's endpoints are counted under a
+ * lock of the project (on PostgreSQL an advisory lock, so two creates in two processes take
+ * turns; SQLite's writer runs one unit at a time), so the limit holds exactly.
+ * @param maxActive WEBHOOK_MAX_PER_PROJECT
  * @returns the stored row, secret included (the caller shows it once and never logs it)
+ * @throws ApiError WEBHOOK_LIMIT_REACHED when the project already has `maxActive` endpoints
  */
 export async function createWebhook(
   trx: Transaction<DB>,
   projectId: string,
   input: CreateWebhookInput,
   nowMs: number,
+  maxActive: number,
 ): Promise<WebhookRow> {
+  await lockKey(trx, "webhooks", projectId);
+  const { count } = await trx
+    .selectFrom("webhooks")
+    .select((eb) => eb.fn.countAll<number>().as("count"))
+    .where("project_id", "=", projectId)
+    .where("deleted_at_ms", "is", null)
+    .executeTakeFirstOrThrow();
+  if (Number(count) >= maxActive) {
+    throw new ApiError(
+      "WEBHOOK_LIMIT_REACHED",
+      `A project has at most ${maxActive} active webhooks; delete one first`,
+      { limit: maxActive },
+    );
+  }
   const wanted = input.events ?? EVENT_TYPES;
-  const row: WebhookRow = {
+  const values = {
     id: newId("wh"),
     project_id: projectId,
     url: input.url,
@@ -61,20 +98,27 @@ export async function createWebhook(
     created_at_ms: nowMs,
     deleted_at_ms: null,
   };
-  await trx.insertInto("webhooks").values(row).execute();
-  return row;
+  await trx.insertInto("webhooks").values(values).execute();
+  return {
+    ...values,
+    busy_until_ms: null,
+    busy_token: null,
+    answered_at_ms: null,
+    stalled_at_ms: null,
+  };
 }
 
-/** The project's endpoints (deleted ones left out), oldest first. */
-export function listWebhooks(db: Kysely<DB>, projectId: string): Promise<WebhookRow[]> {
-  return db
+/** A page of the project's endpoints (deleted ones left out), oldest first, with the total. */
+export function listWebhooks(
+  db: Kysely<DB>,
+  projectId: string,
+  page: { limit: number; offset: number },
+) {
+  const base = db
     .selectFrom("webhooks")
-    .selectAll()
     .where("project_id", "=", projectId)
-    .where("deleted_at_ms", "is", null)
-    .orderBy("created_at_ms")
-    .orderBy("id")
-    .execute();
+    .where("deleted_at_ms", "is", null);
+  return countedPage(base, (q) => q.orderBy("created_at_ms").orderBy("id"), page);
 }
 
 /**
@@ -101,6 +145,7 @@ export async function deleteWebhook(
       status: "failed",
       last_error: "webhook deleted",
       next_attempt_at_ms: null,
+      ended_at_ms: nowMs,
       locked_until_ms: null,
       lease_token: null,
     })

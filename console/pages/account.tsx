@@ -1,0 +1,228 @@
+/**
+ * One account: its balances, the add and deduct actions, its usage of the last 30 days, its
+ * grants, its pending reservations and its ledger. Every number comes from the `/v1` API.
+ */
+import { useState } from "hono/jsx/dom";
+import { call } from "../api.ts";
+import { Amount, Pager, Status, useLoad, When } from "../components.tsx";
+import type { Account, Balance, Grant, Pagination, Reservation } from "../types.ts";
+import { LedgerSection } from "./account-ledger.tsx";
+import { UsageSection } from "./account-usage.tsx";
+import { CreditActions } from "./credit-actions.tsx";
+
+const PAGE = 20;
+
+function Balances({ accountId, version }: { accountId: string; version: number }) {
+  const loaded = useLoad(
+    () => call<Balance>("GET", "v1/accounts/balance", { query: { accountId } }),
+    [accountId, version],
+  );
+  const b = loaded.data;
+  return (
+    <section aria-labelledby="balances">
+      <h2 id="balances">Balances</h2>
+      <Status loaded={loaded} />
+      {b && (
+        <dl class="balances">
+          <div>
+            <dt>Balance</dt>
+            <dd>
+              <Amount value={b.balance} />
+            </dd>
+          </div>
+          <div>
+            <dt>Reserved</dt>
+            <dd>
+              <Amount value={b.reserved} />
+            </dd>
+          </div>
+          <div>
+            <dt>Available</dt>
+            <dd>
+              <Amount value={b.available} />
+            </dd>
+          </div>
+        </dl>
+      )}
+    </section>
+  );
+}
+
+function Grants({ accountId, version }: { accountId: string; version: number }) {
+  const [offset, setOffset] = useState(0);
+  const loaded = useLoad(
+    () =>
+      call<{ grants: Grant[]; pagination: Pagination }>("GET", "v1/accounts/grants", {
+        query: { accountId, limit: PAGE, offset },
+      }),
+    [accountId, offset, version],
+  );
+  const grants = loaded.data?.grants ?? [];
+  return (
+    <section aria-labelledby="grants">
+      <h2 id="grants">Grants</h2>
+      <Status loaded={loaded} />
+      {loaded.data && grants.length === 0 && <p class="muted">No grants.</p>}
+      {grants.length > 0 && (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Created</th>
+              <th scope="col" class="num">
+                Amount
+              </th>
+              <th scope="col" class="num">
+                Remaining
+              </th>
+              <th scope="col" class="num">
+                Priority
+              </th>
+              <th scope="col">Expires</th>
+              <th scope="col">Status</th>
+            </tr>
+          </thead>
+          <tbody>
+            {grants.map((g) => (
+              <tr key={g.id}>
+                <td>
+                  <When at={g.createdAt} />
+                </td>
+                <td class="num">
+                  <Amount value={g.amount} />
+                </td>
+                <td class="num">
+                  <Amount value={g.remaining} />
+                </td>
+                <td class="num">
+                  <Amount value={g.priority} />
+                </td>
+                <td>{g.expiresAt ? <When at={g.expiresAt} /> : "never"}</td>
+                <td>
+                  <span class={`badge ${g.status}`}>{g.status}</span>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <Pager
+        label="Grants"
+        pagination={loaded.data?.pagination}
+        shown={grants.length}
+        onOffset={setOffset}
+      />
+    </section>
+  );
+}
+
+function PendingReservations({ accountId, version }: { accountId: string; version: number }) {
+  const [offset, setOffset] = useState(0);
+  const loaded = useLoad(
+    () =>
+      call<{ reservations: Reservation[]; pagination: Pagination }>("GET", "v1/reservations", {
+        query: { accountId, activeOnly: true, limit: PAGE, offset },
+      }),
+    [accountId, offset, version],
+  );
+  const holds = loaded.data?.reservations ?? [];
+  return (
+    <section aria-labelledby="reservations">
+      <h2 id="reservations">Pending reservations</h2>
+      <Status loaded={loaded} />
+      {loaded.data && holds.length === 0 && <p class="muted">No pending reservations.</p>}
+      {holds.length > 0 && (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Created</th>
+              <th scope="col" class="num">
+                Amount
+              </th>
+              <th scope="col">Expires</th>
+              <th scope="col">Operation</th>
+            </tr>
+          </thead>
+          <tbody>
+            {holds.map((r) => (
+              <tr key={r.id}>
+                <td>
+                  <When at={r.createdAt} />
+                </td>
+                <td class="num">
+                  <Amount value={r.amount} />
+                </td>
+                <td>
+                  <When at={r.expiresAt} />
+                </td>
+                <td>{typeof r.metadata.operation === "string" ? r.metadata.operation : "–"}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <Pager
+        label="Pending reservations"
+        pagination={loaded.data?.pagination}
+        shown={holds.length}
+        onOffset={setOffset}
+      />
+    </section>
+  );
+}
+
+export function AccountPage({ accountId }: { accountId: string }) {
+  // Moves on after each credit action, so that every section reads the account again.
+  const [version, setVersion] = useState(0);
+  const loaded = useLoad(
+    () => call<Account>("GET", "v1/accounts/get", { query: { accountId } }),
+    [accountId],
+  );
+  const account = loaded.data;
+  return (
+    <main>
+      <p>
+        <a href="#/accounts">← Accounts</a>
+      </p>
+      <h1>{account ? account.externalId : "Account"}</h1>
+      <Status loaded={loaded} />
+      {account && (
+        <>
+          <dl class="facts">
+            <div>
+              <dt>Name</dt>
+              <dd>{account.name || "–"}</dd>
+            </div>
+            <div>
+              <dt>Email</dt>
+              <dd>{account.email || "–"}</dd>
+            </div>
+            <div>
+              <dt>Id</dt>
+              <dd>
+                <code>{account.id}</code>
+              </dd>
+            </div>
+            <div>
+              <dt>Created</dt>
+              <dd>
+                <When at={account.createdAt} />
+              </dd>
+            </div>
+          </dl>
+          <div class="columns">
+            <Balances accountId={account.id} version={version} />
+            <CreditActions
+              accountId={account.id}
+              externalId={account.externalId}
+              onDone={() => setVersion((v) => v + 1)}
+            />
+          </div>
+          <UsageSection accountId={account.id} />
+          <Grants accountId={account.id} version={version} />
+          <PendingReservations accountId={account.id} version={version} />
+          <LedgerSection accountId={account.id} version={version} />
+        </>
+      )}
+    </main>
+  );
+}

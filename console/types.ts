@@ -1,0 +1,115 @@
+/**
+ * The shapes of the `/v1` answers the console reads (docs/api.md#endpoints), as `lossless-json`
+ * parses them: every number is a `Num` holding the literal the service wrote.
+ */
+import type { Num } from "./api.ts";
+
+export interface Pagination {
+  limit: Num;
+  offset: Num;
+  totalCount: Num;
+  hasMore: boolean;
+}
+
+export interface Account {
+  id: string;
+  externalId: string;
+  name: string;
+  email: string;
+  balance: Num;
+  lowBalanceThreshold: Num | null;
+  createdAt: string;
+}
+
+export interface AccountList {
+  accounts: Account[];
+  pagination?: Pagination;
+}
+
+export interface Balance {
+  accountId: string;
+  externalId: string;
+  balance: Num;
+  reserved: Num;
+  available: Num;
+}
+
+export interface Grant {
+  id: string;
+  transactionId: string | null;
+  amount: Num;
+  remaining: Num;
+  priority: Num;
+  expiresAt: string | null;
+  createdAt: string;
+  status: "active" | "expired" | "spent";
+}
+
+export interface Reservation {
+  id: string;
+  amount: Num;
+  status: string;
+  createdAt: string;
+  expiresAt: string;
+  metadata: Record<string, unknown>;
+}
+
+export interface Transaction {
+  id: string;
+  type: "credit" | "debit";
+  amount: Num;
+  description: string;
+  balanceAfter: Num;
+  createdAt: string;
+}
+
+export interface UsageGroup {
+  key: string | null;
+  externalId?: string | null;
+  requestCount: Num;
+  inputTokens: Num;
+  cachedTokens: Num;
+  outputTokens: Num;
+  costUsd: Num;
+}
+
+export interface UsageSummary {
+  totalCostUsd: Num;
+  totalInputTokens: Num;
+  totalOutputTokens: Num;
+  groups?: UsageGroup[];
+}
+
+export interface Model {
+  modelId: string;
+  provider: string;
+  displayName: string;
+  tier: string;
+  pricing: {
+    text: { inputPerMillion: Num; outputPerMillion: Num; cachedInputPerMillion?: Num };
+    contextWindow: Num;
+  };
+  pricesAsOf: string;
+}
+
+export interface Webhook {
+  id: string;
+  url: string;
+  events: string[];
+  description: string;
+  isActive: boolean;
+  createdAt: string;
+}
+
+export interface Delivery {
+  id: string;
+  eventId: string;
+  eventType: string;
+  status: "pending" | "delivered" | "failed";
+  attempts: Num;
+  lastStatusCode: Num | null;
+  lastError: string | null;
+  nextAttemptAt: string | null;
+  createdAt: string;
+  deliveredAt: string | null;
+}

@@ -1,0 +1,127 @@
+/**
+ * What the bench (scripts/bench.ts) and the profiler (scripts/profile.ts) share: starting and
+ * stopping a process that prints the port it listens on, funding the bench accounts, and the
+ * request scenarios driven by autocannon (docs/benchmarks.md).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import type autocannon from "autocannon";
+
+/** Accounts funded for a run: `bench-0` … `bench-999`, 1,000,000 credits each. */
+export const ACCOUNTS = 1000;
+
+export type Requests = NonNullable<autocannon.Options["requests"]>;
+type Ctx = { reservationId?: string };
+
+const json = (body: unknown) => JSON.stringify(body);
+const account = () => `bench-${Math.floor(Math.random() * ACCOUNTS)}`;
+
+/**
+ * Starts `node ARGS` and resolves once it prints the port it listens on.
+ * @param nodeOptions options for node itself (e.g. `--cpu-prof`)
+ */
+export function startProcess(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  nodeOptions: string[] = [],
+): Promise<{ proc: ChildProcess; port: number }> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [...nodeOptions, ...args], {
+      env,
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let out = "";
+    proc.stdout?.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = /(?:listening |localhost:)(\d+)/.exec(out);
+      if (m) resolve({ proc, port: Number(m[1]) });
+    });
+    proc.once("exit", (code) => reject(new Error(`${args[0]} exited with ${code}: ${out}`)));
+  });
+}
+
+/** SIGTERM, then waits for the exit. */
+export async function stopProcess(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null) return;
+  proc.kill("SIGTERM");
+  await new Promise((r) => proc.once("exit", r));
+}
+
+/** Creates and funds the bench accounts through the service at `base`, 50 at a time. */
+export async function fund(base: string, apiKey: string): Promise<void> {
+  const headers = { "X-API-Key": apiKey, "Content-Type": "application/json" };
+  const post = async (path: string, body: unknown) => {
+    const r = await fetch(base + path, { method: "POST", headers, body: json(body) });
+    if (!r.ok) throw new Error(`${path} ${r.status}`);
+  };
+  for (let i = 0; i < ACCOUNTS; i += 50) {
+    await Promise.all(
+      Array.from({ length: 50 }, async (_, k) => {
+        const externalId = `bench-${i + k}`;
+        await post("/v1/accounts/create", { externalId });
+        await post("/v1/accounts/credits/add", { accountId: externalId, amount: 1_000_000 });
+      }),
+    );
+  }
+}
+
+/** A deduction of 0.5 credits from a random bench account. */
+export const deduct: Requests = [
+  {
+    method: "POST",
+    path: "/v1/accounts/credits/deduct",
+    setupRequest: (req) => ({ ...req, body: json({ accountId: account(), amount: 0.5 }) }),
+  },
+];
+
+/** A hold of 2 credits, then its confirm at 1.5; `counter.confirmed` counts the confirms. */
+export function reserveConfirm(counter: { confirmed: number }): Requests {
+  return [
+    {
+      method: "POST",
+      path: "/v1/reservations/create",
+      setupRequest: (req) => ({ ...req, body: json({ accountId: account(), amount: 2 }) }),
+      onResponse: (status, body, context) => {
+        if (status === 200) (context as Ctx).reservationId = JSON.parse(body).reservation.id;
+      },
+    },
+    {
+      method: "POST",
+      path: "/v1/reservations/confirm",
+      setupRequest: (req, context) => ({
+        ...req,
+        body: json({ reservationId: (context as Ctx).reservationId, actualAmount: 1.5 }),
+      }),
+      onResponse: (status) => {
+        if (status === 200) counter.confirmed++;
+      },
+    },
+  ];
+}
+
+/** The balance view of a random bench account. */
+export const balanceRead: Requests = [
+  {
+    method: "GET",
+    setupRequest: (req) => ({ ...req, path: `/v1/accounts/balance?externalId=${account()}` }),
+  },
+];
+
+/** The newest 20 ledger entries of a random bench account. */
+export const transactionsPage: Requests = [
+  {
+    method: "GET",
+    setupRequest: (req) => ({ ...req, path: `/v1/transactions?accountId=${account()}&limit=20` }),
+  },
+];
+
+/** A usage record of a random bench account. */
+export const usageRecord: Requests = [
+  {
+    method: "POST",
+    path: "/v1/usage/record",
+    setupRequest: (req) => ({
+      ...req,
+      body: json({ accountId: account(), modelId: "gpt-4o", inputTokens: 1200, outputTokens: 300 }),
+    }),
+  },
+];

@@ -1,0 +1,292 @@
+/**
+ * The usage summary (docs/api.md#usage-list-and-summary) and its groups (docs/api.md#usage-over-time):
+ * totals, `byContext` and `byModel` of the filtered records, and with `groupBy` the same records
+ * summed per UTC day, model, account or context.
+ *
+ * Exactness: a record's cost is stored as whole micro-USD plus a pico-USD remainder below 10^6
+ * (docs/design.md#exact-money-in-storage). SQL sums three parts, each at most 2 × 10^6 per
+ * record: the whole USD (`cost_micro_usd / 10^6`), the micro-USD below a dollar and the pico-USD
+ * remainder, so no `SUM` leaves 2^53, let alone 64 bits (where SQLite stops with "integer
+ * overflow"), before billions of records (docs/design.md#usage-summaries). Every sum is read
+ * as text (`CAST(SUM(…) AS TEXT)`; PostgreSQL's `SUM` of a `BIGINT` is a `NUMERIC`) and
+ * recombined in BigInt, so nothing passes through a double on the way.
+ *
+ * Consistency: the groups and the summary come from one SQL statement (a `UNION ALL`), so they
+ * read one snapshot on both engines and the groups always add up to the totals beside them.
+ */
+import { type Kysely, sql } from "kysely";
+import type { DB, UsageContext } from "../db/schema.ts";
+import { ApiError } from "../errors.ts";
+import { ExactDecimal, picoUsdToDecimal } from "../money.ts";
+import type { WireOf } from "../wire.ts";
+import type { summarySchema, usageGroupSchema } from "./schemas.ts";
+import { filteredUsage, type UsageFilter } from "./service.ts";
+
+/** What `groupBy` groups usage records by (docs/api.md#usage-over-time). */
+export type UsageGroupBy = "day" | "model" | "account" | "context";
+
+/** Most groups one summary returns; more is a 400 that asks to narrow the query. */
+export const MAX_USAGE_GROUPS = 1000;
+
+const MS_PER_DAY = 86_400_000;
+const MILLION = 1_000_000n;
+
+/**
+ * The UTC day of `created_at_ms`: the whole number of days since the epoch (integer division,
+ * the same on both engines; times are never before 1970), computed by the database so that it
+ * groups; it becomes `YYYY-MM-DD` here.
+ */
+const DAY = sql<number>`created_at_ms / ${sql.lit(MS_PER_DAY)}`;
+
+/** `CAST(SUM(expr) AS TEXT)`: an exact sum as decimal text on both engines. */
+function sumText(expr: ReturnType<typeof sql.raw>) {
+  return sql<string>`CAST(SUM(${expr}) AS TEXT)`;
+}
+
+/** The sums of one group, in the order the statement selects them. */
+function sums() {
+  return [
+    sql<number>`COUNT(*)`.as("request_count"),
+    sumText(sql.raw("input_tokens")).as("input_tokens"),
+    sumText(sql.raw("cached_tokens")).as("cached_tokens"),
+    sumText(sql.raw("output_tokens")).as("output_tokens"),
+    sumText(sql.raw(`cost_micro_usd / ${MILLION}`)).as("cost_usd"),
+    sumText(sql.raw(`cost_micro_usd % ${MILLION}`)).as("cost_micro_rem"),
+    sumText(sql.raw("cost_pico_rem")).as("cost_pico_rem"),
+  ] as const;
+}
+
+interface SumRow {
+  request_count: number | string;
+  input_tokens: string;
+  cached_tokens: string;
+  output_tokens: string;
+  cost_usd: string;
+  cost_micro_rem: string;
+  cost_pico_rem: string;
+}
+
+interface Totals {
+  count: bigint;
+  input: bigint;
+  cached: bigint;
+  output: bigint;
+  pico: bigint;
+}
+
+const ZERO: Totals = { count: 0n, input: 0n, cached: 0n, output: 0n, pico: 0n };
+
+function totalsOf(row: SumRow): Totals {
+  return {
+    count: BigInt(row.request_count),
+    input: BigInt(row.input_tokens),
+    cached: BigInt(row.cached_tokens),
+    output: BigInt(row.output_tokens),
+    pico:
+      (BigInt(row.cost_usd) * MILLION + BigInt(row.cost_micro_rem)) * MILLION +
+      BigInt(row.cost_pico_rem),
+  };
+}
+
+function plus(a: Totals, b: Totals): Totals {
+  return {
+    count: a.count + b.count,
+    input: a.input + b.input,
+    cached: a.cached + b.cached,
+    output: a.output + b.output,
+    pico: a.pico + b.pico,
+  };
+}
+
+/** A whole count as a JSON number: a plain number while a double holds it, else its literal. */
+function wholeNumber(n: bigint): number | ExactDecimal {
+  return n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : new ExactDecimal(n.toString());
+}
+
+/**
+ * One statement: the (model, context) groups the summary is made of (`part` 0), and with
+ * `groupBy` day or account the groups by day (`part` 1) or by account (`part` 2; at most
+ * MAX_USAGE_GROUPS + 1 of them, so that one too many is seen). Groups by model and by context are
+ * folded from the summary's groups (there are no more of those than models in the catalog).
+ * The summary groups by `model_id, context` in that order, the order of the covering index
+ * `usage_project_model` (sql/0005_usage_summary.sql), so the database need not sort.
+ */
+export function usageSummaryQuery(
+  db: Kysely<DB>,
+  projectId: string,
+  f: UsageFilter,
+  groupBy?: UsageGroupBy,
+) {
+  const bySummary = filteredUsage(db, projectId, f)
+    .select([
+      sql<number>`0`.as("part"),
+      sql<string | null>`model_id`.as("model_id"),
+      sql<UsageContext | null>`context`.as("context"),
+      sql<number | null>`NULL`.as("day"),
+      sql<string | null>`NULL`.as("account_id"),
+      ...sums(),
+    ])
+    .groupBy(["model_id", "context"]);
+  if (groupBy !== "day" && groupBy !== "account") return bySummary;
+  const base = filteredUsage(db, projectId, f);
+  const byKey =
+    groupBy === "day"
+      ? base
+          .select([
+            sql<number>`1`.as("part"),
+            sql<string | null>`NULL`.as("model_id"),
+            sql<UsageContext | null>`NULL`.as("context"),
+            DAY.as("day"),
+            sql<string | null>`NULL`.as("account_id"),
+            ...sums(),
+          ])
+          .groupBy(DAY)
+      : base
+          .select([
+            sql<number>`2`.as("part"),
+            sql<string | null>`NULL`.as("model_id"),
+            sql<UsageContext | null>`NULL`.as("context"),
+            sql<number | null>`NULL`.as("day"),
+            "account_id",
+            ...sums(),
+          ])
+          .groupBy("account_id");
+  // Days are few (one a day the service has run), so they are all read, and PostgreSQL hashes
+  // them; accounts may be millions, so the database stops after one group too many.
+  if (groupBy === "day") return bySummary.unionAll(byKey);
+  return bySummary.unionAll(db.selectFrom(byKey.limit(MAX_USAGE_GROUPS + 1).as("g")).selectAll());
+}
+
+interface Group {
+  /** The group's key as the API writes it (`YYYY-MM-DD` for a day). */
+  key: string | null;
+  /** What days are ordered by: the day number. */
+  day?: number;
+  totals: Totals;
+}
+
+/** Adds `totals` to the group of `key` in `groups`. */
+function addTo(groups: Map<string | null, Group>, key: string | null, totals: Totals): void {
+  const group = groups.get(key);
+  groups.set(key, { key, totals: group ? plus(group.totals, totals) : totals });
+}
+
+/**
+ * Sorts groups as docs/api.md#usage-over-time says: days ascending; anything else by cost
+ * descending, then key ascending (bytewise, as the database orders ids), a null key last.
+ */
+function sortGroups(groups: Group[]): Group[] {
+  const byKey = (a: Group, b: Group) => {
+    if (a.key === b.key) return 0;
+    if (a.key === null) return 1;
+    if (b.key === null) return -1;
+    return a.key < b.key ? -1 : 1;
+  };
+  return groups.sort((a, b) => {
+    if (a.day !== undefined && b.day !== undefined) return a.day - b.day;
+    if (a.totals.pico !== b.totals.pico) return a.totals.pico > b.totals.pico ? -1 : 1;
+    return byKey(a, b);
+  });
+}
+
+/** The `externalId` of each account id, for the account groups. */
+async function externalIds(db: Kysely<DB>, ids: string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .selectFrom("accounts")
+    .select(["id", "external_id"])
+    .where("id", "in", ids)
+    .execute();
+  return new Map(rows.map((r) => [r.id, r.external_id]));
+}
+
+type GroupJson = WireOf<typeof usageGroupSchema>;
+
+/** The `summary.groups` array: sorted, with each account group's `externalId`. */
+async function groupsJson(db: Kysely<DB>, groups: Group[], groupBy: UsageGroupBy) {
+  const sorted = sortGroups(groups);
+  const accounts =
+    groupBy === "account"
+      ? await externalIds(
+          db,
+          sorted.flatMap((g) => (g.key === null ? [] : [g.key])),
+        )
+      : undefined;
+  return sorted.map((g): GroupJson => {
+    const account = accounts && {
+      externalId: g.key === null ? null : (accounts.get(g.key) ?? null),
+    };
+    return {
+      key: g.key,
+      ...account,
+      requestCount: wholeNumber(g.totals.count),
+      inputTokens: wholeNumber(g.totals.input),
+      cachedTokens: wholeNumber(g.totals.cached),
+      outputTokens: wholeNumber(g.totals.output),
+      costUsd: picoUsdToDecimal(g.totals.pico),
+    };
+  });
+}
+
+/** `YYYY-MM-DD` of a day number (whole UTC days since the epoch). */
+function dayKey(day: number): string {
+  return new Date(day * MS_PER_DAY).toISOString().slice(0, 10);
+}
+
+/**
+ * The Usage summary of the filtered records, summed exactly, with `groups` when `groupBy` is
+ * given (docs/api.md#usage-over-time). `byContext` always has both `customer` and `system`.
+ * @throws ApiError VALIDATION_ERROR when `groupBy` would give more than MAX_USAGE_GROUPS groups
+ */
+export async function summarizeUsage(
+  db: Kysely<DB>,
+  projectId: string,
+  f: UsageFilter,
+  groupBy?: UsageGroupBy,
+): Promise<WireOf<typeof summarySchema>> {
+  const rows = await usageSummaryQuery(db, projectId, f, groupBy).execute();
+  let total = ZERO;
+  const byContext: Record<UsageContext, bigint> = { customer: 0n, system: 0n };
+  const byModel = new Map<string | null, Group>();
+  const byKey = new Map<string | null, Group>();
+  for (const row of rows) {
+    const totals = totalsOf(row);
+    const part = Number(row.part);
+    if (part === 1 && row.day !== null) {
+      const day = Number(row.day);
+      byKey.set(String(day), { key: dayKey(day), day, totals });
+    } else if (part === 2) {
+      addTo(byKey, row.account_id, totals);
+    } else if (row.context !== null) {
+      total = plus(total, totals);
+      byContext[row.context] += totals.pico;
+      addTo(byModel, row.model_id, totals);
+      if (groupBy === "context") addTo(byKey, row.context, totals);
+    }
+  }
+  const groups = groupBy === "model" ? [...byModel.values()] : [...byKey.values()];
+  if (groups.length > MAX_USAGE_GROUPS) {
+    throw new ApiError(
+      "VALIDATION_ERROR",
+      `groupBy=${groupBy} gives more than ${MAX_USAGE_GROUPS} groups: narrow the dates or filters`,
+      [{ path: "query.groupBy", message: `more than ${MAX_USAGE_GROUPS} groups` }],
+    );
+  }
+  const summary: WireOf<typeof summarySchema> = {
+    totalCostUsd: picoUsdToDecimal(total.pico),
+    totalInputTokens: wholeNumber(total.input),
+    totalOutputTokens: wholeNumber(total.output),
+    byContext: {
+      customer: picoUsdToDecimal(byContext.customer),
+      system: picoUsdToDecimal(byContext.system),
+    },
+    byModel: Object.fromEntries(
+      [...byModel.values()].map((m) => [
+        m.key,
+        { costUsd: picoUsdToDecimal(m.totals.pico), count: wholeNumber(m.totals.count) },
+      ]),
+    ),
+  };
+  if (groupBy !== undefined) summary.groups = await groupsJson(db, groups, groupBy);
+  return summary;
+}
