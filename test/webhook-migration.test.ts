@@ -19,7 +19,12 @@ describe("migration 0007", () => {
   it("backfills when existing deliveries ended, never earlier than they did", async () => {
     const dir = mkdtempSync(join(tmpdir(), "ledger-0007-"));
     const database = await freshDatabase(dir);
-    const db = await openDatabase({ url: database.url, driver: "auto", synchronous: "NORMAL" });
+    const db = await openDatabase({
+      url: database.url,
+      authToken: database.env.DATABASE_AUTH_TOKEN,
+      driver: "auto",
+      synchronous: "NORMAL",
+    });
     try {
       const files = await readMigrationFiles(migrationsDirOf(TEST_ENGINE));
       const before = Object.fromEntries(Object.entries(files).filter(([name]) => name < "0007"));
