@@ -2,8 +2,9 @@
  * PostgreSQL's own ceiling for the bench (docs/benchmarks.md): `pgbench` running what the service
  * sends to the database for one deduction, straight against it: no HTTP, no API key, no JSON.
  * The script is generated from the service's own statement (`pgPlainDebit` of
- * src/ledger/plain-debit.ts, compiled as the service compiles it) inside BEGIN and COMMIT, as the
- * write path runs it; each of the statement's parameters is given the value the service would
+ * src/ledger/plain-debit.ts, compiled as the service compiles it), alone, as the write path runs
+ * a deduction without an Idempotency-Key (`WriteQueue.runStatement`: no BEGIN or COMMIT around
+ * it); each of the statement's parameters is given the value the service would
  * give it for a bench deduction (an argument this file does not know fails the run, so the
  * comparison cannot drift from the service's SQL). Each bench account holds one grant of its
  * whole funding, so the deduction is always plain.
@@ -43,7 +44,7 @@ export function deductionScript(accounts: number): string {
     if (value === undefined) throw new Error(`pgbench: no value for parameter $${index} (${name})`);
     return value;
   });
-  return `\\set n random(0, ${accounts - 1})\nBEGIN;\n${text};\nCOMMIT;\n`;
+  return `\\set n random(0, ${accounts - 1})\n${text};\n`;
 }
 
 /** The pgbench found next to the cluster's server (LEDGER_PG_BIN), else on PATH. */

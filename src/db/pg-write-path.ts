@@ -24,7 +24,13 @@ import type { Database } from "./client.ts";
 import { isRetryableConflict, isUnavailable, unavailableError } from "./postgres.ts";
 import { asCannotWrite, isStorageFailure } from "./storage-errors.ts";
 import { WriteHealth } from "./write-health.ts";
-import type { Clock, WriteQueue, WriteQueueOptions, WriteUnit } from "./write-path.ts";
+import type {
+  Clock,
+  StatementWrite,
+  WriteQueue,
+  WriteQueueOptions,
+  WriteUnit,
+} from "./write-path.ts";
 import { probeWrite } from "./write-probe.ts";
 
 /** Most transactions one unit runs in before the caller gets a 503. */
@@ -54,7 +60,27 @@ export class PostgresWritePath implements WriteQueue {
   }
 
   run<T>(unit: WriteUnit<T>): Promise<T> {
-    const running = this.#runWithRetries(unit);
+    return this.#track(
+      this.#withRetries((report) =>
+        this.#db.write.transaction().execute(async (trx) => {
+          try {
+            return await unit(trx, this.#clock());
+          } catch (err) {
+            report.unitThrew = true;
+            throw err;
+          }
+        }),
+      ),
+    );
+  }
+
+  /** One statement, committed by itself (autocommit): no BEGIN or COMMIT round trip. */
+  runStatement<T>(write: StatementWrite<T>): Promise<T | null> {
+    return this.#track(this.#withRetries(() => write.execute(this.#db.write, this.#clock())));
+  }
+
+  /** Counts `running` in `depth` and `idle()` until it settles. */
+  #track<T>(running: Promise<T>): Promise<T> {
     const settled = running.then(
       () => undefined,
       () => undefined,
@@ -68,23 +94,21 @@ export class PostgresWritePath implements WriteQueue {
     while (this.#inFlight.size > 0) await Promise.all(this.#inFlight);
   }
 
-  async #runWithRetries<T>(unit: WriteUnit<T>): Promise<T> {
+  /**
+   * Runs `attempt` (one transaction) until it commits or refuses, again after each conflict
+   * (see the module comment); `report.unitThrew` tells a refusal of the unit's own apart.
+   */
+  async #withRetries<T>(attempt: (report: { unitThrew: boolean }) => Promise<T>): Promise<T> {
     const deadline = performance.now() + RETRY_BUDGET_MS;
-    for (let attempt = 1; ; attempt++) {
+    for (let tried = 1; ; tried++) {
       const started = performance.now();
-      let unitThrew = false;
+      const report = { unitThrew: false };
       try {
-        const value = await this.#db.write.transaction().execute(async (trx) => {
-          try {
-            return await unit(trx, this.#clock());
-          } catch (err) {
-            unitThrew = true;
-            throw err;
-          }
-        });
+        const value = await attempt(report);
         this.#report(started, false, true);
         return value;
       } catch (err) {
+        const { unitThrew } = report;
         if (isStorageFailure(err)) {
           this.#report(started, unitThrew, false);
           this.health.recordFailure(err);
@@ -96,8 +120,8 @@ export class PostgresWritePath implements WriteQueue {
         // or a lost database counts as a failed transaction.
         this.#report(started, unitThrew, unitThrew && !conflict && !unavailable);
         if (conflict) {
-          if (attempt < MAX_ATTEMPTS && performance.now() < deadline) {
-            await pause(attempt);
+          if (tried < MAX_ATTEMPTS && performance.now() < deadline) {
+            await pause(tried);
             continue;
           }
           throw unavailableError(err);

@@ -18,7 +18,14 @@ import { unavailableError } from "./postgres.ts";
 import type { DB } from "./schema.ts";
 import { asCannotWrite, isStorageFailure } from "./storage-errors.ts";
 import { WriteHealth } from "./write-health.ts";
-import type { BatchStats, Clock, WriteQueue, WriteQueueOptions, WriteUnit } from "./write-path.ts";
+import type {
+  BatchStats,
+  Clock,
+  StatementWrite,
+  WriteQueue,
+  WriteQueueOptions,
+  WriteUnit,
+} from "./write-path.ts";
 import { probeWrite } from "./write-probe.ts";
 
 interface Job {
@@ -73,6 +80,11 @@ export class SqliteWriteQueue implements WriteQueue {
       this.#waiting.push({ unit, resolve: resolve as (v: unknown) => void, reject });
       this.#running ??= this.#drain();
     });
+  }
+
+  /** SQLite has no cheaper path for one statement than a unit in the next batch. */
+  runStatement<T>(_write: StatementWrite<T>): Promise<T | null> {
+    return Promise.resolve(null);
   }
 
   /** Resolves when every unit handed in so far has been committed or rejected. */

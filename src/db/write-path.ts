@@ -4,7 +4,7 @@
  * write queue (sqlite-write-queue.ts) and PostgreSQL's write path (pg-write-path.ts). Services
  * and routes know only these types; write-queue.ts picks the engine.
  */
-import type { Transaction } from "kysely";
+import type { CompiledQuery, Kysely, Transaction } from "kysely";
 import type { DB } from "./schema.ts";
 import type { HealthLogger, WriteHealth } from "./write-health.ts";
 
@@ -22,6 +22,40 @@ export interface BatchStats {
   committed: boolean;
 }
 
+/**
+ * A write that one statement makes whole (a plain write, docs/design.md#plain-writes), built by
+ * `oneStatement`: it runs its statement once and reads what it answered.
+ */
+export interface StatementWrite<T> {
+  /** @returns the write's result, or null when the statement made nothing (not plain) */
+  execute(db: Kysely<DB>, nowMs: number): Promise<T | null>;
+}
+
+/**
+ * The write of `statement` (compiled for `db`'s engine at `nowMs`), whose rows `result` reads.
+ */
+export function oneStatement<T, R>(
+  statement: (db: Kysely<DB>, nowMs: number) => CompiledQuery<R>,
+  result: (rows: R[]) => T | null,
+): StatementWrite<T> {
+  return {
+    execute: async (db, nowMs) => result((await db.executeQuery(statement(db, nowMs))).rows),
+  };
+}
+
+/** `write` answering `map(result)` instead of its result. */
+export function mapStatement<T, U>(
+  write: StatementWrite<T>,
+  map: (result: T) => U,
+): StatementWrite<U> {
+  return {
+    execute: async (db, nowMs) => {
+      const result = await write.execute(db, nowMs);
+      return result === null ? null : map(result);
+    },
+  };
+}
+
 /** The write path services and routes use, whatever the engine. */
 export interface WriteQueue {
   /**
@@ -34,6 +68,15 @@ export interface WriteQueue {
    *   outcome is unknown)
    */
   run<T>(unit: WriteUnit<T>): Promise<T>;
+  /**
+   * Runs `write` as a transaction of its own where one statement commits without a BEGIN and a
+   * COMMIT around it (PostgreSQL: one round trip), retried on conflicts as a unit is. SQLite's
+   * queue, which batches units anyway, has no such path and answers null at once.
+   * @returns the write's result; null when it made nothing or the engine has no such path
+   *   (then the caller runs its unit)
+   * @throws as `run`
+   */
+  runStatement<T>(write: StatementWrite<T>): Promise<T | null>;
   /** Resolves when every unit handed in so far has been committed or rejected. */
   idle(): Promise<void>;
   /** Units waiting for (SQLite) or inside (PostgreSQL) a transaction. */

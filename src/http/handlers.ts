@@ -6,6 +6,7 @@ import type { RouteConfig, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Transaction } from "kysely";
 import type { DB } from "../db/schema.ts";
+import type { StatementWrite } from "../db/write-path.ts";
 import type { App, AppDeps, AppEnv } from "./context.ts";
 import { runWrite } from "./idempotency.ts";
 import type { Replied, Reply } from "./respond.ts";
@@ -30,11 +31,31 @@ export interface WriteInput<R> {
   reply: Reply<R>;
 }
 
+/** What a POST route may add to its write unit. */
+export interface WriteRouteOptions<R> {
+  /**
+   * Runs first, outside any transaction (a check that waits, such as a DNS lookup, must not
+   * hold the writer).
+   */
+  check?: (body: BodyOf<R>) => Promise<void>;
+  /**
+   * The route's plain write as one statement (docs/design.md#plain-writes), tried first when
+   * the request has no Idempotency-Key and the engine commits one statement by itself
+   * (`WriteQueue.runStatement`); when it makes nothing, or there is none for this body
+   * (undefined), the unit runs.
+   */
+  statement?: (input: {
+    body: BodyOf<R>;
+    projectId: string;
+    reply: Reply<R>;
+  }) => StatementWrite<Replied<R>> | undefined;
+}
+
 /**
  * Registers the handler of a POST route: `unit` runs as one write unit through the queue,
  * honouring the request's Idempotency-Key (`runWrite`, docs/api.md#idempotency), and the body it
- * built with its `reply` is the 200 response. `check`, when given, runs first, outside any
- * transaction (a check that waits, such as a DNS lookup, must not hold the writer).
+ * built with its `reply` is the 200 response (see `WriteRouteOptions` for `check` and
+ * `statement`).
  * @throws ApiError IDEMPOTENCY_KEY_REUSED, or whatever `check` or the unit throws
  */
 export function writeRoute<R extends RouteConfig & { method: "post" }>(
@@ -42,14 +63,19 @@ export function writeRoute<R extends RouteConfig & { method: "post" }>(
   deps: AppDeps,
   route: R,
   unit: (input: WriteInput<R>) => Promise<Replied<R>>,
-  check?: (body: BodyOf<R>) => Promise<void>,
+  options: WriteRouteOptions<R> = {},
 ): void {
   app.openapi(route, async (c: Context<AppEnv, string, { out: { json: BodyOf<R> } }>) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
-    if (check) await check(body);
-    return runWrite(c, deps.queue, route, (trx, nowMs, reply) =>
-      unit({ trx, nowMs, body, projectId, reply }),
+    if (options.check) await options.check(body);
+    const { statement } = options;
+    return runWrite(
+      c,
+      deps.queue,
+      route,
+      (trx, nowMs, reply) => unit({ trx, nowMs, body, projectId, reply }),
+      statement ? (reply) => statement({ body, projectId, reply }) : undefined,
     );
   });
 }

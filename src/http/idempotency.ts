@@ -14,7 +14,7 @@ import type { Transaction } from "kysely";
 import { lockKey } from "../db/locks.ts";
 import { prepared } from "../db/prepared.ts";
 import type { DB, IdempotencyKeyRow } from "../db/schema.ts";
-import type { WriteQueue } from "../db/write-path.ts";
+import type { StatementWrite, WriteQueue } from "../db/write-path.ts";
 import { ApiError } from "../errors.ts";
 import { isLosslessNumber, parseJsonVerbatim, stringifyJson } from "../json.ts";
 import type { AppEnv } from "./context.ts";
@@ -76,7 +76,9 @@ function idempotencyKeyOf(c: Context<AppEnv>): string | undefined {
 
 /**
  * Runs a write unit through the queue, honouring the request's Idempotency-Key, and answers 200
- * with the body the unit built for `route` with its `reply`.
+ * with the body the unit built for `route` with its `reply`. Without a key, `statement` (a plain
+ * write in one statement) is tried first where the engine has that path, and the unit runs only
+ * when it made nothing.
  * The reuse check hashes the raw JSON body as sent (not the validated one, which drops unknown
  * fields), so a body with one more field is another body.
  * @returns the HTTP response (a replay carries `Idempotent-Replayed: true` and the first
@@ -88,11 +90,15 @@ export async function runWrite<R extends RouteConfig>(
   queue: WriteQueue,
   route: R,
   unit: (trx: Transaction<DB>, nowMs: number, reply: Reply<R>) => Promise<Replied<R>>,
+  statement?: (reply: Reply<R>) => StatementWrite<Replied<R>> | undefined,
 ) {
   const reply = replyFor(route);
   const key = idempotencyKeyOf(c);
   if (key === undefined) {
-    const { body } = await queue.run((trx, nowMs) => unit(trx, nowMs, reply));
+    // Without a key to store with the effect, a plain write may be one statement by itself.
+    const write = statement?.(reply);
+    const done = write ? await queue.runStatement(write) : null;
+    const { body } = done ?? (await queue.run((trx, nowMs) => unit(trx, nowMs, reply)));
     return ok(c, route, body);
   }
   const projectId = c.get("projectId");

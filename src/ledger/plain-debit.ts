@@ -16,11 +16,12 @@
  * When the debit is not plain nothing is changed, and the caller takes the general path in the
  * same unit.
  */
-import { sql, type Transaction } from "kysely";
+import { type Kysely, sql, type Transaction } from "kysely";
 import { plainAccount } from "../accounts/plain.ts";
 import { engineOf } from "../db/engine.ts";
 import { prepared } from "../db/prepared.ts";
 import type { DB, TransactionSource } from "../db/schema.ts";
+import { oneStatement, type StatementWrite } from "../db/write-path.ts";
 import { INTERNAL_ACCOUNT_ID, newId } from "../ids.ts";
 import { stringifyJson } from "../json.ts";
 import { insertTransaction, type PostedEntry } from "./core.ts";
@@ -136,6 +137,56 @@ export const pgPlainDebit = prepared<PgArgs, PgRow>((db, arg) => ({
 }));
 
 /**
+ * The plain debit as PostgreSQL's one statement: its statement at `nowMs`, and what its row
+ * means (a debit done, or null when it was not plain and nothing changed).
+ */
+function pgStatement(debit: Omit<PlainDebit, "nowMs">) {
+  const txnId = newId("txn");
+  const metadata = stringifyJson(debit.metadata);
+  const args = {
+    projectId: debit.projectId,
+    ref: debit.accountRef,
+    byId: INTERNAL_ACCOUNT_ID.test(debit.accountRef),
+    amountMicros: debit.amountMicros,
+    neededMicros: debit.amountMicros - (debit.hold?.amountMicros ?? 0),
+    txnId,
+    description: debit.description,
+    metadata,
+    source: debit.source,
+    holdId: debit.hold?.id ?? null,
+    holdMicros: debit.hold?.amountMicros ?? null,
+  };
+  return {
+    statement: (db: Kysely<DB>, nowMs: number) => pgPlainDebit(db, { ...args, nowMs }),
+    result: (rows: PgRow[]): PlainDebited | null => {
+      const done = rows[0];
+      if (done?.outcome !== "applied") return null;
+      const stored = {
+        balanceAfterMicros: Number(done.balance_after_micros),
+        createdAtMs: Number(done.created_at_ms),
+        seq: Number(done.seq),
+      };
+      return {
+        account: { id: done.account_id, external_id: done.external_id },
+        row: entry(debit, done.account_id, txnId, metadata, stored),
+      };
+    },
+  };
+}
+
+/**
+ * The plain debit as a write of its own, one statement outside any transaction
+ * (`WriteQueue.runStatement`), for a request without an Idempotency-Key. Only PostgreSQL runs
+ * it; SQLite's queue declines it, and the caller's unit tries `plainDebit`.
+ */
+export function plainDebitStatement(
+  debit: Omit<PlainDebit, "nowMs" | "hold">,
+): StatementWrite<PlainDebited> {
+  const write = pgStatement(debit);
+  return oneStatement(write.statement, write.result);
+}
+
+/**
  * Debits the account when the debit is plain (see the module comment), inside the caller's
  * write unit.
  * @returns the account and the stored entry, or null when the debit is not plain (then nothing
@@ -146,6 +197,10 @@ export async function plainDebit(
   trx: Transaction<DB>,
   debit: PlainDebit,
 ): Promise<PlainDebited | null> {
+  if (engineOf(trx) === "postgres") {
+    const write = pgStatement(debit);
+    return write.result((await trx.executeQuery(write.statement(trx, debit.nowMs))).rows);
+  }
   const args = {
     projectId: debit.projectId,
     ref: debit.accountRef,
@@ -156,29 +211,6 @@ export async function plainDebit(
   const byId = INTERNAL_ACCOUNT_ID.test(debit.accountRef);
   const metadata = stringifyJson(debit.metadata);
   const txnId = newId("txn");
-  if (engineOf(trx) === "postgres") {
-    const pgArgs = {
-      ...args,
-      byId,
-      txnId,
-      description: debit.description,
-      metadata,
-      source: debit.source,
-      holdId: debit.hold?.id ?? null,
-      holdMicros: debit.hold?.amountMicros ?? null,
-    };
-    const done = (await trx.executeQuery(pgPlainDebit(trx, pgArgs))).rows[0];
-    if (done?.outcome !== "applied") return null;
-    const stored = {
-      balanceAfterMicros: Number(done.balance_after_micros),
-      createdAtMs: Number(done.created_at_ms),
-      seq: Number(done.seq),
-    };
-    return {
-      account: { id: done.account_id, external_id: done.external_id },
-      row: entry(debit, done.account_id, txnId, metadata, stored),
-    };
-  }
   const move = byId ? sqliteById : sqliteByExternalId;
   const moved = (await trx.executeQuery(move(trx, args))).rows[0];
   if (!moved) return null;
@@ -204,7 +236,7 @@ export async function plainDebit(
 
 /** The stored entry of a plain debit. */
 function entry(
-  debit: PlainDebit,
+  debit: Omit<PlainDebit, "nowMs">,
   accountId: string,
   txnId: string,
   metadata: string,

@@ -2,12 +2,15 @@
 import type { Transaction } from "kysely";
 import { accountPage } from "../accounts/pages.ts";
 import type { DB } from "../db/schema.ts";
+import { mapStatement } from "../db/write-path.ts";
 import type { App, AppDeps } from "../http/context.ts";
 import { writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
 import { fromMicros } from "../money.ts";
+import type { PostedEntry } from "./core.ts";
 import { listGrants } from "./grants.ts";
+import { plainDebitStatement } from "./plain-debit.ts";
 import {
   addCreditsBody,
   addCreditsResponse,
@@ -82,8 +85,6 @@ function adjust(
   type: "credit" | "debit",
   nowMs: number,
 ) {
-  const metadata = { ...body.metadata };
-  if (body.paymentMethod !== undefined) metadata.paymentMethod = body.paymentMethod;
   return moveCredits(
     trx,
     projectId,
@@ -92,12 +93,31 @@ function adjust(
       type,
       amountMicros: body.amount,
       description: body.description,
-      metadata,
+      metadata: metadataOf(body),
       source: type === "credit" ? "add" : "deduct",
       grant: type === "credit" ? grantTerms(body, nowMs) : undefined,
     },
     nowMs,
   );
+}
+
+/** An adjustment's entry metadata: the body's, with `paymentMethod` when given. */
+function metadataOf(body: AdjustmentBody): Record<string, unknown> {
+  const metadata = { ...body.metadata };
+  if (body.paymentMethod !== undefined) metadata.paymentMethod = body.paymentMethod;
+  return metadata;
+}
+
+/** The 200 body of a deduction that stored `row` on `account`. */
+function deducted(account: { id: string; external_id: string }, row: PostedEntry) {
+  return {
+    success: true as const,
+    accountId: account.id,
+    externalId: account.external_id,
+    balance: fromMicros(row.balance_after_micros),
+    deducted: fromMicros(row.amount_micros),
+    transactionId: row.id,
+  };
 }
 
 export function registerLedgerRoutes(app: App, deps: AppDeps): void {
@@ -116,17 +136,29 @@ export function registerLedgerRoutes(app: App, deps: AppDeps): void {
     });
   });
 
-  writeRoute(app, deps, r.deduct, async ({ trx, nowMs, body, projectId, reply }) => {
-    const { account, row } = await adjust(trx, projectId, body, "debit", nowMs);
-    return reply({
-      success: true,
-      accountId: account.id,
-      externalId: account.external_id,
-      balance: fromMicros(row.balance_after_micros),
-      deducted: fromMicros(row.amount_micros),
-      transactionId: row.id,
-    });
-  });
+  writeRoute(
+    app,
+    deps,
+    r.deduct,
+    async ({ trx, nowMs, body, projectId, reply }) => {
+      const { account, row } = await adjust(trx, projectId, body, "debit", nowMs);
+      return reply(deducted(account, row));
+    },
+    {
+      statement: ({ body, projectId, reply }) =>
+        mapStatement(
+          plainDebitStatement({
+            projectId,
+            accountRef: body.accountId,
+            amountMicros: body.amount,
+            description: body.description ?? "",
+            metadata: metadataOf(body),
+            source: "deduct",
+          }),
+          ({ account, row }) => reply(deducted(account, row)),
+        ),
+    },
+  );
 
   app.openapi(r.grants, async (c) => {
     const q = c.req.valid("query");

@@ -6,10 +6,11 @@
  * debit's call. On SQLite, where statements are not round trips, the confirm reads the hold and
  * then tries the plain debit (service.ts).
  */
-import { sql, type Transaction } from "kysely";
+import { type Kysely, sql, type Transaction } from "kysely";
 import { engineOf } from "../db/engine.ts";
 import { prepared } from "../db/prepared.ts";
 import type { DB } from "../db/schema.ts";
+import { oneStatement, type StatementWrite } from "../db/write-path.ts";
 import { newId } from "../ids.ts";
 
 type Row = {
@@ -43,6 +44,38 @@ export interface PlainConfirmed {
   balanceMicros: number;
 }
 
+/** The plain confirm's statement and what its row means. */
+function pgStatement(projectId: string, reservationId: string, actualMicros: number) {
+  const txnId = newId("txn");
+  return {
+    statement: (db: Kysely<DB>, nowMs: number) =>
+      pgConfirm(db, { projectId, reservationId, actualMicros, nowMs, txnId }),
+    result: (rows: Row[]): PlainConfirmed | null => {
+      const done = rows[0];
+      if (done?.outcome !== "applied") return null;
+      return {
+        hold: { id: reservationId, amount_micros: Number(done.reserved_micros) },
+        transaction: { id: txnId },
+        balanceMicros: Number(done.balance_after_micros),
+      };
+    },
+  };
+}
+
+/**
+ * The plain confirm as a write of its own, one statement outside any transaction
+ * (`WriteQueue.runStatement`), for a request without an Idempotency-Key. Only PostgreSQL runs
+ * it; SQLite's queue declines it.
+ */
+export function plainConfirmStatement(
+  projectId: string,
+  reservationId: string,
+  actualMicros: number,
+): StatementWrite<PlainConfirmed> {
+  const write = pgStatement(projectId, reservationId, actualMicros);
+  return oneStatement(write.statement, write.result);
+}
+
 /**
  * Confirms the hold in one statement when the engine has it (PostgreSQL) and the confirm is
  * plain, inside the caller's write unit.
@@ -57,13 +90,6 @@ export async function plainConfirm(
   nowMs: number,
 ): Promise<PlainConfirmed | null> {
   if (engineOf(trx) !== "postgres") return null;
-  const txnId = newId("txn");
-  const args = { projectId, reservationId, actualMicros, nowMs, txnId };
-  const done = (await trx.executeQuery(pgConfirm(trx, args))).rows[0];
-  if (done?.outcome !== "applied") return null;
-  return {
-    hold: { id: reservationId, amount_micros: Number(done.reserved_micros) },
-    transaction: { id: txnId },
-    balanceMicros: Number(done.balance_after_micros),
-  };
+  const write = pgStatement(projectId, reservationId, actualMicros);
+  return write.result((await trx.executeQuery(write.statement(trx, nowMs))).rows);
 }

@@ -16,6 +16,7 @@ import { plainAccount } from "../accounts/plain.ts";
 import { engineOf } from "../db/engine.ts";
 import { prepared } from "../db/prepared.ts";
 import type { DB, ReservationRow } from "../db/schema.ts";
+import { oneStatement, type StatementWrite } from "../db/write-path.ts";
 import { INTERNAL_ACCOUNT_ID } from "../ids.ts";
 
 /** A hold as the caller built it, but for the account, which the database resolves. */
@@ -80,6 +81,44 @@ const pgReserve = prepared<Args & { byId: boolean }, PgRow>((db, arg) => ({
     ),
 }));
 
+/** PostgreSQL's arguments of the hold `hold` on the account `accountRef`. */
+function pgArgs(accountRef: string, hold: PlainHold) {
+  return {
+    id: hold.id,
+    projectId: hold.project_id,
+    ref: accountRef,
+    byId: INTERNAL_ACCOUNT_ID.test(accountRef),
+    amountMicros: hold.amount_micros,
+    metadata: hold.metadata,
+    nowMs: hold.created_at_ms,
+    expiresAtMs: hold.expires_at_ms,
+  };
+}
+
+/**
+ * The plain reservation as a write of its own, one statement outside any transaction
+ * (`WriteQueue.runStatement`), for a request without an Idempotency-Key. Only PostgreSQL runs
+ * it; SQLite's queue declines it, and the caller's unit tries `plainReserve`.
+ * @param holdAt the hold as stored at a time (the statement's)
+ * @returns a write answering the stored hold, or null when it was not plain
+ */
+export function plainReserveStatement(
+  accountRef: string,
+  holdAt: (nowMs: number) => PlainHold,
+): StatementWrite<ReservationRow> {
+  let hold: PlainHold | undefined;
+  return oneStatement(
+    (db, nowMs) => {
+      hold = holdAt(nowMs);
+      return pgReserve(db, pgArgs(accountRef, hold));
+    },
+    (rows) => {
+      const done = rows[0];
+      return done?.outcome === "applied" && hold ? { ...hold, account_id: done.account_id } : null;
+    },
+  );
+}
+
 /**
  * Inserts the hold when the reservation is plain, inside the caller's write unit.
  * @param accountRef the account: its internal id or externalId
@@ -99,13 +138,12 @@ export async function plainReserve(
     nowMs: hold.created_at_ms,
     expiresAtMs: hold.expires_at_ms,
   };
-  const byId = INTERNAL_ACCOUNT_ID.test(accountRef);
   let accountId: string | undefined;
   if (engineOf(trx) === "postgres") {
-    const done = (await trx.executeQuery(pgReserve(trx, { ...args, byId }))).rows[0];
+    const done = (await trx.executeQuery(pgReserve(trx, pgArgs(accountRef, hold)))).rows[0];
     accountId = done?.outcome === "applied" ? done.account_id : undefined;
   } else {
-    const insert = byId ? sqliteById : sqliteByExternalId;
+    const insert = INTERNAL_ACCOUNT_ID.test(accountRef) ? sqliteById : sqliteByExternalId;
     accountId = (await trx.executeQuery(insert(trx, args))).rows[0]?.account_id;
   }
   return accountId === undefined ? null : { ...hold, account_id: accountId };

@@ -1,10 +1,15 @@
 /** Routes of docs/api.md#endpoints: create, list, confirm and cancel reservations. */
+import type { z } from "@hono/zod-openapi";
 import { accountPage } from "../accounts/pages.ts";
+import { mapStatement } from "../db/write-path.ts";
 import type { App, AppDeps } from "../http/context.ts";
 import { writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
+import { newId } from "../ids.ts";
 import { fromMicros } from "../money.ts";
+import { type PlainConfirmed, plainConfirmStatement } from "./plain-confirm.ts";
+import { plainReserveStatement } from "./plain-reserve.ts";
 import {
   cancelReservationBody,
   cancelReservationResponse,
@@ -21,6 +26,7 @@ import {
   confirmReservation,
   createReservation,
   listReservations,
+  newHold,
 } from "./service.ts";
 
 /** The reservation routes. */
@@ -67,18 +73,33 @@ export const reservationRoutes = resourceRoutes("Reservations", (route) => ({
 
 export function registerReservationRoutes(app: App, deps: AppDeps): void {
   const r = reservationRoutes;
-  writeRoute(app, deps, r.create, async ({ trx, nowMs, body, projectId, reply }) => {
-    const hold = {
-      accountRef: body.accountId,
-      amountMicros: body.amount,
-      operation: body.operation,
-      model: body.model,
-      ttlSeconds: body.ttlSeconds ?? deps.config.RESERVATION_TTL_SECONDS,
-      metadata: body.metadata,
-    };
-    const row = await createReservation(trx, projectId, hold, nowMs);
-    return reply({ success: true, reservation: reservationJson(row, nowMs) });
+  const reservation = (body: z.output<typeof createReservationBody>) => ({
+    accountRef: body.accountId,
+    amountMicros: body.amount,
+    operation: body.operation,
+    model: body.model,
+    ttlSeconds: body.ttlSeconds ?? deps.config.RESERVATION_TTL_SECONDS,
+    metadata: body.metadata,
   });
+  writeRoute(
+    app,
+    deps,
+    r.create,
+    async ({ trx, nowMs, body, projectId, reply }) => {
+      const row = await createReservation(trx, projectId, reservation(body), nowMs);
+      return reply({ success: true, reservation: reservationJson(row, nowMs) });
+    },
+    {
+      statement: ({ body, projectId, reply }) => {
+        const input = reservation(body);
+        const id = newId("res");
+        return mapStatement(
+          plainReserveStatement(input.accountRef, (nowMs) => newHold(projectId, input, id, nowMs)),
+          (row) => reply({ success: true, reservation: reservationJson(row, row.created_at_ms) }),
+        );
+      },
+    },
+  );
 
   app.openapi(r.list, async (c) => {
     const q = c.req.valid("query");
@@ -92,25 +113,33 @@ export function registerReservationRoutes(app: App, deps: AppDeps): void {
     return ok(c, r.list, { success: true, reservations, pagination });
   });
 
-  writeRoute(app, deps, r.confirm, async ({ trx, nowMs, body, projectId, reply }) => {
-    const actual = body.actualAmount;
-    const { hold, transaction, balanceMicros } = await confirmReservation(
-      trx,
-      projectId,
-      body.reservationId,
-      actual,
-      nowMs,
-    );
-    return reply({
-      success: true,
-      reservationId: hold.id,
-      transactionId: transaction.id,
-      reservedAmount: fromMicros(hold.amount_micros),
-      actualAmount: fromMicros(actual),
-      balance: fromMicros(balanceMicros),
-      amountReleased: fromMicros(Math.max(0, hold.amount_micros - actual)),
-    });
+  /** The 200 body of a confirm of `actualMicros`. */
+  const confirmed = (actualMicros: number, done: PlainConfirmed) => ({
+    success: true as const,
+    reservationId: done.hold.id,
+    transactionId: done.transaction.id,
+    reservedAmount: fromMicros(done.hold.amount_micros),
+    actualAmount: fromMicros(actualMicros),
+    balance: fromMicros(done.balanceMicros),
+    amountReleased: fromMicros(Math.max(0, done.hold.amount_micros - actualMicros)),
   });
+  writeRoute(
+    app,
+    deps,
+    r.confirm,
+    async ({ trx, nowMs, body, projectId, reply }) => {
+      const actual = body.actualAmount;
+      const done = await confirmReservation(trx, projectId, body.reservationId, actual, nowMs);
+      return reply(confirmed(actual, done));
+    },
+    {
+      statement: ({ body, projectId, reply }) =>
+        mapStatement(
+          plainConfirmStatement(projectId, body.reservationId, body.actualAmount),
+          (done) => reply(confirmed(body.actualAmount, done)),
+        ),
+    },
+  );
 
   writeRoute(app, deps, r.cancel, async ({ trx, nowMs, body, projectId, reply }) => {
     const hold = await cancelReservation(trx, projectId, body.reservationId, nowMs);

@@ -20,7 +20,7 @@ import { plainDebit } from "../ledger/plain-debit.ts";
 import { fromMicros } from "../money.ts";
 import { defineEvent } from "../webhooks/outbox.ts";
 import { plainConfirm } from "./plain-confirm.ts";
-import { plainReserve } from "./plain-reserve.ts";
+import { type PlainHold, plainReserve } from "./plain-reserve.ts";
 import { effectiveStatus, reservationJson, reservationSchema } from "./schemas.ts";
 
 /** The `reservation.expired` event: its `data` is the Reservation object. */
@@ -94,6 +94,33 @@ export interface CreateReservationInput {
 }
 
 /**
+ * The hold a reservation of `input` stores at `nowMs` (its account aside): pending until
+ * now + ttl, with `operation` and `model` in its metadata.
+ */
+export function newHold(
+  projectId: string,
+  input: CreateReservationInput,
+  id: string,
+  nowMs: number,
+): PlainHold {
+  const metadata: Record<string, unknown> = { ...input.metadata };
+  if (input.operation !== undefined) metadata.operation = input.operation;
+  if (input.model !== undefined) metadata.model = input.model;
+  return {
+    id,
+    project_id: projectId,
+    amount_micros: input.amountMicros,
+    status: "pending",
+    metadata: stringifyJson(metadata),
+    created_at_ms: nowMs,
+    expires_at_ms: nowMs + input.ttlSeconds * 1000,
+    settled_at_ms: null,
+    actual_micros: null,
+    transaction_id: null,
+  };
+}
+
+/**
  * Holds `amountMicros` of the account's available credits until now + ttl: a plain reservation
  * in one statement (plain-reserve.ts), else the general path, which books the account's due
  * expiries first and checks the low-balance threshold after.
@@ -105,21 +132,7 @@ export async function createReservation(
   input: CreateReservationInput,
   nowMs: number,
 ): Promise<ReservationRow> {
-  const metadata: Record<string, unknown> = { ...input.metadata };
-  if (input.operation !== undefined) metadata.operation = input.operation;
-  if (input.model !== undefined) metadata.model = input.model;
-  const hold = {
-    id: newId("res"),
-    project_id: projectId,
-    amount_micros: input.amountMicros,
-    status: "pending" as const,
-    metadata: stringifyJson(metadata),
-    created_at_ms: nowMs,
-    expires_at_ms: nowMs + input.ttlSeconds * 1000,
-    settled_at_ms: null,
-    actual_micros: null,
-    transaction_id: null,
-  };
+  const hold = newHold(projectId, input, newId("res"), nowMs);
   const plain = await plainReserve(trx, input.accountRef, hold);
   if (plain) return plain;
   const found = await findAccountWithBalance(trx, projectId, input.accountRef, nowMs);

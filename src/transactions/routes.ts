@@ -1,10 +1,13 @@
 /** Routes of the transaction list and of manual transactions (docs/api.md#endpoints). */
 import { resolveAccount } from "../accounts/service.ts";
 import { dateRangeMs } from "../dates.ts";
+import { mapStatement } from "../db/write-path.ts";
 import type { App, AppDeps } from "../http/context.ts";
 import { paged, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
+import type { PostedEntry } from "../ledger/core.ts";
+import { plainDebitStatement } from "../ledger/plain-debit.ts";
 import { grantTerms, moveCredits } from "../ledger/service.ts";
 import {
   createTransactionBody,
@@ -63,21 +66,8 @@ export function registerTransactionRoutes(app: App, deps: AppDeps): void {
     return ok(c, r.list, { items, pagination });
   });
 
-  writeRoute(app, deps, r.create, async ({ trx, nowMs, body, projectId, reply }) => {
-    const { row } = await moveCredits(
-      trx,
-      projectId,
-      {
-        accountRef: body.accountId,
-        type: body.type,
-        amountMicros: body.amount,
-        description: body.description,
-        metadata: body.metadata,
-        source: "manual",
-        grant: body.type === "credit" ? grantTerms(body, nowMs) : undefined,
-      },
-      nowMs,
-    );
+  /** The 200 body of a manual transaction that stored `row`. */
+  const created = (row: PostedEntry) => {
     const { id, accountId, type, amount, balanceAfter, createdAt, description, metadata } =
       transactionJson(row);
     const transaction = {
@@ -91,6 +81,45 @@ export function registerTransactionRoutes(app: App, deps: AppDeps): void {
       metadata,
     };
     const grantId = row.grantId ?? undefined;
-    return reply({ success: true, transaction, ...(grantId === undefined ? {} : { grantId }) });
-  });
+    return { success: true as const, transaction, ...(grantId === undefined ? {} : { grantId }) };
+  };
+  writeRoute(
+    app,
+    deps,
+    r.create,
+    async ({ trx, nowMs, body, projectId, reply }) => {
+      const { row } = await moveCredits(
+        trx,
+        projectId,
+        {
+          accountRef: body.accountId,
+          type: body.type,
+          amountMicros: body.amount,
+          description: body.description,
+          metadata: body.metadata,
+          source: "manual",
+          grant: body.type === "credit" ? grantTerms(body, nowMs) : undefined,
+        },
+        nowMs,
+      );
+      return reply(created(row));
+    },
+    {
+      // A manual debit may be plain; a credit makes a grant and is never one statement.
+      statement: ({ body, projectId, reply }) =>
+        body.type === "debit"
+          ? mapStatement(
+              plainDebitStatement({
+                projectId,
+                accountRef: body.accountId,
+                amountMicros: body.amount,
+                description: body.description ?? "",
+                metadata: body.metadata ?? {},
+                source: "manual",
+              }),
+              ({ row }) => reply(created(row)),
+            )
+          : undefined,
+    },
+  );
 }

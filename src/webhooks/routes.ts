@@ -89,7 +89,7 @@ export function registerWebhookRoutes(app: App, deps: AppDeps): void {
       const row = await createWebhook(trx, projectId, body, nowMs, max);
       return reply({ success: true, webhook: { ...webhookJson(row), secret: row.secret } });
     },
-    (body) => assertPublicTarget(body.url, targets),
+    { check: (body) => assertPublicTarget(body.url, targets) },
   );
 
   app.openapi(r.list, async (c) => {
