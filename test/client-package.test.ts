@@ -151,12 +151,14 @@ describe.skipIf(process.env.LEDGER_TEST_ENGINE === "postgres")("the npm package"
       "package/dist/src/cli/index.js",
       "package/sql/0001_init.sql",
       "package/data/models.json",
+      "package/dist/console/app.js",
+      "package/dist/console/app.css",
     ]) {
       expect(files).toContain(file);
     }
     const outside = files.filter(
       (f) =>
-        !/^package\/(dist\/src\/|sql\/|data\/models\.json$|docs\/|README\.md$|package\.json$)/.test(
+        !/^package\/(dist\/src\/|dist\/console\/app\.(js|css)$|sql\/|data\/models\.json$|docs\/|README\.md$|package\.json$)/.test(
           f,
         ),
     );
