@@ -14,7 +14,7 @@ import {
   createMetrics,
   type Metrics,
 } from "./metrics.ts";
-import type { ResolveHost } from "./webhooks/targets.ts";
+import type { ResolveHost } from "./resolve-host.ts";
 
 export interface Ledger {
   db: Database;

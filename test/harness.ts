@@ -16,8 +16,8 @@ import type { ErrorBody, ErrorCode } from "../src/errors.ts";
 import type { App } from "../src/http/context.ts";
 import { type HttpServer, serveHttp } from "../src/http/serve.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
+import type { ResolveHost } from "../src/resolve-host.ts";
 import { type Ledger, openLedger } from "../src/runtime.ts";
-import type { ResolveHost } from "../src/webhooks/targets.ts";
 import { expectError, findRoute, type OkBody, responseProblems } from "./contract.ts";
 import { freshDatabase } from "./pg-harness.ts";
 

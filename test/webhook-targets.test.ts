@@ -11,9 +11,10 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { accountRoutes } from "../src/accounts/routes.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
+import type { ResolveHost } from "../src/resolve-host.ts";
 import type { DeliveryWorker } from "../src/webhooks/delivery.ts";
 import { webhookRoutes } from "../src/webhooks/routes.ts";
-import { nonPublicKind, type ResolveHost } from "../src/webhooks/targets.ts";
+import { nonPublicKind } from "../src/webhooks/targets.ts";
 import { makeLedger, type TestLedger } from "./harness.ts";
 import { type Receiver, startReceiver, startWorker } from "./webhooks-receiver.ts";
 

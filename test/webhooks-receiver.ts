@@ -11,10 +11,10 @@ import type { AddressInfo } from "node:net";
 import { z } from "@hono/zod-openapi";
 import { Webhook } from "standardwebhooks";
 import { EVENTS } from "../src/events.ts";
+import type { ResolveHost } from "../src/resolve-host.ts";
 import { startDeliveryWorker } from "../src/webhooks/delivery.ts";
 import { EVENT_TYPES, type EventType } from "../src/webhooks/outbox.ts";
 import { webhookRoutes } from "../src/webhooks/routes.ts";
-import type { ResolveHost } from "../src/webhooks/targets.ts";
 import type { TestLedger } from "./harness.ts";
 
 /** The envelope every event has; a loose object, so that no field of the body is dropped. */

@@ -52,6 +52,11 @@ type AccountKey = { projectId: string; ref: string; nowMs: number };
 /** An account with its holds and grant work (0/1 on SQLite, a boolean on PostgreSQL). */
 type AccountWithHeld = AccountRow & { held_micros: number; grant_work: number | boolean };
 
+/** What a balance read needs of an account, with its holds. */
+type BalanceRow = Pick<AccountRow, "id" | "external_id" | "balance_micros"> & {
+  held_micros: number;
+};
+
 type AccountColumn = "id" | "external_id";
 
 /** The account whose `column` is the `ref` argument, within the project. */
@@ -77,18 +82,28 @@ function accountLookups(column: AccountColumn) {
     ),
     held: prepared<AccountKey, AccountWithHeld>((db, arg) =>
       accountWhere(db, arg, column)
-        .select((eb) =>
-          eb
-            .selectFrom("reservations")
-            .select((r) => r.fn.coalesce(r.fn.sum<number>("amount_micros"), r.lit(0)).as("held"))
-            .whereRef("reservations.account_id", "=", "accounts.id")
-            .where("reservations.status", "=", "pending")
-            .where("reservations.expires_at_ms", ">", arg("nowMs"))
-            .as("held_micros"),
-        )
+        .select((eb) => heldBy(eb, arg("nowMs")).as("held_micros"))
         .select((eb) => grantWork(eb, arg("nowMs")).as("grant_work")),
     ),
+    balance: prepared<AccountKey, BalanceRow>((db, arg) =>
+      db
+        .selectFrom("accounts")
+        .select(["id", "external_id", "balance_micros"])
+        .select((eb) => heldBy(eb, arg("nowMs")).as("held_micros"))
+        .where("project_id", "=", arg("projectId"))
+        .where(column, "=", arg("ref")),
+    ),
   };
+}
+
+/** The micro-credits held by the account's pending reservations unexpired at `nowMs`. */
+function heldBy(eb: ExpressionBuilder<DB, "accounts">, nowMs: number) {
+  return eb
+    .selectFrom("reservations")
+    .select((r) => r.fn.coalesce(r.fn.sum<number>("amount_micros"), r.lit(0)).as("held"))
+    .whereRef("reservations.account_id", "=", "accounts.id")
+    .where("reservations.status", "=", "pending")
+    .where("reservations.expires_at_ms", ">", nowMs);
 }
 
 const byId = accountLookups("id");
@@ -167,19 +182,32 @@ export async function findAccountWithBalance(
 }
 
 /**
- * `findAccountWithBalance` of the account with this externalId, for a read (no lock).
+ * An account's balance, reserved and available credits (micro-credits) at `nowMs`, for a read
+ * (no lock): one query of the three columns a balance view shows and the sum of its pending,
+ * unexpired holds, without the grant work a write needs (docs/design.md#reads). `ref` is an
+ * internal id, else an externalId; with `externalId: true` only an externalId.
  * @throws ApiError ACCOUNT_NOT_FOUND
  */
-export async function findAccountWithBalanceByExternalId(
+export async function readBalance(
   db: Kysely<DB>,
   projectId: string,
-  externalId: string,
+  ref: string,
   nowMs: number,
+  options: { externalId: boolean },
 ) {
-  const key = { projectId, ref: externalId, nowMs };
-  const row = (await db.executeQuery(byExternalId.held(db, key))).rows[0];
-  if (!row) throw new ApiError("ACCOUNT_NOT_FOUND", `Account ${externalId} not found`);
-  return withBalances(row);
+  const key = { projectId, ref, nowMs };
+  const row = options.externalId
+    ? (await db.executeQuery(byExternalId.balance(db, key))).rows[0]
+    : await lookupAccount(db, key, byId.balance, byExternalId.balance);
+  if (!row) throw new ApiError("ACCOUNT_NOT_FOUND", `Account ${ref} not found`);
+  const { held_micros, ...account } = row;
+  const reserved = Number(held_micros);
+  return {
+    account,
+    balance: account.balance_micros,
+    reserved,
+    available: account.balance_micros - reserved,
+  };
 }
 
 /** An account read with its holds and grant work, as the lookups with balances return it. */

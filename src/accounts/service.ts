@@ -9,12 +9,7 @@ import { newId } from "../ids.ts";
 import { stringifyJson } from "../json.ts";
 import { fromMicros } from "../money.ts";
 import type { WireOf } from "../wire.ts";
-import {
-  findAccount,
-  findAccountByExternalId,
-  findAccountWithBalance,
-  findAccountWithBalanceByExternalId,
-} from "./lookup.ts";
+import { findAccount, findAccountByExternalId, readBalance } from "./lookup.ts";
 import type { balanceSchema } from "./schemas.ts";
 import { accountMatches } from "./search.ts";
 
@@ -166,8 +161,8 @@ export async function balanceView(
 ): Promise<WireOf<typeof balanceSchema>> {
   const { account, balance, reserved, available } =
     ref.accountId === undefined
-      ? await findAccountWithBalanceByExternalId(db, projectId, ref.externalId ?? "", nowMs)
-      : await findAccountWithBalance(db, projectId, ref.accountId, nowMs);
+      ? await readBalance(db, projectId, ref.externalId ?? "", nowMs, { externalId: true })
+      : await readBalance(db, projectId, ref.accountId, nowMs, { externalId: false });
   requireSameAccount(account, ref);
   return {
     accountId: account.id,
@@ -179,7 +174,7 @@ export async function balanceView(
 }
 
 /** @throws ApiError VALIDATION_ERROR when the query's `externalId` is not `account`'s */
-function requireSameAccount(account: AccountRow, ref: AccountQuery): void {
+function requireSameAccount(account: Pick<AccountRow, "external_id">, ref: AccountQuery): void {
   if (ref.accountId !== undefined && ref.externalId !== undefined) {
     if (ref.externalId !== account.external_id) {
       throw new ApiError("VALIDATION_ERROR", "accountId and externalId name different accounts", [

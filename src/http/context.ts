@@ -6,7 +6,7 @@ import type { Config } from "../config.ts";
 import type { Database } from "../db/client.ts";
 import type { Clock, WriteQueue } from "../db/write-path.ts";
 import type { Metrics } from "../metrics.ts";
-import type { ResolveHost } from "../webhooks/targets.ts";
+import type { ResolveHost } from "../resolve-host.ts";
 
 /** A structured logger (a pino-like subset); `createApp` never logs secrets through it. */
 export interface Logger {

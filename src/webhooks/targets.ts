@@ -13,20 +13,8 @@
  * hexadecimal spellings of an IPv4 address (`http://2130706433/`, `http://0x7f.1/`) into
  * dotted form.
  */
-import { lookup } from "node:dns/promises";
 import { BlockList, isIP } from "node:net";
-
-/** One address a name resolves to, as `dns.lookup` answers it. */
-export interface ResolvedAddress {
-  address: string;
-  family: 4 | 6;
-}
-
-/**
- * Resolves a host name to every address a connection could use.
- * @throws Error (with a system `code` such as `ENOTFOUND`) when the name does not resolve
- */
-export type ResolveHost = (hostname: string) => Promise<ResolvedAddress[]>;
+import { type ResolvedAddress, type ResolveHost, systemResolveHost } from "../resolve-host.ts";
 
 /** How targets are judged: `allowPrivate` (WEBHOOK_ALLOW_PRIVATE) lifts the rule. */
 export interface TargetPolicy {
@@ -190,12 +178,6 @@ function isLoopbackName(hostname: string): boolean {
 function refusal(address: string, kind: string): TargetRefused {
   return new TargetRefused(`not a public address: ${address} (${kind})`);
 }
-
-/** The system resolver: every address of `hostname` (IPv4 and IPv6), in the system's order. */
-export const systemResolveHost: ResolveHost = async (hostname) => {
-  const found = await lookup(hostname, { all: true, verbatim: true });
-  return found.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
-};
 
 /**
  * What the URL's host itself says, before any DNS: a literal address (checked), a loopback

@@ -6,9 +6,9 @@
  * (docs/api.md#delivery). Typed clients generate their event types from this section.
  */
 import { z } from "@hono/zod-openapi";
-import { EVENTS } from "../events.ts";
-import { EVENT_TYPES, type EventDefinition, type EventType } from "../webhooks/outbox.ts";
-import type { App } from "./context.ts";
+import { EVENTS } from "./events.ts";
+import type { App } from "./http/context.ts";
+import { EVENT_TYPES, type EventDefinition, type EventType } from "./webhooks/outbox.ts";
 
 /** When each event type is sent, for the reference. */
 const WHEN: { [T in EventType]: string } = {
