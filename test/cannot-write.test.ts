@@ -14,7 +14,7 @@ import {
   describeDatabaseError,
   isStorageFailure,
 } from "../src/db/storage-errors.ts";
-import type { WriteQueue } from "../src/db/write-path.ts";
+import type { UnitRunner } from "../src/db/write-path.ts";
 import { startScheduler } from "../src/jobs/scheduler.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
@@ -211,13 +211,16 @@ describe("a job that keeps failing", () => {
     const log = (level: string) => (obj: object, msg?: string) =>
       lines.push({ level, msg: msg ?? "", obj: { ...obj } });
     const full = () =>
-      Promise.reject(
-        new CannotWriteError(driverError("database or disk is full", { code: "SQLITE_FULL" })),
-      );
-    let outcome: () => Promise<unknown> = full;
+      new CannotWriteError(driverError("database or disk is full", { code: "SQLITE_FULL" }));
+    // What the next unit meets: the error it fails with, or none (it runs on a real ledger).
+    let outcome: (() => Error) | undefined = full;
     // The write path's episode, as the jobs see it.
     const health: { failure: { sinceMs: number } | undefined } = { failure: { sinceMs: 1 } };
-    const queue = { run: () => outcome(), health } as unknown as WriteQueue;
+    const t = await makeLedger();
+    const queue: UnitRunner = {
+      run: (unit) => (outcome ? Promise.reject(outcome()) : t.ledger.queue.run(unit)),
+      health,
+    };
     const never = "0 0 0 1 1 *";
     const scheduler = startScheduler({
       queue,
@@ -235,19 +238,19 @@ describe("a job that keeps failing", () => {
       expect(levels("job failed")).toEqual(["error", "debug", "debug"]);
       expect(lines[0]?.obj.err).toBe("SQLITE_FULL: database or disk is full");
       // A run with nothing to write succeeds while the database still cannot write: no news.
-      outcome = () => Promise.resolve(0);
+      outcome = undefined;
       await run();
       outcome = full;
       await run();
       expect(levels("job failed")).toEqual(["error", "debug", "debug", "debug"]);
       expect(levels("job recovered")).toEqual([]);
       // Another kind of error is news: logged at error again.
-      outcome = () => Promise.reject(new Error("something else"));
+      outcome = () => new Error("something else");
       await run();
       expect(lines.at(-1)).toMatchObject({ level: "error", msg: "job failed" });
       // The database writes again; the job's next success is its recovery, logged once.
       health.failure = undefined;
-      outcome = () => Promise.resolve(0);
+      outcome = undefined;
       await run();
       await run();
       expect(lines.filter((l) => l.msg === "job recovered")).toEqual([
@@ -273,6 +276,7 @@ describe("a job that keeps failing", () => {
       ]);
     } finally {
       scheduler.stop();
+      await t.close();
     }
   });
 });

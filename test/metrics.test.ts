@@ -6,7 +6,6 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { accountRoutes } from "../src/accounts/routes.ts";
-import type { WriteQueue } from "../src/db/write-path.ts";
 import { silentLogger } from "../src/http/context.ts";
 import { startScheduler } from "../src/jobs/scheduler.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
@@ -141,7 +140,7 @@ describe("GET /metrics", () => {
       metrics: t.ledger.deps.metrics,
     });
     const failing = startScheduler({
-      queue: { run: () => Promise.reject(new Error("disk full")) } as unknown as WriteQueue,
+      queue: { run: () => Promise.reject(new Error("disk full")), health: { failure: undefined } },
       clock: t.now,
       logger: silentLogger,
       expireCron: never,

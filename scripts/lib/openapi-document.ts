@@ -31,6 +31,7 @@ export function documentWithoutDatabase(): unknown {
   const queue: WriteQueue = {
     run: refuse,
     runStatement: refuse,
+    runsStatements: false,
     idle: async () => {},
     depth: 0,
     health: new WriteHealth(refuse),

@@ -201,25 +201,29 @@ export async function readBalance(
     : await lookupAccount(db, key, byId.balance, byExternalId.balance);
   if (!row) throw new ApiError("ACCOUNT_NOT_FOUND", `Account ${ref} not found`);
   const { held_micros, ...account } = row;
-  const reserved = Number(held_micros);
-  return {
-    account,
-    balance: account.balance_micros,
-    reserved,
-    available: account.balance_micros - reserved,
-  };
+  return balancesOf(account, held_micros);
 }
 
 /** An account read with its holds and grant work, as the lookups with balances return it. */
 function withBalances({ held_micros, grant_work, ...account }: AccountWithHeld) {
-  const reserved = Number(held_micros);
+  return {
+    ...balancesOf(account, held_micros),
+    /** False when no grant expiry is due or held. */
+    grantWork: Number(grant_work) === 1,
+  };
+}
+
+/**
+ * An account with its balance, reserved and available credits (micro-credits), from its row and
+ * what its holds keep (`heldMicros`, a number or PostgreSQL's bigint text).
+ */
+function balancesOf<A extends { balance_micros: number }>(account: A, heldMicros: number | string) {
+  const reserved = Number(heldMicros);
   return {
     account,
     balance: account.balance_micros,
     reserved,
     available: account.balance_micros - reserved,
-    /** False when no grant expiry is due or held. */
-    grantWork: Number(grant_work) === 1,
   };
 }
 

@@ -74,6 +74,8 @@ export class PostgresWritePath implements WriteQueue {
     );
   }
 
+  readonly runsStatements = true;
+
   /** One statement, committed by itself (autocommit): no BEGIN or COMMIT round trip. */
   runStatement<T>(write: StatementWrite<T>): Promise<T | null> {
     return this.#track(this.#withRetries(() => write.execute(this.#db.write, this.#clock())));

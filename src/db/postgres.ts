@@ -88,7 +88,8 @@ const RETRYABLE_UNIQUE = new Set([
 
 /** SQLSTATE classes and codes that mean the database cannot serve now. */
 const UNAVAILABLE_CODE = /^(08|57P0[1-4]|53300|57014)/;
-const UNAVAILABLE_SYSCALL = new Set([
+/** The system error codes of a connection that failed or was lost (a network, not a database). */
+export const NETWORK_FAILURE_CODES: ReadonlySet<string> = new Set([
   "ECONNREFUSED",
   "ECONNRESET",
   "EPIPE",
@@ -121,7 +122,7 @@ export function isRetryableConflict(err: unknown): boolean {
 export function isUnavailable(err: unknown): boolean {
   if (err instanceof ApiError) return err.code === "SERVICE_UNAVAILABLE";
   const code = codeOf(err);
-  if (UNAVAILABLE_SYSCALL.has(code) || UNAVAILABLE_CODE.test(code)) return true;
+  if (NETWORK_FAILURE_CODES.has(code) || UNAVAILABLE_CODE.test(code)) return true;
   const message = err instanceof Error ? err.message : "";
   return UNAVAILABLE_MESSAGE.test(message);
 }

@@ -26,20 +26,13 @@ import type {
   TransactionMode,
 } from "@libsql/client";
 import { ApiError } from "../errors.ts";
-import { unavailableError } from "./postgres.ts";
+import { NETWORK_FAILURE_CODES, unavailableError } from "./postgres.ts";
 
 /** Milliseconds one call to the remote server may take before the caller gets a 503. */
 export const REMOTE_CALL_TIMEOUT_MS = 4000;
 
 const UNREACHABLE_CODES = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "EPIPE",
-  "ETIMEDOUT",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "EAI_AGAIN",
-  "ENOTFOUND",
+  ...NETWORK_FAILURE_CODES,
   "UND_ERR_SOCKET",
   "UND_ERR_CLOSED",
   "UND_ERR_CONNECT_TIMEOUT",

@@ -82,6 +82,8 @@ export class SqliteWriteQueue implements WriteQueue {
     });
   }
 
+  readonly runsStatements = false;
+
   /** SQLite has no cheaper path for one statement than a unit in the next batch. */
   runStatement<T>(_write: StatementWrite<T>): Promise<T | null> {
     return Promise.resolve(null);

@@ -77,12 +77,26 @@ export interface WriteQueue {
    * @throws as `run`
    */
   runStatement<T>(write: StatementWrite<T>): Promise<T | null>;
+  /**
+   * Whether `runStatement` can run a write by itself (PostgreSQL); when false (SQLite) a caller
+   * need not build the write at all.
+   */
+  readonly runsStatements: boolean;
   /** Resolves when every unit handed in so far has been committed or rejected. */
   idle(): Promise<void>;
   /** Units waiting for (SQLite) or inside (PostgreSQL) a transaction. */
   readonly depth: number;
   /** Whether the database can write, as the last writes found it (`/ready` reads it). */
   readonly health: WriteHealth;
+}
+
+/**
+ * What the scheduled jobs use of the write path: units, and whether a failure to write is going
+ * on (`health.failure.sinceMs`, epoch ms, names one episode). A `WriteQueue` is one.
+ */
+export interface UnitRunner {
+  run: WriteQueue["run"];
+  readonly health: { readonly failure: { readonly sinceMs: number } | undefined };
 }
 
 export interface WriteQueueOptions {

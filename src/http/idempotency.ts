@@ -96,7 +96,7 @@ export async function runWrite<R extends RouteConfig>(
   const key = idempotencyKeyOf(c);
   if (key === undefined) {
     // Without a key to store with the effect, a plain write may be one statement by itself.
-    const write = statement?.(reply);
+    const write = queue.runsStatements ? statement?.(reply) : undefined;
     const done = write ? await queue.runStatement(write) : null;
     const { body } = done ?? (await queue.run((trx, nowMs) => unit(trx, nowMs, reply)));
     return ok(c, route, body);

@@ -4,12 +4,12 @@
  */
 import type { Transaction } from "kysely";
 import type { DB } from "../db/schema.ts";
-import type { WriteQueue } from "../db/write-path.ts";
+import type { UnitRunner } from "../db/write-path.ts";
 
 /** How a batched job is run. */
 export interface BatchedRun {
   /** The write path each batch runs through, one write unit a batch. */
-  queue: WriteQueue;
+  queue: UnitRunner;
   /** The run's time, epoch ms. */
   nowMs: number;
   /** Most rows one write unit handles; default: the job's own batch size. */

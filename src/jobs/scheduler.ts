@@ -12,7 +12,7 @@
  */
 import { Cron } from "croner";
 import { CannotWriteError, describeDatabaseError } from "../db/storage-errors.ts";
-import type { WriteQueue } from "../db/write-path.ts";
+import type { UnitRunner } from "../db/write-path.ts";
 import type { Logger } from "../http/context.ts";
 import { purgeIdempotencyKeys } from "../http/idempotency.ts";
 import type { Metrics } from "../metrics.ts";
@@ -25,7 +25,7 @@ import { runPurgeWebhooks } from "./purge-webhooks.ts";
 export type JobLogger = Logger & { debug?: (obj: object, msg?: string) => void };
 
 export interface SchedulerOptions {
-  queue: WriteQueue;
+  queue: UnitRunner;
   clock: () => number;
   logger: JobLogger;
   expireCron: string;
