@@ -29,6 +29,11 @@ export interface WriteInput<R> {
   projectId: string;
   /** Builds the 200 body, checked against the route's schema (src/http/respond.ts). */
   reply: Reply<R>;
+  /**
+   * True when the route's `statement` already ran and found the write not plain (nothing
+   * changed): the unit goes straight to its general path instead of trying the plain one again.
+   */
+  plainTried: boolean;
 }
 
 /** What a POST route may add to its write unit. */
@@ -74,7 +79,7 @@ export function writeRoute<R extends RouteConfig & { method: "post" }>(
       c,
       deps.queue,
       route,
-      (trx, nowMs, reply) => unit({ trx, nowMs, body, projectId, reply }),
+      (trx, nowMs, reply, plainTried) => unit({ trx, nowMs, body, projectId, reply, plainTried }),
       statement ? (reply) => statement({ body, projectId, reply }) : undefined,
     );
   });

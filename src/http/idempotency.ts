@@ -78,7 +78,7 @@ function idempotencyKeyOf(c: Context<AppEnv>): string | undefined {
  * Runs a write unit through the queue, honouring the request's Idempotency-Key, and answers 200
  * with the body the unit built for `route` with its `reply`. Without a key, `statement` (a plain
  * write in one statement) is tried first where the engine has that path, and the unit runs only
- * when it made nothing.
+ * when it made nothing, told so (`plainTried`: its plain write need not be tried again).
  * The reuse check hashes the raw JSON body as sent (not the validated one, which drops unknown
  * fields), so a body with one more field is another body.
  * @returns the HTTP response (a replay carries `Idempotent-Replayed: true` and the first
@@ -89,7 +89,12 @@ export async function runWrite<R extends RouteConfig>(
   c: Context<AppEnv>,
   queue: WriteQueue,
   route: R,
-  unit: (trx: Transaction<DB>, nowMs: number, reply: Reply<R>) => Promise<Replied<R>>,
+  unit: (
+    trx: Transaction<DB>,
+    nowMs: number,
+    reply: Reply<R>,
+    plainTried: boolean,
+  ) => Promise<Replied<R>>,
   statement?: (reply: Reply<R>) => StatementWrite<Replied<R>> | undefined,
 ) {
   const reply = replyFor(route);
@@ -98,7 +103,9 @@ export async function runWrite<R extends RouteConfig>(
     // Without a key to store with the effect, a plain write may be one statement by itself.
     const write = queue.runsStatements ? statement?.(reply) : undefined;
     const done = write ? await queue.runStatement(write) : null;
-    const { body } = done ?? (await queue.run((trx, nowMs) => unit(trx, nowMs, reply)));
+    // The statement found the write not plain: the unit goes straight to its general path.
+    const plainTried = write !== undefined;
+    const { body } = done ?? (await queue.run((trx, nowMs) => unit(trx, nowMs, reply, plainTried)));
     return ok(c, route, body);
   }
   const projectId = c.get("projectId");
@@ -125,7 +132,7 @@ export async function runWrite<R extends RouteConfig>(
         .where("idempotency_key", "=", key)
         .execute();
     }
-    const { body } = await unit(trx, nowMs, reply);
+    const { body } = await unit(trx, nowMs, reply, false);
     const text = stringifyJson(body);
     await trx.executeQuery(
       storeResponse(trx, {

@@ -42,6 +42,15 @@ export interface PlainDebit {
   hold?: { id: string; amountMicros: number } | undefined;
 }
 
+/**
+ * For a unit with a plain path: `plainTried` when the route's statement already tried the plain
+ * write by itself and found it not plain (src/http/handlers.ts, `WriteInput.plainTried`); the
+ * unit then takes its general path at once rather than ask the same question again.
+ */
+export interface PlainOption {
+  plainTried: boolean;
+}
+
 /** A plain debit done: the account and the stored entry. */
 export interface PlainDebited {
   account: { id: string; external_id: string };

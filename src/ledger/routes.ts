@@ -10,7 +10,7 @@ import { resourceRoutes } from "../http/routes.ts";
 import { fromMicros } from "../money.ts";
 import type { PostedEntry } from "./core.ts";
 import { listGrants } from "./grants.ts";
-import { plainDebitStatement } from "./plain-debit.ts";
+import { type PlainOption, plainDebitStatement } from "./plain-debit.ts";
 import {
   addCreditsBody,
   addCreditsResponse,
@@ -84,6 +84,7 @@ function adjust(
   body: AdjustmentBody,
   type: "credit" | "debit",
   nowMs: number,
+  options?: PlainOption,
 ) {
   return moveCredits(
     trx,
@@ -98,6 +99,7 @@ function adjust(
       grant: type === "credit" ? grantTerms(body, nowMs) : undefined,
     },
     nowMs,
+    options,
   );
 }
 
@@ -140,8 +142,8 @@ export function registerLedgerRoutes(app: App, deps: AppDeps): void {
     app,
     deps,
     r.deduct,
-    async ({ trx, nowMs, body, projectId, reply }) => {
-      const { account, row } = await adjust(trx, projectId, body, "debit", nowMs);
+    async ({ trx, nowMs, body, projectId, reply, plainTried }) => {
+      const { account, row } = await adjust(trx, projectId, body, "debit", nowMs, { plainTried });
       return reply(deducted(account, row));
     },
     {

@@ -11,7 +11,7 @@ import { ApiError } from "../errors.ts";
 import { type PostedEntry, postEntry, requireAvailable } from "./core.ts";
 import { bookDueExpiries, expiryAccount } from "./expiry.ts";
 import { DEFAULT_PRIORITY, type GrantTerms, type Spendable } from "./grants.ts";
-import { plainDebit } from "./plain-debit.ts";
+import { type PlainOption, plainDebit } from "./plain-debit.ts";
 
 export interface MoveInput {
   accountRef: string;
@@ -32,7 +32,7 @@ export interface MoveInput {
  *
  * A debit first tries the plain debit (plain-debit.ts: one statement on PostgreSQL, three on
  * SQLite), which applies when nothing but the balance move, the entry and one grant's draw is
- * needed; otherwise, and for every credit, the general path: the account (locked on
+ * needed (unless `options.plainTried`); otherwise, and for every credit, the general path: the account (locked on
  * PostgreSQL) with its holds and whether an expiry is due or held, the expiries, the balance
  * update, the ledger row, the grants drawn from, the low-balance check.
  * @returns the account (its id and externalId) and the stored entry (with `grantId` for a
@@ -44,15 +44,21 @@ export async function moveCredits(
   projectId: string,
   input: MoveInput,
   nowMs: number,
+  options: PlainOption = { plainTried: false },
 ): Promise<{ account: Pick<AccountRow, "id" | "external_id">; row: PostedEntry }> {
-  if (input.type === "debit" && (input.source === "deduct" || input.source === "manual")) {
+  const { source } = input;
+  if (
+    input.type === "debit" &&
+    (source === "deduct" || source === "manual") &&
+    !options.plainTried
+  ) {
     const plain = await plainDebit(trx, {
       projectId,
       accountRef: input.accountRef,
       amountMicros: input.amountMicros,
       description: input.description ?? "",
       metadata: input.metadata ?? {},
-      source: input.source,
+      source,
       nowMs,
     });
     if (plain) return plain;

@@ -85,8 +85,8 @@ export function registerReservationRoutes(app: App, deps: AppDeps): void {
     app,
     deps,
     r.create,
-    async ({ trx, nowMs, body, projectId, reply }) => {
-      const row = await createReservation(trx, projectId, reservation(body), nowMs);
+    async ({ trx, nowMs, body, projectId, reply, plainTried }) => {
+      const row = await createReservation(trx, projectId, reservation(body), nowMs, { plainTried });
       return reply({ success: true, reservation: reservationJson(row, nowMs) });
     },
     {
@@ -127,9 +127,12 @@ export function registerReservationRoutes(app: App, deps: AppDeps): void {
     app,
     deps,
     r.confirm,
-    async ({ trx, nowMs, body, projectId, reply }) => {
+    async ({ trx, nowMs, body, projectId, reply, plainTried }) => {
       const actual = body.actualAmount;
-      const done = await confirmReservation(trx, projectId, body.reservationId, actual, nowMs);
+      const { reservationId } = body;
+      const done = await confirmReservation(trx, projectId, reservationId, actual, nowMs, {
+        plainTried,
+      });
       return reply(confirmed(actual, done));
     },
     {

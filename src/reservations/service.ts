@@ -16,7 +16,7 @@ import { newId } from "../ids.ts";
 import { parseJsonColumn, stringifyJson } from "../json.ts";
 import { postEntry, requireAvailable } from "../ledger/core.ts";
 import { bookDueExpiries, type DueExpiries, expiryAccount } from "../ledger/expiry.ts";
-import { plainDebit } from "../ledger/plain-debit.ts";
+import { type PlainOption, plainDebit } from "../ledger/plain-debit.ts";
 import { fromMicros } from "../money.ts";
 import { defineEvent } from "../webhooks/outbox.ts";
 import { plainConfirm } from "./plain-confirm.ts";
@@ -131,9 +131,10 @@ export async function createReservation(
   projectId: string,
   input: CreateReservationInput,
   nowMs: number,
+  options: PlainOption = { plainTried: false },
 ): Promise<ReservationRow> {
   const hold = newHold(projectId, input, newId("res"), nowMs);
-  const plain = await plainReserve(trx, input.accountRef, hold);
+  const plain = options.plainTried ? null : await plainReserve(trx, input.accountRef, hold);
   if (plain) return plain;
   const found = await findAccountWithBalance(trx, projectId, input.accountRef, nowMs);
   const { account } = found;
@@ -187,8 +188,12 @@ export async function confirmReservation(
   reservationId: string,
   actualMicros: number,
   nowMs: number,
+  options: PlainOption = { plainTried: false },
 ) {
-  const confirmed = await plainConfirm(trx, projectId, reservationId, actualMicros, nowMs);
+  const { plainTried } = options;
+  const confirmed = plainTried
+    ? null
+    : await plainConfirm(trx, projectId, reservationId, actualMicros, nowMs);
   if (confirmed) return confirmed;
   const hold = await pendingReservation(trx, projectId, reservationId, nowMs);
   const debit = {
@@ -200,14 +205,16 @@ export async function confirmReservation(
     },
     source: "reservation" as const,
   };
-  const plain = await plainDebit(trx, {
-    ...debit,
-    projectId,
-    accountRef: hold.account_id,
-    amountMicros: actualMicros,
-    nowMs,
-    hold: { id: hold.id, amountMicros: hold.amount_micros },
-  });
+  const plain = plainTried
+    ? null
+    : await plainDebit(trx, {
+        ...debit,
+        projectId,
+        accountRef: hold.account_id,
+        amountMicros: actualMicros,
+        nowMs,
+        hold: { id: hold.id, amountMicros: hold.amount_micros },
+      });
   if (plain) return { hold, transaction: plain.row, balanceMicros: plain.row.balance_after_micros };
   // Locks the account (PostgreSQL) before its grants are read: after the hold, as every unit
   // that settles a hold does.

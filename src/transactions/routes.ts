@@ -87,7 +87,7 @@ export function registerTransactionRoutes(app: App, deps: AppDeps): void {
     app,
     deps,
     r.create,
-    async ({ trx, nowMs, body, projectId, reply }) => {
+    async ({ trx, nowMs, body, projectId, reply, plainTried }) => {
       const { row } = await moveCredits(
         trx,
         projectId,
@@ -101,6 +101,7 @@ export function registerTransactionRoutes(app: App, deps: AppDeps): void {
           grant: body.type === "credit" ? grantTerms(body, nowMs) : undefined,
         },
         nowMs,
+        { plainTried },
       );
       return reply(created(row));
     },
