@@ -1,7 +1,13 @@
 /**
  * `npm run profile -- [--postgres] [--scenario deduct|reserve|balance|usage] [--seconds N]
- * [--out FILE.cpuprofile]`:
+ * [--out FILE.cpuprofile] [--perf]`:
  * where one scenario of the bench spends its time (docs/benchmarks.md#how-the-speed-work-was-led).
+ *
+ * With `--perf` the service runs under `perf record -e cpu-clock` instead (Linux; Debian's
+ * linux-perf): only the time the service's threads run is counted, where `--cpu-prof` also counts
+ * the event loop's waits inside native calls (an `fsync`). It prints the shares of the on-CPU
+ * samples by binary (Node and V8, JIT-compiled JavaScript, SQLite's native library, the kernel,
+ * libc) and the JavaScript functions with the largest inclusive shares.
  *
  * Starts one service process under `node --cpu-prof` on a fresh database (a file, or a new
  * database of the cluster at LEDGER_TEST_PG_URL), funds 1,000 accounts, drives the scenario with
@@ -12,6 +18,7 @@
  * (scripts/pg-cluster.sh does); the extension is created in the run's database by the cluster's
  * superuser, over the cluster's socket (LEDGER_PG_DATA names its folder).
  */
+import { execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -37,6 +44,7 @@ const option = (name: string, fallback: string) => {
   return i >= 0 ? (args[i + 1] ?? fallback) : fallback;
 };
 const POSTGRES = args.includes("--postgres");
+const PERF = args.includes("--perf");
 const SCENARIO = option("scenario", "deduct");
 const SECONDS = Number(option("seconds", "10"));
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
@@ -49,9 +57,16 @@ const scenarios: Record<string, Requests> = {
   usage: usageRecord,
 };
 
-/** Starts `ledger serve`, under `--cpu-prof` when `profDir` is given. */
+/**
+ * Starts `ledger serve`, under `--cpu-prof` when `profDir` is given (with `--perf`, with
+ * `--perf-basic-prof` instead, so that `perf` can name JIT-compiled functions).
+ */
 function startService(env: NodeJS.ProcessEnv, profDir?: string) {
-  const prof = profDir ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : [];
+  const prof = !profDir
+    ? []
+    : PERF
+      ? ["--perf-basic-prof", "--no-logfile-per-isolate", `--logfile=${join(profDir, "v8.log")}`]
+      : ["--cpu-prof", `--cpu-prof-dir=${profDir}`];
   return startProcess([here("../src/cli/index.js"), "serve"], env, prof);
 }
 
@@ -86,6 +101,65 @@ function summarize(file: string) {
     byModule.set(module, (byModule.get(module) ?? 0) + us);
   });
   return { totalMs: totalUs / 1000, byModule };
+}
+
+/**
+ * Records the on-CPU samples of process `pid` for `seconds` (`perf record -e cpu-clock -g`, 2,000
+ * a second) into `file`. @throws when `perf` is missing or may not record (perf_event_paranoid)
+ */
+function recordPerf(pid: number, file: string, seconds: number): Promise<void> {
+  const perf = spawn(
+    "perf",
+    ["record", "-q", "-e", "cpu-clock", "-F", "2000", "-g", "-p", String(pid), "-o", file],
+    { stdio: ["ignore", "ignore", "inherit"] },
+  );
+  return new Promise((resolve, reject) => {
+    perf.once("error", (err) =>
+      reject(new Error(`--perf needs perf (Debian: linux-perf): ${err}`)),
+    );
+    perf.once("exit", () => resolve());
+    setTimeout(() => perf.kill("SIGINT"), seconds * 1000);
+  });
+}
+
+/** `perf report` of `file` as `[share %, name]` rows (`--stdio`, call graphs left out). */
+function perfRows(file: string, extra: string[]): [number, string][] {
+  const text = execFileSync(
+    "perf",
+    ["report", "-i", file, "--stdio", "-g", "none", "--percent-limit", "0.3", ...extra],
+    { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], maxBuffer: 64 * 1024 * 1024 },
+  );
+  const rows: [number, string][] = [];
+  for (const line of text.split("\n")) {
+    const m = /^\s+([\d.]+)%\s+(?:[\d.]+%\s+)?(.*)$/.exec(line);
+    if (m?.[1] && m[2]) rows.push([Number(m[1]), m[2].trim()]);
+  }
+  return rows;
+}
+
+/** Prints the on-CPU shares by binary and the JavaScript functions with most inclusive time. */
+function printPerf(file: string): void {
+  const label = (dso: string) =>
+    dso === "node"
+      ? "Node and V8 (builtins, promises, GC, llhttp)"
+      : dso.startsWith("[JIT]")
+        ? "JIT-compiled JavaScript"
+        : dso === "index.node"
+          ? "SQLite (libsql's native library)"
+          : dso === "[kernel.kallsyms]"
+            ? "kernel"
+            : dso;
+  console.log("on-CPU samples of the service by binary (perf, cpu-clock):");
+  for (const [share, dso] of perfRows(file, ["--no-children", "--sort", "dso"]).slice(0, 8)) {
+    console.log(`  ${share.toFixed(1).padStart(5)}%  ${label(dso)}`);
+  }
+  console.log("JavaScript functions by inclusive share of the samples:");
+  const js = perfRows(file, ["--children", "--sort", "sym"]).filter(([, sym]) =>
+    sym.includes("JS:"),
+  );
+  for (const [share, sym] of js.slice(0, 20)) {
+    console.log(`  ${share.toFixed(1).padStart(5)}%  ${sym.replace(/^\[\.\]\s*JS:\S?/, "")}`);
+  }
 }
 
 async function statements(url: string) {
@@ -155,6 +229,8 @@ async function main(): Promise<void> {
   const headers = { "X-API-Key": apiKey, "Content-Type": "application/json" };
   await autocannon({ url: base, connections: 50, duration: 2, headers, requests });
   if (POSTGRES) await asSuperuser(url, dbName, "SELECT pg_stat_statements_reset()");
+  const perfData = join(dir, "perf.data");
+  const recording = PERF ? recordPerf(proc.pid ?? 0, perfData, SECONDS) : undefined;
   const result = await autocannon({
     url: base,
     connections: 50,
@@ -163,23 +239,29 @@ async function main(): Promise<void> {
     requests,
   });
   const answered = result["2xx"];
+  await recording;
   const stmts = POSTGRES ? await statements(url) : [];
   await stopProcess(proc);
-  const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"));
-  if (!file) throw new Error("the service wrote no CPU profile");
-  const { totalMs, byModule } = summarize(join(dir, file));
-  const busyMs = totalMs - (byModule.get("(idle)") ?? 0) / 1000;
-  const keep = option("out", "");
-  if (keep) copyFileSync(join(dir, file), keep);
   console.log(
     `${SCENARIO} on ${POSTGRES ? "postgres" : "sqlite"}: ${answered} answered in ${SECONDS} s (${Math.round(answered / SECONDS)}/s, p99 ${result.latency.p99} ms, errors ${result.errors + result.non2xx})`,
   );
-  console.log(
-    `service CPU (warm-up and run): ${Math.round(busyMs)} ms busy of ${Math.round(totalMs)} ms sampled, ${((1000 * busyMs) / Math.max(1, answered)).toFixed(0)} µs per answered request of the run`,
-  );
-  console.log("self time by module (% of sampled):");
-  for (const [module, us] of [...byModule].sort((a, b) => b[1] - a[1]).slice(0, 25)) {
-    console.log(`  ${((100 * us) / 1000 / totalMs).toFixed(1).padStart(5)}%  ${module}`);
+  if (PERF) {
+    printPerf(perfData);
+    rmSync(`/tmp/perf-${proc.pid}.map`, { force: true });
+  } else {
+    const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"));
+    if (!file) throw new Error("the service wrote no CPU profile");
+    const { totalMs, byModule } = summarize(join(dir, file));
+    const busyMs = totalMs - (byModule.get("(idle)") ?? 0) / 1000;
+    const keep = option("out", "");
+    if (keep) copyFileSync(join(dir, file), keep);
+    console.log(
+      `service CPU (warm-up and run): ${Math.round(busyMs)} ms busy of ${Math.round(totalMs)} ms sampled, ${((1000 * busyMs) / Math.max(1, answered)).toFixed(0)} µs per answered request of the run`,
+    );
+    console.log("self time by module (% of sampled):");
+    for (const [module, us] of [...byModule].sort((a, b) => b[1] - a[1]).slice(0, 25)) {
+      console.log(`  ${((100 * us) / 1000 / totalMs).toFixed(1).padStart(5)}%  ${module}`);
+    }
   }
   if (POSTGRES) {
     console.log(`statements (pg_stat_statements, per answered request):`);

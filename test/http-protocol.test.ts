@@ -58,3 +58,61 @@ describe("protocol errors answered by the HTTP server itself", () => {
     expect(body).toMatchObject({ success: false, error: { code: "HEADERS_TOO_LARGE" } });
   });
 });
+
+/** A chunked POST of `chunks` to `path` with the ledger's key, the connection closed after. */
+function chunkedPost(path: string, chunks: string[]): string {
+  const head =
+    `POST ${path} HTTP/1.1\r\nHost: x\r\nX-API-Key: ${t.key}\r\n` +
+    "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+  const body = chunks.map((c) => `${Buffer.byteLength(c).toString(16)}\r\n${c}\r\n`).join("");
+  return `${head}${body}0\r\n\r\n`;
+}
+
+describe("request bodies read from the stream (no Content-Length)", () => {
+  it("joins a body sent in several chunks", async () => {
+    const text = JSON.stringify({ externalId: "chunked", name: "In pieces" });
+    const pieces = [text.slice(0, 5), text.slice(5, 17), text.slice(17)];
+    const { statusLine, body } = parse(await exchange(chunkedPost("/v1/accounts/create", pieces)));
+    expect(statusLine).toBe("HTTP/1.1 200 OK");
+    expect(body).toMatchObject({
+      success: true,
+      account: { externalId: "chunked", name: "In pieces" },
+    });
+  });
+
+  it("answers a chunked body past 64 KiB with 413 and creates nothing", async () => {
+    const text = JSON.stringify({ externalId: "too-big", metadata: { pad: "x".repeat(70_000) } });
+    const pieces = [text.slice(0, 30_000), text.slice(30_000, 60_000), text.slice(60_000)];
+    const { statusLine, body } = parse(await exchange(chunkedPost("/v1/accounts/create", pieces)));
+    expect(statusLine).toBe("HTTP/1.1 413 Payload Too Large");
+    expect(body).toEqual({
+      success: false,
+      error: { code: "PAYLOAD_TOO_LARGE", message: expect.any(String) },
+    });
+    const found = await t.api("GET", "/v1/accounts/get?accountId=too-big");
+    expect(found.status).toBe(404);
+  });
+
+  it("changes nothing when the client leaves in the middle of a body, and goes on serving", async () => {
+    const head =
+      `POST /v1/accounts/create HTTP/1.1\r\nHost: x\r\nX-API-Key: ${t.key}\r\n` +
+      "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n";
+    await new Promise<void>((resolve, reject) => {
+      const socket = connect(port, "127.0.0.1", () => {
+        socket.write(`${head}{"externalId":"left-early"`, () =>
+          setTimeout(() => {
+            socket.destroy();
+            resolve();
+          }, 50),
+        );
+      });
+      socket.on("error", reject);
+    });
+    const found = await t.api("GET", "/v1/accounts/get?accountId=left-early");
+    expect(found.status).toBe(404);
+    const { statusLine } = parse(
+      await exchange(chunkedPost("/v1/accounts/create", ['{"externalId":"after-leave"}'])),
+    );
+    expect(statusLine).toBe("HTTP/1.1 200 OK");
+  });
+});
