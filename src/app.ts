@@ -18,6 +18,7 @@ import { jsonBodyChecks } from "./http/body.ts";
 import type { App, AppDeps, AppEnv } from "./http/context.ts";
 import { registerDocs } from "./http/docs.ts";
 import { exactJsonResponses } from "./http/json.ts";
+import { nodeOutgoing } from "./http/node-env.ts";
 import { registerProbes } from "./http/probes.ts";
 import { registerLedgerRoutes } from "./ledger/routes.ts";
 import { registerModelRoutes } from "./models/routes.ts";
@@ -32,6 +33,13 @@ const requestId: MiddlewareHandler<AppEnv> = async (c, next) => {
   const given = c.req.header("X-Request-Id");
   const id = given && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
   c.set("requestId", id);
+  const outgoing = nodeOutgoing(c.env);
+  if (outgoing) {
+    // On Node the header goes on the response being written: every answer carries it, however
+    // it was built, and the answer's own headers stay a plain object (docs/design.md#http-on-node).
+    outgoing.setHeader("X-Request-Id", id);
+    return next();
+  }
   c.header("X-Request-Id", id);
   await next();
   // Also on responses built without the context's headers.

@@ -205,3 +205,82 @@ describe("request logs", () => {
     expect(loadConfig({}).LOG_LEVEL).toBe("info");
   });
 });
+
+describe("X-Request-Id and Content-Type over real HTTP (Node's own response objects)", () => {
+  let t: TestLedger;
+  let base: string;
+  beforeAll(async () => {
+    t = await makeLedger();
+    base = await t.listen();
+  });
+  afterAll(async () => t.close());
+
+  /** A request over HTTP; returns the status, the raw header lines and the body text. */
+  const send = async (path: string, init: RequestInit & { headers?: Record<string, string> }) => {
+    const res = await fetch(base + path, init);
+    return { status: res.status, headers: res.headers, text: await res.text() };
+  };
+  const keyed = (more: Record<string, string> = {}) => ({ "X-API-Key": t.key, ...more });
+  const json = { "Content-Type": "application/json" };
+
+  it("echoes a given id and generates one otherwise, on answers of every kind", async () => {
+    const cases = [
+      // an answer, an error thrown by the middleware, a route that does not exist, a body too
+      // large, malformed JSON, a refused deduction, and a page of HTML
+      send("/v1/accounts", { headers: keyed({ "X-Request-Id": "h-1" }) }),
+      send("/v1/accounts", { headers: { "X-Request-Id": "h-2" } }),
+      send("/v1/nothing-here", { headers: keyed({ "X-Request-Id": "h-3" }) }),
+      send("/v1/accounts/create", {
+        method: "POST",
+        headers: keyed({ ...json, "X-Request-Id": "h-4" }),
+        body: JSON.stringify({ externalId: "big", metadata: { pad: "x".repeat(70_000) } }),
+      }),
+      send("/v1/accounts/create", {
+        method: "POST",
+        headers: keyed({ ...json, "X-Request-Id": "h-5" }),
+        body: "{not json",
+      }),
+      send("/v1/accounts/credits/deduct", {
+        method: "POST",
+        headers: keyed({ ...json, "X-Request-Id": "h-6" }),
+        body: JSON.stringify({ accountId: "nobody", amount: 1 }),
+      }),
+      send("/console", { headers: { "X-Request-Id": "h-7" } }),
+    ];
+    const answers = await Promise.all(cases);
+    expect(answers.map((a) => a.status)).toEqual([200, 401, 404, 413, 400, 404, 200]);
+    expect(answers.map((a) => a.headers.get("X-Request-Id"))).toEqual([
+      "h-1",
+      "h-2",
+      "h-3",
+      "h-4",
+      "h-5",
+      "h-6",
+      "h-7",
+    ]);
+    // JSON answers say so; the console page keeps its own type.
+    for (const a of answers.slice(0, 6)) {
+      expect(a.headers.get("Content-Type")).toBe("application/json");
+      expect(JSON.parse(a.text)).toBeTypeOf("object");
+    }
+    expect(answers[6]?.headers.get("Content-Type")).toMatch(/^text\/html/);
+    const generated = await send("/health", { headers: { "X-Request-Id": "not safe" } });
+    expect(generated.headers.get("X-Request-Id")).toMatch(UUID);
+    expect(await send("/health", {}).then((a) => a.headers.get("X-Request-Id"))).toMatch(UUID);
+  });
+
+  it("sends the id once, also on an idempotent replay that sets a header of its own", async () => {
+    const post = (id: string) =>
+      send("/v1/accounts/create", {
+        method: "POST",
+        headers: keyed({ ...json, "Idempotency-Key": "once", "X-Request-Id": id }),
+        body: JSON.stringify({ externalId: "replayed" }),
+      });
+    const first = await post("first");
+    const replay = await post("second");
+    expect([first.status, replay.status]).toEqual([200, 200]);
+    expect(replay.headers.get("Idempotent-Replayed")).toBe("true");
+    expect(replay.headers.get("X-Request-Id")).toBe("second");
+    expect(replay.text).toBe(first.text);
+  });
+});

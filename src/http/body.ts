@@ -15,6 +15,7 @@ import { bodyLimit } from "hono/body-limit";
 import { ApiError } from "../errors.ts";
 import type { AppEnv } from "./context.ts";
 import { parseRequestJson } from "./json.ts";
+import { nodeIncoming } from "./node-env.ts";
 
 function tooLarge(limitBytes: number): ApiError {
   return new ApiError("PAYLOAD_TOO_LARGE", `Request body is larger than ${limitBytes} bytes`);
@@ -59,12 +60,6 @@ function readIncoming(incoming: IncomingMessage, limitBytes: number): Promise<Bu
     incoming.on("error", onError);
     incoming.on("close", onClose);
   });
-}
-
-/** The Node request under @hono/node-server, or undefined on other runtimes. */
-function nodeIncoming(env: unknown): IncomingMessage | undefined {
-  const incoming = (env as { incoming?: IncomingMessage } | undefined)?.incoming;
-  return incoming && typeof incoming.on === "function" ? incoming : undefined;
 }
 
 /**

@@ -140,8 +140,14 @@ function exactJson(c: Context): Context["json"] {
   ) => {
     const text = stringifyJson(object);
     // A Content-Type given by the caller (in `arg` or `headers`) still wins over this default.
-    c.header("Content-Type", "application/json");
-    return typeof arg === "object" ? c.newResponse(text, arg) : c.newResponse(text, arg, headers);
+    if (typeof arg === "object") {
+      c.header("Content-Type", "application/json");
+      return c.newResponse(text, arg);
+    }
+    // Given as the one header of a plain object, Hono hands it to the adapter as it is, without
+    // building a `Headers` (docs/design.md#http-on-node).
+    const type = { "Content-Type": "application/json" };
+    return c.newResponse(text, arg, headers ? { ...type, ...headers } : type);
   };
   // The one cast of the response path: Hono declares `json` as an overloaded generic, which a
   // plain function cannot implement; `respond` takes the same arguments as Hono's own `json`
