@@ -13,6 +13,7 @@ import autocannon from "autocannon";
 import pg from "pg";
 import {
   balanceRead,
+  cpuOf,
   deduct,
   fund,
   type Requests,
@@ -40,17 +41,6 @@ const scenarios: Record<string, Requests> = {
 };
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const apiKey = `ldg_cpu_${randomBytes(16).toString("hex")}`;
-const TICK = 100; // USER_HZ
-
-/** CPU seconds (user + system) of process `pid`, 0 when it is gone. */
-function cpuOf(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-    return (Number(fields[11]) + Number(fields[12])) / TICK;
-  } catch {
-    return 0;
-  }
-}
 
 /** CPU seconds of every process whose command line starts with `postgres`. */
 function postgresCpu(): number {

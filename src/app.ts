@@ -29,7 +29,7 @@ import { registerUsageRoutes } from "./usage/routes.ts";
 import { registerWebhookRoutes } from "./webhooks/routes.ts";
 
 /** Accepts `X-Request-Id` when it is 1–128 safe characters, or generates one; echoes it. */
-const requestId: MiddlewareHandler<AppEnv> = async (c, next) => {
+export const requestId: MiddlewareHandler<AppEnv> = async (c, next) => {
   const given = c.req.header("X-Request-Id");
   const id = given && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
   c.set("requestId", id);
@@ -57,7 +57,7 @@ export function routeLabel(c: Context): string {
 }
 
 /** One JSON log line and the HTTP metrics of each request. */
-function observe(deps: AppDeps): MiddlewareHandler<AppEnv> {
+export function observe(deps: AppDeps): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const started = performance.now();
     await next();

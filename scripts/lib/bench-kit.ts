@@ -4,6 +4,7 @@
  * request scenarios driven by autocannon (docs/benchmarks.md).
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import type autocannon from "autocannon";
 
 /** Accounts funded for a run: `bench-0` … `bench-999`, 1,000,000 credits each. */
@@ -37,6 +38,19 @@ export function startProcess(
     });
     proc.once("exit", (code) => reject(new Error(`${args[0]} exited with ${code}: ${out}`)));
   });
+}
+
+/** Clock ticks per second of /proc's CPU times (USER_HZ). */
+const TICK = 100;
+
+/** CPU seconds (user + system) of process `pid` from /proc (Linux), 0 when it is gone. */
+export function cpuOf(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+    return (Number(fields[11]) + Number(fields[12])) / TICK;
+  } catch {
+    return 0;
+  }
 }
 
 /** SIGTERM, then waits for the exit. */
