@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import {
   balanceRead,
@@ -25,13 +26,11 @@ import {
   stopProcess,
 } from "./lib/bench-kit.ts";
 
-const args = process.argv.slice(2);
-const option = (name: string, fallback: string) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? (args[i + 1] ?? fallback) : fallback;
-};
-const SECONDS = Number(option("seconds", "5"));
-const ROUNDS = Number(option("rounds", "3"));
+const { values } = parseArgs({
+  options: { seconds: { type: "string", default: "5" }, rounds: { type: "string", default: "3" } },
+});
+const SECONDS = Number(values.seconds);
+const ROUNDS = Number(values.rounds);
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const apiKey = `ldg_layers_${randomBytes(16).toString("hex")}`;
 
