@@ -24,7 +24,8 @@ function tooLarge(limitBytes: number): ApiError {
 /**
  * Reads a Node request body's bytes, by the stream's own events: an async iterator over the
  * stream costs a promise per chunk and a stream-end watcher per request, which a deduction's
- * profile showed as 3% of the service's CPU (docs/benchmarks.md#how-the-speed-work-was-led).
+ * on-CPU profile showed as 2.2% of the service's samples
+ * (docs/benchmarks.md#how-the-speed-work-was-led).
  * @throws ApiError PAYLOAD_TOO_LARGE past the limit (the rest is not kept; the caller closes the
  *   connection after its answer); the stream's error when the client goes away before the
  *   body ends
@@ -111,7 +112,9 @@ export function jsonBodyChecks(limitBytes: number): MiddlewareHandler<AppEnv> {
     requireJsonType(c.req.header("Content-Type") ?? "");
     const bytes = await readIncoming(incoming, limitBytes).catch((err: unknown) => {
       // The rest of a body past the limit is not read: the connection closes after the 413.
-      if (err instanceof ApiError) c.header("Connection", "close");
+      if (err instanceof ApiError && err.code === "PAYLOAD_TOO_LARGE") {
+        c.header("Connection", "close");
+      }
       throw err;
     });
     provideJson(c.req, parseRequestJson(bytes));

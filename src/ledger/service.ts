@@ -32,9 +32,10 @@ export interface MoveInput {
  *
  * A debit first tries the plain debit (plain-debit.ts: one statement on PostgreSQL, three on
  * SQLite), which applies when nothing but the balance move, the entry and one grant's draw is
- * needed (unless `options.plainTried`); otherwise, and for every credit, the general path: the account (locked on
- * PostgreSQL) with its holds and whether an expiry is due or held, the expiries, the balance
- * update, the ledger row, the grants drawn from, the low-balance check.
+ * needed, unless `options.plainTried` says the route's statement already found it not plain.
+ * Otherwise, and for every credit, the general path: the account (locked on PostgreSQL) with its
+ * holds and whether an expiry is due or held, the expiries, the balance update, the ledger row,
+ * the grants drawn from, the low-balance check.
  * @returns the account (its id and externalId) and the stored entry (with `grantId` for a
  *   credit)
  * @throws ApiError ACCOUNT_NOT_FOUND, INSUFFICIENT_CREDITS, BALANCE_LIMIT_EXCEEDED
