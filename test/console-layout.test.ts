@@ -105,17 +105,33 @@ describe("the operator console at 1280 px and 390 px, with 255-character names",
 
   /**
    * 0 when the page does not scroll sideways; else how far it does, in CSS pixels, and the
-   * first elements that reach past the window's right edge (for the failure's message).
+   * first elements that reach past the window's right edge outside any box of their own that
+   * scrolls (for the failure's message).
    */
   const overflow = (page: Page) =>
     page.evaluate<number | string>(`(() => {
       const over = document.scrollingElement.scrollWidth - window.innerWidth;
       if (over <= 0) return 0;
+      const clipped = (e) => {
+        for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+          if (getComputedStyle(a).overflowX !== "visible") return true;
+        }
+        return false;
+      };
+      const name = (e) => e.tagName.toLowerCase() + (e.className ? "." + e.className : "");
       const past = [...document.querySelectorAll("body *")]
-        .filter((e) => e.getBoundingClientRect().right > window.innerWidth)
-        .slice(0, 5)
-        .map((e) => e.tagName.toLowerCase() + (e.className ? "." + e.className : ""));
-      return over + " px: " + past.join(", ");
+        .filter((e) => e.getBoundingClientRect().right > window.innerWidth && !clipped(e))
+        .map(name);
+      // Text that overflows its element's box reaches past the edge without the element.
+      const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        const range = document.createRange();
+        range.selectNodeContents(n);
+        if (range.getBoundingClientRect().right > window.innerWidth && !clipped(n)) {
+          past.push("text " + JSON.stringify(n.textContent.slice(0, 20)) + " in " + name(n.parentElement));
+        }
+      }
+      return over + " px: " + past.slice(0, 5).join(", ");
     })()`);
 
   /** The raw text of a GET with the project's key. */
