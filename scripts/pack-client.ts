@@ -43,7 +43,7 @@ function packageOf(specifier: string): string {
 }
 
 /** The bare (non-relative) import specifiers of a compiled `.js` or `.d.ts` file. */
-export function bareImports(text: string): string[] {
+function bareImports(text: string): string[] {
   const found = new Set<string>();
   const pattern = /(?:\bfrom\s*|\bimport\s*\(?\s*)["']([^"']+)["']/g;
   for (const match of text.matchAll(pattern)) {
