@@ -26,7 +26,8 @@ export function DayChart({ points, label }: { points: DayPoint[]; label: string 
     if (!el) return;
     const xs = points.map((p) => Date.parse(`${p.day}T00:00:00Z`) / 1000);
     const ys = points.map((p) => Number(p.cost));
-    const width = () => Math.max(320, el.clientWidth);
+    // As wide as its box (which the page's width sets), never wider: no sideways scroll at 390 px.
+    const width = () => Math.max(200, el.clientWidth);
     const chart = new uPlot(
       {
         width: width(),

@@ -12,11 +12,15 @@ import { ErrorMessage } from "./components.tsx";
 import { AccountPage } from "./pages/account.tsx";
 import { AccountsPage } from "./pages/accounts.tsx";
 import { ModelsPage } from "./pages/models.tsx";
+import { OverviewPage } from "./pages/overview.tsx";
+import { PlansPage } from "./pages/plans.tsx";
 import { SignIn } from "./pages/sign-in.tsx";
 import { WebhooksPage } from "./pages/webhooks.tsx";
 
 type Route =
+  | { page: "overview" }
   | { page: "accounts" }
+  | { page: "plans" }
   | { page: "account"; accountId: string }
   | { page: "webhooks" }
   | { page: "models" };
@@ -25,6 +29,8 @@ function routeOf(hash: string): Route {
   const path = hash.replace(/^#\/?/, "");
   const account = /^accounts\/(.+)$/.exec(path);
   if (account?.[1]) return { page: "account", accountId: decodeURIComponent(account[1]) };
+  if (path === "overview") return { page: "overview" };
+  if (path === "plans") return { page: "plans" };
   if (path === "webhooks") return { page: "webhooks" };
   if (path === "models") return { page: "models" };
   return { page: "accounts" };
@@ -34,6 +40,10 @@ function Page({ route }: { route: Route }) {
   switch (route.page) {
     case "account":
       return <AccountPage accountId={route.accountId} />;
+    case "overview":
+      return <OverviewPage />;
+    case "plans":
+      return <PlansPage />;
     case "webhooks":
       return <WebhooksPage />;
     case "models":
@@ -85,7 +95,9 @@ function App() {
       <header>
         <span class="brand">Credit Ledger</span>
         <nav aria-label="Console">
+          {link("overview", "Overview")}
           {link("accounts", "Accounts")}
+          {link("plans", "Plans")}
           {link("webhooks", "Webhooks")}
           {link("models", "Models")}
         </nav>

@@ -113,3 +113,31 @@ export interface Delivery {
   createdAt: string;
   deliveredAt: string | null;
 }
+
+export interface Plan {
+  id: string;
+  name: string;
+  description: string;
+  credits: Num;
+  price: Num;
+  billingPeriod: string;
+  interval: "1d" | "week" | "month";
+  occurrences: Num | null;
+  accumulate: boolean;
+  isActive: boolean;
+  createdAt: string;
+}
+
+export interface AccountPlan {
+  id: string;
+  accountId: string;
+  planId: string;
+  active: boolean;
+  startMode: "immediate" | "next_interval";
+  startedAt: string;
+  expiresAt: string | null;
+  cancelledAt: string | null;
+  nextGrantAt: string | null;
+  grantsMade: Num;
+  plan: { id: string; name: string; credits: Num };
+}

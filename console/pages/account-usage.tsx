@@ -1,5 +1,6 @@
 /**
- * The account's LLM usage of the last 30 days (today included, UTC): the cost by day as a chart
+ * LLM usage of the last 30 days (today included, UTC), of one account or, without `accountId`,
+ * of the whole project (the overview): the cost by day as a chart
  * (`GET /v1/usage?summary=true&groupBy=day`), with the same figures in a table, and by model as
  * a table (`groupBy=model`).
  */
@@ -19,7 +20,7 @@ function lastDays(nowMs: number): string[] {
   );
 }
 
-async function loadUsage(accountId: string) {
+async function loadUsage(accountId: string | undefined) {
   const days = lastDays(Date.now());
   const query = { accountId, summary: true, startDate: days[0] };
   const [byDay, byModel] = await Promise.all(
@@ -30,7 +31,7 @@ async function loadUsage(accountId: string) {
   return { days, byDay: byDay?.summary, byModel: byModel?.summary };
 }
 
-export function UsageSection({ accountId }: { accountId: string }) {
+export function UsageSection({ accountId }: { accountId?: string }) {
   const loaded = useLoad(() => loadUsage(accountId), [accountId]);
   const data = loaded.data;
   const groups = new Map((data?.byDay?.groups ?? []).map((g) => [g.key, g]));

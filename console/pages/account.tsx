@@ -1,12 +1,14 @@
 /**
- * One account: its balances, the add and deduct actions, its usage of the last 30 days, its
- * grants, its pending reservations and its ledger. Every number comes from the `/v1` API.
+ * One account: its balances, the add and deduct actions, its plan assignment, its usage of the
+ * last 30 days, its grants, its pending reservations and its ledger. Every number comes from the
+ * `/v1` API.
  */
 import { useState } from "hono/jsx/dom";
 import { call } from "../api.ts";
 import { Amount, Pager, Status, useLoad, When } from "../components.tsx";
 import type { Account, Balance, Grant, Pagination, Reservation } from "../types.ts";
 import { LedgerSection } from "./account-ledger.tsx";
+import { PlanSection } from "./account-plan.tsx";
 import { UsageSection } from "./account-usage.tsx";
 import { CreditActions } from "./credit-actions.tsx";
 
@@ -217,6 +219,7 @@ export function AccountPage({ accountId }: { accountId: string }) {
               onDone={() => setVersion((v) => v + 1)}
             />
           </div>
+          <PlanSection accountId={account.id} version={version} />
           <UsageSection accountId={account.id} />
           <Grants accountId={account.id} version={version} />
           <PendingReservations accountId={account.id} version={version} />

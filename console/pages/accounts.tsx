@@ -47,42 +47,44 @@ export function AccountsPage() {
       <Status loaded={loaded} />
       {rows && (
         <>
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">External id</th>
-                <th scope="col">Name</th>
-                <th scope="col" class="num">
-                  Balance
-                </th>
-                <th scope="col" class="num">
-                  Reserved
-                </th>
-                <th scope="col" class="num">
-                  Available
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.list.accounts.map((a, i) => (
-                <tr key={a.id}>
-                  <td>
-                    <a href={`#/accounts/${encodeURIComponent(a.id)}`}>{a.externalId}</a>
-                  </td>
-                  <td>{a.name}</td>
-                  <td class="num">
-                    <Amount value={rows.balances[i]?.balance} />
-                  </td>
-                  <td class="num">
-                    <Amount value={rows.balances[i]?.reserved} />
-                  </td>
-                  <td class="num">
-                    <Amount value={rows.balances[i]?.available} />
-                  </td>
+          <div class="scroll">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">External id</th>
+                  <th scope="col">Name</th>
+                  <th scope="col" class="num">
+                    Balance
+                  </th>
+                  <th scope="col" class="num">
+                    Reserved
+                  </th>
+                  <th scope="col" class="num">
+                    Available
+                  </th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {rows.list.accounts.map((a, i) => (
+                  <tr key={a.id}>
+                    <td>
+                      <a href={`#/accounts/${encodeURIComponent(a.id)}`}>{a.externalId}</a>
+                    </td>
+                    <td>{a.name}</td>
+                    <td class="num">
+                      <Amount value={rows.balances[i]?.balance} />
+                    </td>
+                    <td class="num">
+                      <Amount value={rows.balances[i]?.reserved} />
+                    </td>
+                    <td class="num">
+                      <Amount value={rows.balances[i]?.available} />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
           {rows.list.accounts.length === 0 && (
             <p class="muted">{search ? `No account matches “${search}”.` : "No accounts yet."}</p>
           )}

@@ -31,54 +31,56 @@ export function ModelsPage() {
               ))}
             </select>
           </form>
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Model</th>
-                <th scope="col">Name</th>
-                <th scope="col">Provider</th>
-                <th scope="col">Tier</th>
-                <th scope="col" class="num">
-                  Input
-                </th>
-                <th scope="col" class="num">
-                  Cached input
-                </th>
-                <th scope="col" class="num">
-                  Output
-                </th>
-                <th scope="col" class="num">
-                  Context window
-                </th>
-                <th scope="col">Prices as of</th>
-              </tr>
-            </thead>
-            <tbody>
-              {shown.map((m) => (
-                <tr key={m.modelId}>
-                  <td>
-                    <code>{m.modelId}</code>
-                  </td>
-                  <td>{m.displayName}</td>
-                  <td>{m.provider}</td>
-                  <td>{m.tier}</td>
-                  <td class="num">
-                    <Amount value={m.pricing.text.inputPerMillion} />
-                  </td>
-                  <td class="num">
-                    <Amount value={m.pricing.text.cachedInputPerMillion} />
-                  </td>
-                  <td class="num">
-                    <Amount value={m.pricing.text.outputPerMillion} />
-                  </td>
-                  <td class="num">
-                    <Amount value={m.pricing.contextWindow} />
-                  </td>
-                  <td>{m.pricesAsOf}</td>
+          <div class="scroll">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Model</th>
+                  <th scope="col">Name</th>
+                  <th scope="col">Provider</th>
+                  <th scope="col">Tier</th>
+                  <th scope="col" class="num">
+                    Input
+                  </th>
+                  <th scope="col" class="num">
+                    Cached input
+                  </th>
+                  <th scope="col" class="num">
+                    Output
+                  </th>
+                  <th scope="col" class="num">
+                    Context window
+                  </th>
+                  <th scope="col">Prices as of</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {shown.map((m) => (
+                  <tr key={m.modelId}>
+                    <td>
+                      <code>{m.modelId}</code>
+                    </td>
+                    <td>{m.displayName}</td>
+                    <td>{m.provider}</td>
+                    <td>{m.tier}</td>
+                    <td class="num">
+                      <Amount value={m.pricing.text.inputPerMillion} />
+                    </td>
+                    <td class="num">
+                      <Amount value={m.pricing.text.cachedInputPerMillion} />
+                    </td>
+                    <td class="num">
+                      <Amount value={m.pricing.text.outputPerMillion} />
+                    </td>
+                    <td class="num">
+                      <Amount value={m.pricing.contextWindow} />
+                    </td>
+                    <td>{m.pricesAsOf}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
         </>
       )}
     </main>

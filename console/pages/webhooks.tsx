@@ -94,45 +94,47 @@ export function WebhooksPage() {
       <Status loaded={loaded} />
       {loaded.data && webhooks.length === 0 && <p class="muted">No webhook endpoints.</p>}
       {webhooks.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">URL</th>
-              <th scope="col">Events</th>
-              <th scope="col">Description</th>
-              <th scope="col">Active</th>
-              <th scope="col">Created</th>
-              <th scope="col">
-                <span class="visually-hidden">Deliveries</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {webhooks.map((w) => (
-              <tr key={w.id} class={w.id === chosen ? "chosen" : ""}>
-                <td>
-                  <code>{w.url}</code>
-                </td>
-                <td>{w.events.join(", ")}</td>
-                <td>{w.description || "–"}</td>
-                <td>{w.isActive ? "yes" : "no"}</td>
-                <td>
-                  <When at={w.createdAt} />
-                </td>
-                <td>
-                  <button
-                    type="button"
-                    aria-pressed={w.id === chosen}
-                    onClick={() => setChosen(w.id)}
-                    aria-label={`Deliveries of ${w.url}`}
-                  >
-                    Deliveries
-                  </button>
-                </td>
+        <div class="scroll">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">URL</th>
+                <th scope="col">Events</th>
+                <th scope="col">Description</th>
+                <th scope="col">Active</th>
+                <th scope="col">Created</th>
+                <th scope="col">
+                  <span class="visually-hidden">Deliveries</span>
+                </th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {webhooks.map((w) => (
+                <tr key={w.id} class={w.id === chosen ? "chosen" : ""}>
+                  <td>
+                    <code>{w.url}</code>
+                  </td>
+                  <td>{w.events.join(", ")}</td>
+                  <td>{w.description || "–"}</td>
+                  <td>{w.isActive ? "yes" : "no"}</td>
+                  <td>
+                    <When at={w.createdAt} />
+                  </td>
+                  <td>
+                    <button
+                      type="button"
+                      aria-pressed={w.id === chosen}
+                      onClick={() => setChosen(w.id)}
+                      aria-label={`Deliveries of ${w.url}`}
+                    >
+                      Deliveries
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       {webhook && <Deliveries webhook={webhook} />}
     </main>

@@ -6,7 +6,11 @@
  */
 import { isSafeNumber, LosslessNumber, parse, stringify } from "lossless-json";
 
-function parseNumber(literal: string): number | LosslessNumber {
+/**
+ * A JSON number literal as the client hands amounts over: a `number` when a double holds the
+ * literal exactly, else a `LosslessNumber` holding it.
+ */
+export function exactNumber(literal: string): number | LosslessNumber {
   return isSafeNumber(literal) ? Number(literal) : new LosslessNumber(literal);
 }
 
@@ -15,7 +19,7 @@ function parseNumber(literal: string): number | LosslessNumber {
  * @throws SyntaxError on text that is not JSON (a duplicate key included)
  */
 export function parseExact(text: string): unknown {
-  return parse(text, null, parseNumber);
+  return parse(text, null, exactNumber);
 }
 
 /**
