@@ -208,26 +208,6 @@ const takeFromFirst = prepared<{ accountId: string; takeMicros: number }, unknow
 );
 
 /**
- * Takes `amountMicros` from the account's first grant in spending order, which must hold at
- * least that much (the plain debit checked it).
- * @throws Error (a broken ledger invariant) when it does not
- */
-export async function drawFromFirst(
-  trx: Transaction<DB>,
-  accountId: string,
-  amountMicros: number,
-): Promise<void> {
-  const result = await trx.executeQuery(
-    takeFromFirst(trx, { accountId, takeMicros: amountMicros }),
-  );
-  if (Number(result.numAffectedRows ?? 0) !== 1) {
-    throw new Error(
-      `ledger invariant: account ${accountId}'s first grant holds less than ${amountMicros}`,
-    );
-  }
-}
-
-/**
  * What remains of the account's first grant in spending order (null when it has none), as a
  * subquery of a statement on `accounts`.
  */
