@@ -80,7 +80,7 @@ type PageArgs = { accountId: string; offset: number };
  * the index `credit_grants_spend`, so that a query ordered by it reads the index without a sort:
  * booked expiries first, then priority, then expiry (none last), then ledger order.
  */
-function spendingOrder(t: "g" | "f") {
+export function spendingOrder(t: "g" | "f") {
   const column = (name: string) => sql.ref(`${t}.${name}`);
   return sql`${column("expiry_booked")} desc, ${column("priority")}, coalesce(${column("expires_at_ms")}, ${sql.lit(NO_EXPIRY_KEY)}), ${column("seq")}`;
 }
