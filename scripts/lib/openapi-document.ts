@@ -30,8 +30,8 @@ export function documentWithoutDatabase(): unknown {
   const refuse = () => Promise.reject(new Error("building the document runs no write"));
   const queue: WriteQueue = {
     run: refuse,
-    runStatement: refuse,
-    runsStatements: false,
+    runWrite: refuse,
+    unitOf: () => refuse,
     idle: async () => {},
     depth: 0,
     health: new WriteHealth(refuse),

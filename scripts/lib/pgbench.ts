@@ -3,7 +3,7 @@
  * sends to the database for one deduction, straight against it: no HTTP, no API key, no JSON.
  * The script is generated from the service's own statement (`pgPlainDebit` of
  * src/ledger/plain-debit.ts, compiled as the service compiles it), alone, as the write path runs
- * a deduction without an Idempotency-Key (`WriteQueue.runStatement`: no BEGIN or COMMIT around
+ * a deduction without an Idempotency-Key (`WriteQueue.runWrite`: no BEGIN or COMMIT around
  * it); each of the statement's parameters is given the value the service would
  * give it for a bench deduction (an argument this file does not know fails the run, so the
  * comparison cannot drift from the service's SQL). Each bench account holds one grant of its

@@ -26,7 +26,7 @@ import { asCannotWrite, isStorageFailure } from "./storage-errors.ts";
 import { WriteHealth } from "./write-health.ts";
 import type {
   Clock,
-  StatementWrite,
+  TwoPathWrite,
   WriteQueue,
   WriteQueueOptions,
   WriteUnit,
@@ -74,11 +74,22 @@ export class PostgresWritePath implements WriteQueue {
     );
   }
 
-  readonly runsStatements = true;
+  /**
+   * The plain path as statements committed by themselves (autocommit: no BEGIN or COMMIT round
+   * trip), retried on conflicts as a unit is; when it made nothing, the general unit.
+   */
+  async runWrite<T>(write: TwoPathWrite<T>): Promise<T> {
+    const { plain } = write;
+    const done = plain
+      ? await this.#track(this.#withRetries(() => plain.postgres(this.#db.write, this.#clock())))
+      : null;
+    return done ?? this.run(write.general);
+  }
 
-  /** One statement, committed by itself (autocommit): no BEGIN or COMMIT round trip. */
-  runStatement<T>(write: StatementWrite<T>): Promise<T | null> {
-    return this.#track(this.#withRetries(() => write.execute(this.#db.write, this.#clock())));
+  unitOf<T>(write: TwoPathWrite<T>): WriteUnit<T> {
+    const { plain } = write;
+    return async (trx, nowMs) =>
+      (plain ? await plain.postgres(trx, nowMs) : null) ?? write.general(trx, nowMs);
   }
 
   /** Counts `running` in `depth` and `idle()` until it settles. */

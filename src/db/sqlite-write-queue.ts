@@ -21,7 +21,7 @@ import { WriteHealth } from "./write-health.ts";
 import type {
   BatchStats,
   Clock,
-  StatementWrite,
+  TwoPathWrite,
   WriteQueue,
   WriteQueueOptions,
   WriteUnit,
@@ -82,11 +82,15 @@ export class SqliteWriteQueue implements WriteQueue {
     });
   }
 
-  readonly runsStatements = false;
+  /** The plain path and, when it made nothing, the general one, in one unit of a batch. */
+  runWrite<T>(write: TwoPathWrite<T>): Promise<T> {
+    return this.run(this.unitOf(write));
+  }
 
-  /** SQLite has no cheaper path for one statement than a unit in the next batch. */
-  runStatement<T>(_write: StatementWrite<T>): Promise<T | null> {
-    return Promise.resolve(null);
+  unitOf<T>(write: TwoPathWrite<T>): WriteUnit<T> {
+    const { plain } = write;
+    return async (trx, nowMs) =>
+      (plain ? await plain.sqlite(trx, nowMs) : null) ?? write.general(trx, nowMs);
   }
 
   /** Resolves when every unit handed in so far has been committed or rejected. */

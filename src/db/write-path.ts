@@ -4,7 +4,7 @@
  * write queue (sqlite-write-queue.ts) and PostgreSQL's write path (pg-write-path.ts). Services
  * and routes know only these types; write-queue.ts picks the engine.
  */
-import type { CompiledQuery, Kysely, Transaction } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import type { DB } from "./schema.ts";
 import type { HealthLogger, WriteHealth } from "./write-health.ts";
 
@@ -23,36 +23,36 @@ export interface BatchStats {
 }
 
 /**
- * A write that one statement makes whole (a plain write, docs/design.md#plain-writes), built by
- * `oneStatement`: it runs its statement once and reads what it answered.
+ * The plain form of a write (docs/design.md#plain-writes), one per engine: each makes the write
+ * whole when it is plain and answers its result, or changes nothing and answers null (the write
+ * is not plain). Only the write path picks and runs one (`WriteQueue.runWrite`, `unitOf`).
  */
-export interface StatementWrite<T> {
-  /** @returns the write's result, or null when the statement made nothing (not plain) */
-  execute(db: Kysely<DB>, nowMs: number): Promise<T | null>;
+export interface PlainWrite<T> {
+  /** SQLite: a few statements inside the unit (the one writer runs nothing between them). */
+  sqlite: (trx: Transaction<DB>, nowMs: number) => Promise<T | null>;
+  /**
+   * PostgreSQL: a function call that locks what it changes and decides under the lock, with at
+   * most a read of immutable columns before it; each statement commits by itself when `db` is
+   * not a transaction.
+   */
+  postgres: (db: Kysely<DB>, nowMs: number) => Promise<T | null>;
 }
 
 /**
- * The write of `statement` (compiled for `db`'s engine at `nowMs`), whose rows `result` reads.
+ * A write with two paths: `general` makes it in every case (and answers its errors); `plain`,
+ * when given, makes it in fewer statements when the write is plain.
  */
-export function oneStatement<T, R>(
-  statement: (db: Kysely<DB>, nowMs: number) => CompiledQuery<R>,
-  result: (rows: R[]) => T | null,
-): StatementWrite<T> {
-  return {
-    execute: async (db, nowMs) => result((await db.executeQuery(statement(db, nowMs))).rows),
-  };
+export interface TwoPathWrite<T> {
+  plain?: PlainWrite<T> | undefined;
+  general: WriteUnit<T>;
 }
 
-/** `write` answering `map(result)` instead of its result. */
-export function mapStatement<T, U>(
-  write: StatementWrite<T>,
-  map: (result: T) => U,
-): StatementWrite<U> {
+/** `write` answering `map(result)` instead of its result, on both engines. */
+export function mapPlain<T, U>(write: PlainWrite<T>, map: (result: T) => U): PlainWrite<U> {
+  const then = (result: T | null) => (result === null ? null : map(result));
   return {
-    execute: async (db, nowMs) => {
-      const result = await write.execute(db, nowMs);
-      return result === null ? null : map(result);
-    },
+    sqlite: async (trx, nowMs) => then(await write.sqlite(trx, nowMs)),
+    postgres: async (db, nowMs) => then(await write.postgres(db, nowMs)),
   };
 }
 
@@ -69,19 +69,19 @@ export interface WriteQueue {
    */
   run<T>(unit: WriteUnit<T>): Promise<T>;
   /**
-   * Runs `write` as a transaction of its own where one statement commits without a BEGIN and a
-   * COMMIT around it (PostgreSQL: one round trip), retried on conflicts as a unit is. SQLite's
-   * queue, which batches units anyway, has no such path and answers null at once.
-   * @returns the write's result; null when it made nothing or the engine has no such path
-   *   (then the caller runs its unit)
+   * Runs `write`, its plain path first when it has one and then, only when that made nothing,
+   * its general unit: the one place where each engine asks whether a write is plain. SQLite:
+   * both in one unit of the next batch. PostgreSQL: the plain path committed by itself (one
+   * round trip for a debit, no BEGIN or COMMIT), then the general unit in a transaction.
    * @throws as `run`
    */
-  runStatement<T>(write: StatementWrite<T>): Promise<T | null>;
+  runWrite<T>(write: TwoPathWrite<T>): Promise<T>;
   /**
-   * Whether `runStatement` can run a write by itself (PostgreSQL); when false (SQLite) a caller
-   * need not build the write at all.
+   * `write` as one unit, for a caller that runs it inside a transaction of its own (a request
+   * with an Idempotency-Key): its plain path on the unit's transaction, then, only when that
+   * made nothing, its general unit.
    */
-  readonly runsStatements: boolean;
+  unitOf<T>(write: TwoPathWrite<T>): WriteUnit<T>;
   /** Resolves when every unit handed in so far has been committed or rejected. */
   idle(): Promise<void>;
   /** Units waiting for (SQLite) or inside (PostgreSQL) a transaction. */

@@ -6,7 +6,7 @@ import type { RouteConfig, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Transaction } from "kysely";
 import type { DB } from "../db/schema.ts";
-import type { StatementWrite } from "../db/write-path.ts";
+import type { PlainWrite } from "../db/write-path.ts";
 import type { App, AppDeps, AppEnv } from "./context.ts";
 import { runWrite } from "./idempotency.ts";
 import type { Replied, Reply } from "./respond.ts";
@@ -29,11 +29,6 @@ export interface WriteInput<R> {
   projectId: string;
   /** Builds the 200 body, checked against the route's schema (src/http/respond.ts). */
   reply: Reply<R>;
-  /**
-   * True when the route's `statement` already ran and found the write not plain (nothing
-   * changed): the unit goes straight to its general path instead of trying the plain one again.
-   */
-  plainTried: boolean;
 }
 
 /** What a POST route may add to its write unit. */
@@ -44,23 +39,22 @@ export interface WriteRouteOptions<R> {
    */
   check?: (body: BodyOf<R>) => Promise<void>;
   /**
-   * The route's plain write as one statement (docs/design.md#plain-writes), tried first when
-   * the request has no Idempotency-Key and the engine commits one statement by itself
-   * (`WriteQueue.runStatement`); when it makes nothing, or there is none for this body
-   * (undefined), the unit runs.
+   * The route's plain path (docs/design.md#plain-writes), or undefined for a body that has none:
+   * the write path tries it once, first, and runs the unit (the general path) only when it made
+   * nothing (`WriteQueue.runWrite`).
    */
-  statement?: (input: {
+  plain?: (input: {
     body: BodyOf<R>;
     projectId: string;
     reply: Reply<R>;
-  }) => StatementWrite<Replied<R>> | undefined;
+  }) => PlainWrite<Replied<R>> | undefined;
 }
 
 /**
  * Registers the handler of a POST route: `unit` runs as one write unit through the queue,
  * honouring the request's Idempotency-Key (`runWrite`, docs/api.md#idempotency), and the body it
  * built with its `reply` is the 200 response (see `WriteRouteOptions` for `check` and
- * `statement`).
+ * `plain`).
  * @throws ApiError IDEMPOTENCY_KEY_REUSED, or whatever `check` or the unit throws
  */
 export function writeRoute<R extends RouteConfig & { method: "post" }>(
@@ -74,13 +68,13 @@ export function writeRoute<R extends RouteConfig & { method: "post" }>(
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
     if (options.check) await options.check(body);
-    const { statement } = options;
+    const { plain } = options;
     return runWrite(
       c,
       deps.queue,
       route,
-      (trx, nowMs, reply, plainTried) => unit({ trx, nowMs, body, projectId, reply, plainTried }),
-      statement ? (reply) => statement({ body, projectId, reply }) : undefined,
+      (trx, nowMs, reply) => unit({ trx, nowMs, body, projectId, reply }),
+      plain ? (reply) => plain({ body, projectId, reply }) : undefined,
     );
   });
 }

@@ -14,7 +14,7 @@ import type { Transaction } from "kysely";
 import { lockKey } from "../db/locks.ts";
 import { prepared } from "../db/prepared.ts";
 import type { DB, IdempotencyKeyRow } from "../db/schema.ts";
-import type { StatementWrite, WriteQueue } from "../db/write-path.ts";
+import type { PlainWrite, WriteQueue } from "../db/write-path.ts";
 import { ApiError } from "../errors.ts";
 import { isLosslessNumber, parseJsonVerbatim, stringifyJson } from "../json.ts";
 import type { AppEnv } from "./context.ts";
@@ -76,9 +76,9 @@ function idempotencyKeyOf(c: Context<AppEnv>): string | undefined {
 
 /**
  * Runs a write unit through the queue, honouring the request's Idempotency-Key, and answers 200
- * with the body the unit built for `route` with its `reply`. Without a key, `statement` (a plain
- * write in one statement) is tried first where the engine has that path, and the unit runs only
- * when it made nothing, told so (`plainTried`: its plain write need not be tried again).
+ * with the body the unit built for `route` with its `reply`. A route with a plain path hands it as
+ * `plain`: the write path tries it once, first, and runs the unit only when it made nothing
+ * (`WriteQueue.runWrite`, `unitOf`; docs/design.md#plain-writes).
  * The reuse check hashes the raw JSON body as sent (not the validated one, which drops unknown
  * fields), so a body with one more field is another body.
  * @returns the HTTP response (a replay carries `Idempotent-Replayed: true` and the first
@@ -89,23 +89,18 @@ export async function runWrite<R extends RouteConfig>(
   c: Context<AppEnv>,
   queue: WriteQueue,
   route: R,
-  unit: (
-    trx: Transaction<DB>,
-    nowMs: number,
-    reply: Reply<R>,
-    plainTried: boolean,
-  ) => Promise<Replied<R>>,
-  statement?: (reply: Reply<R>) => StatementWrite<Replied<R>> | undefined,
+  unit: (trx: Transaction<DB>, nowMs: number, reply: Reply<R>) => Promise<Replied<R>>,
+  plain?: (reply: Reply<R>) => PlainWrite<Replied<R>> | undefined,
 ) {
   const reply = replyFor(route);
   const key = idempotencyKeyOf(c);
+  const write = {
+    plain: plain?.(reply),
+    general: (trx: Transaction<DB>, nowMs: number) => unit(trx, nowMs, reply),
+  };
   if (key === undefined) {
-    // Without a key to store with the effect, a plain write may be one statement by itself.
-    const write = queue.runsStatements ? statement?.(reply) : undefined;
-    const done = write ? await queue.runStatement(write) : null;
-    // The statement found the write not plain: the unit goes straight to its general path.
-    const plainTried = write !== undefined;
-    const { body } = done ?? (await queue.run((trx, nowMs) => unit(trx, nowMs, reply, plainTried)));
+    // Without a key to store with the effect, the plain path may commit by itself.
+    const { body } = await queue.runWrite(write);
     return ok(c, route, body);
   }
   const projectId = c.get("projectId");
@@ -132,7 +127,7 @@ export async function runWrite<R extends RouteConfig>(
         .where("idempotency_key", "=", key)
         .execute();
     }
-    const { body } = await unit(trx, nowMs, reply, false);
+    const { body } = await queue.unitOf(write)(trx, nowMs);
     const text = stringifyJson(body);
     await trx.executeQuery(
       storeResponse(trx, {

@@ -1,6 +1,7 @@
 /**
  * The ledger's arithmetic and invariants (docs/api.md#amounts-and-money, docs/api.md#balance-adjustments-and-transactions). Every credit movement of the
- * service goes through `postEntry`, inside a write unit:
+ * service goes through `postEntry`, inside a write unit (on PostgreSQL, the plain debit's
+ * database function too, docs/design.md#plain-writes):
  *
  * - balance = Σ credits − Σ debits of the account, and each row's balanceAfter = the previous
  *   row's balanceAfter ± its amount (the row is written with the balance it produces);
@@ -14,6 +15,7 @@
  * storing a broken ledger.
  */
 import type { Expression, ExpressionBuilder, SqlBool, Transaction } from "kysely";
+import { plainAccount } from "../accounts/plain.ts";
 import type { Engine } from "../db/engine.ts";
 import { prepared } from "../db/prepared.ts";
 import type { DB, TransactionRow, TransactionSource, TransactionType } from "../db/schema.ts";
@@ -24,6 +26,7 @@ import { fromMicros, MAX_BALANCE_MICROS } from "../money.ts";
 import {
   DEFAULT_PRIORITY,
   drawDown,
+  firstGrantRemaining,
   type GrantTerms,
   makeGrant,
   type Spendable,
@@ -69,60 +72,134 @@ export interface EntryInput {
 export type PostedEntry = TransactionRow & { grantId: string | null };
 
 /**
- * Appends one ledger entry and moves the account's balance with it. A credit makes a grant; a
- * debit draws the account's grants down in the spending order (docs/api.md#spending-order), or
- * takes from the one grant `fromGrantSeq` names.
+ * A plain debit's move on SQLite (docs/design.md#plain-writes): `postEntry` then names the
+ * account by the entry's `accountId` read as a reference (its internal id, or its externalId
+ * when `byExternalId`), and moves the balance only when the debit is plain: the plain conditions
+ * (accounts/plain.ts) lowering `available` by `neededMicros`, and the first grant in spending
+ * order covering the amount (grants.ts).
+ */
+export interface PlainMove {
+  byExternalId: boolean;
+  neededMicros: number;
+}
+
+/** A plain debit posted: the entry and the account's externalId. */
+export type PlainPosted = PostedEntry & { externalId: string };
+
+/**
+ * Appends one ledger entry and moves the account's balance with it: the only function that
+ * moves a balance on SQLite, and on PostgreSQL but for the plain debit's database function
+ * (docs/design.md#plain-writes). A credit makes a grant; a debit draws the account's grants down
+ * in the spending order (docs/api.md#spending-order), or takes from the one grant `fromGrantSeq`
+ * names. With `plain` (SQLite's plain debit) it moves nothing and answers null unless the
+ * debit is plain.
  * @returns the stored transaction row and the credit's grant id
  * @throws ApiError BALANCE_LIMIT_EXCEEDED when a credit would pass 9e9 credits;
  *   Error (a bug: callers check `available` first) when a debit would go below zero or past
  *   what the grants hold
  */
-export async function postEntry(trx: Transaction<DB>, input: EntryInput): Promise<PostedEntry> {
+export function postEntry(trx: Transaction<DB>, input: EntryInput): Promise<PostedEntry>;
+export function postEntry(
+  trx: Transaction<DB>,
+  input: EntryInput,
+  plain: PlainMove,
+): Promise<PlainPosted | null>;
+export async function postEntry(
+  trx: Transaction<DB>,
+  input: EntryInput,
+  plain?: PlainMove,
+): Promise<PostedEntry | PlainPosted | null> {
   if (!Number.isSafeInteger(input.amountMicros) || input.amountMicros < 0) {
     throw new Error(`ledger invariant: entry amount ${input.amountMicros}`);
   }
   // One statement moves the balance and returns the new one; its WHERE refuses a balance past
-  // the limit (credit) or below zero (debit), so no row comes back in those cases.
-  const move = input.type === "credit" ? creditBalance : debitBalance;
-  const { rows } = await trx.executeQuery(
-    move(trx, { accountId: input.accountId, amountMicros: input.amountMicros, nowMs: input.nowMs }),
-  );
-  const moved = rows[0];
-  if (moved === undefined) throw await refusedEntry(trx, input);
-  const row = {
-    id: newId("txn"),
+  // the limit (credit) or below zero (debit), or a debit that is not plain (`plain`), so no row
+  // comes back in those cases.
+  const moved = (await trx.executeQuery(moveStatement(trx, input, plain))).rows[0];
+  if (moved === undefined) {
+    if (plain) return null;
+    throw await refusedEntry(trx, input);
+  }
+  const row = entryRow({ ...input, accountId: moved.id }, newId("txn"), {
+    balanceAfterMicros: moved.balance_micros,
+    createdAtMs: moved.updated_at_ms,
+  });
+  const inserted = await trx.executeQuery(insertTransaction(trx, row));
+  const seq = inserted.rows[0]?.seq;
+  if (seq === undefined) throw new Error("ledger invariant: the entry's insert returned no seq");
+  const grantId = await bookGrants(trx, input, row);
+  const posted = { ...row, seq: Number(seq), grantId };
+  return plain ? { ...posted, externalId: moved.external_id } : posted;
+}
+
+/**
+ * The stored text of an entry's metadata: the one form both paths of a write store
+ * (PostgreSQL's plain debit gets it as a parameter).
+ */
+export function entryMetadata(input: Pick<EntryInput, "metadata">): string {
+  return stringifyJson(input.metadata);
+}
+
+/**
+ * The ledger row of `input` as stored with the id `txnId`, the balance after it and its time
+ * (the balance move's, see `movedAt`).
+ */
+export function entryRow(
+  input: EntryInput,
+  txnId: string,
+  moved: { balanceAfterMicros: number; createdAtMs: number },
+): Omit<TransactionRow, "seq"> {
+  return {
+    id: txnId,
     project_id: input.projectId,
     account_id: input.accountId,
     type: input.type,
     amount_micros: input.amountMicros,
-    balance_after_micros: moved.balance_micros,
+    balance_after_micros: moved.balanceAfterMicros,
     description: input.description,
-    metadata: stringifyJson(input.metadata),
+    metadata: entryMetadata(input),
     source: input.source,
     reservation_id: input.reservationId ?? null,
     account_plan_id: input.accountPlanId ?? null,
-    created_at_ms: moved.updated_at_ms,
+    created_at_ms: moved.createdAtMs,
   };
-  const inserted = await trx.executeQuery(insertTransaction(trx, row));
-  const seq = inserted.rows[0]?.seq;
-  if (seq === undefined) throw new Error("ledger invariant: the entry's insert returned no seq");
-  let grantId: string | null = null;
+}
+
+/** The balance move of `input`'s entry (see `postEntry`). */
+function moveStatement(trx: Transaction<DB>, input: EntryInput, plain: PlainMove | undefined) {
+  const args = { accountId: input.accountId, amountMicros: input.amountMicros, nowMs: input.nowMs };
+  if (plain === undefined)
+    return (input.type === "credit" ? creditBalance : debitBalance)(trx, args);
+  const move = plain.byExternalId ? plainDebitByExternalId : plainDebitById;
+  return move(trx, { ...args, projectId: input.projectId, neededMicros: plain.neededMicros });
+}
+
+/**
+ * The grants side of a stored entry: a credit makes its grant (@returns its id); a debit draws
+ * grants down (@returns null).
+ */
+async function bookGrants(
+  trx: Transaction<DB>,
+  input: EntryInput,
+  row: { id: string; account_id: string; created_at_ms: number },
+): Promise<string | null> {
   if (input.type === "credit") {
     const credit = {
       projectId: input.projectId,
-      accountId: input.accountId,
+      accountId: row.account_id,
       transactionId: row.id,
       accountPlanId: input.source === "plan_grant" ? (input.accountPlanId ?? null) : null,
       amountMicros: input.amountMicros,
       createdAtMs: row.created_at_ms,
     };
-    grantId = await makeGrant(trx, credit, input.grant ?? NO_TERMS);
-  } else if (input.fromGrantSeq !== undefined) {
+    return makeGrant(trx, credit, input.grant ?? NO_TERMS);
+  }
+  if (input.fromGrantSeq !== undefined) {
     await takeFrom(trx, input.fromGrantSeq, input.amountMicros);
   } else {
-    await drawDown(trx, input.accountId, input.amountMicros, input.spendable);
+    await drawDown(trx, row.account_id, input.amountMicros, input.spendable);
   }
-  return { ...row, seq: Number(seq), grantId };
+  return null;
 }
 
 /** A credit's grant terms when none are given (docs/api.md#grants). */
@@ -147,7 +224,7 @@ async function refusedEntry(trx: Transaction<DB>, input: EntryInput): Promise<Er
 }
 
 type MoveArgs = { accountId: string; amountMicros: number; nowMs: number };
-type Moved = { balance_micros: number; updated_at_ms: number };
+type Moved = { id: string; external_id: string; balance_micros: number; updated_at_ms: number };
 
 /**
  * The account's new `updated_at_ms`, which is also its entry's `created_at_ms`. On PostgreSQL
@@ -180,7 +257,7 @@ function balanceMove(
       }))
       .where("id", "=", arg("accountId"))
       .where((eb) => allowed(eb, arg("amountMicros")))
-      .returning(["balance_micros", "updated_at_ms"]),
+      .returning(["id", "external_id", "balance_micros", "updated_at_ms"]),
   );
 }
 
@@ -193,6 +270,37 @@ const creditBalance = balanceMove("+", (eb, amountMicros) =>
 const debitBalance = balanceMove("-", (eb, amountMicros) =>
   eb("balance_micros", ">=", amountMicros),
 );
+
+/**
+ * SQLite's plain debit move, naming the account by `column`: the debit's move only when it is
+ * plain (see `PlainMove`). The queue's one writer needs no lock between it and the statements
+ * after it.
+ */
+function plainDebitMove(column: "id" | "external_id") {
+  return prepared<MoveArgs & { projectId: string; neededMicros: number }, Moved>((db, arg) =>
+    db
+      .updateTable("accounts")
+      .set((eb) => ({
+        balance_micros: eb("balance_micros", "-", arg("amountMicros")),
+        updated_at_ms: arg("nowMs"),
+      }))
+      .where("project_id", "=", arg("projectId"))
+      .where(column, "=", arg("accountId"))
+      .where((eb) =>
+        eb.and([
+          plainAccount(eb, arg("nowMs"), arg("neededMicros")),
+          eb.or([
+            eb(eb.val(arg("amountMicros")), "=", 0),
+            eb(firstGrantRemaining(eb), ">=", arg("amountMicros")),
+          ]),
+        ]),
+      )
+      .returning(["id", "external_id", "balance_micros", "updated_at_ms"]),
+  );
+}
+
+const plainDebitById = plainDebitMove("id");
+const plainDebitByExternalId = plainDebitMove("external_id");
 
 /** Both engines return the new row's `seq` (SQLite's rowid, PostgreSQL's identity). */
 export const insertTransaction = prepared<Omit<TransactionRow, "seq">, { seq: number }>((db, arg) =>

@@ -80,7 +80,7 @@ type PageArgs = { accountId: string; offset: number };
  * the index `credit_grants_spend`, so that a query ordered by it reads the index without a sort:
  * booked expiries first, then priority, then expiry (none last), then ledger order.
  */
-function spendingOrder(t: "g" | "f") {
+export function spendingOrder(t: "g" | "f") {
   const column = (name: string) => sql.ref(`${t}.${name}`);
   return sql`${column("expiry_booked")} desc, ${column("priority")}, coalesce(${column("expires_at_ms")}, ${sql.lit(NO_EXPIRY_KEY)}), ${column("seq")}`;
 }
@@ -206,26 +206,6 @@ const takeFromFirst = prepared<{ accountId: string; takeMicros: number }, unknow
     )
     .where("remaining_micros", ">=", arg("takeMicros")),
 );
-
-/**
- * Takes `amountMicros` from the account's first grant in spending order, which must hold at
- * least that much (the plain debit checked it).
- * @throws Error (a broken ledger invariant) when it does not
- */
-export async function drawFromFirst(
-  trx: Transaction<DB>,
-  accountId: string,
-  amountMicros: number,
-): Promise<void> {
-  const result = await trx.executeQuery(
-    takeFromFirst(trx, { accountId, takeMicros: amountMicros }),
-  );
-  if (Number(result.numAffectedRows ?? 0) !== 1) {
-    throw new Error(
-      `ledger invariant: account ${accountId}'s first grant holds less than ${amountMicros}`,
-    );
-  }
-}
 
 /**
  * What remains of the account's first grant in spending order (null when it has none), as a

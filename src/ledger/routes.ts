@@ -2,7 +2,7 @@
 import type { Transaction } from "kysely";
 import { accountPage } from "../accounts/pages.ts";
 import type { DB } from "../db/schema.ts";
-import { mapStatement } from "../db/write-path.ts";
+import { mapPlain } from "../db/write-path.ts";
 import type { App, AppDeps } from "../http/context.ts";
 import { writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
@@ -10,7 +10,7 @@ import { resourceRoutes } from "../http/routes.ts";
 import { fromMicros } from "../money.ts";
 import type { PostedEntry } from "./core.ts";
 import { listGrants } from "./grants.ts";
-import { type PlainOption, plainDebitStatement } from "./plain-debit.ts";
+import { plainDebit } from "./plain-debit.ts";
 import {
   addCreditsBody,
   addCreditsResponse,
@@ -20,7 +20,7 @@ import {
   listGrantsQuery,
   listGrantsResponse,
 } from "./schemas.ts";
-import { grantTerms, moveCredits } from "./service.ts";
+import { debitOf, grantTerms, moveCredits } from "./service.ts";
 
 /** The balance adjustment and credit grant routes. */
 export const ledgerRoutes = {
@@ -84,8 +84,8 @@ function adjust(
   body: AdjustmentBody,
   type: "credit" | "debit",
   nowMs: number,
-  options?: PlainOption,
 ) {
+  if (type === "debit") return moveCredits(trx, projectId, deduction(body), nowMs);
   return moveCredits(
     trx,
     projectId,
@@ -95,12 +95,23 @@ function adjust(
       amountMicros: body.amount,
       description: body.description,
       metadata: metadataOf(body),
-      source: type === "credit" ? "add" : "deduct",
-      grant: type === "credit" ? grantTerms(body, nowMs) : undefined,
+      source: "add",
+      grant: grantTerms(body, nowMs),
     },
     nowMs,
-    options,
   );
+}
+
+/** The movement of a deduction. */
+function deduction(body: AdjustmentBody) {
+  return {
+    accountRef: body.accountId,
+    type: "debit" as const,
+    amountMicros: body.amount,
+    description: body.description,
+    metadata: metadataOf(body),
+    source: "deduct" as const,
+  };
 }
 
 /** An adjustment's entry metadata: the body's, with `paymentMethod` when given. */
@@ -142,22 +153,14 @@ export function registerLedgerRoutes(app: App, deps: AppDeps): void {
     app,
     deps,
     r.deduct,
-    async ({ trx, nowMs, body, projectId, reply, plainTried }) => {
-      const { account, row } = await adjust(trx, projectId, body, "debit", nowMs, { plainTried });
+    async ({ trx, nowMs, body, projectId, reply }) => {
+      const { account, row } = await adjust(trx, projectId, body, "debit", nowMs);
       return reply(deducted(account, row));
     },
     {
-      statement: ({ body, projectId, reply }) =>
-        mapStatement(
-          plainDebitStatement({
-            projectId,
-            accountRef: body.accountId,
-            amountMicros: body.amount,
-            description: body.description ?? "",
-            metadata: metadataOf(body),
-            source: "deduct",
-          }),
-          ({ account, row }) => reply(deducted(account, row)),
+      plain: ({ body, projectId, reply }) =>
+        mapPlain(plainDebit(debitOf(projectId, deduction(body))), ({ account, row }) =>
+          reply(deducted(account, row)),
         ),
     },
   );

@@ -9,9 +9,9 @@ import { parseDateParam } from "../dates.ts";
 import type { AccountRow, DB, TransactionSource, TransactionType } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { type PostedEntry, postEntry, requireAvailable } from "./core.ts";
+import { type Debit, debitEntry, neededMicros, settleHold } from "./debit.ts";
 import { bookDueExpiries, expiryAccount } from "./expiry.ts";
-import { DEFAULT_PRIORITY, type GrantTerms, type Spendable } from "./grants.ts";
-import { type PlainOption, plainDebit } from "./plain-debit.ts";
+import { DEFAULT_PRIORITY, type GrantTerms } from "./grants.ts";
 
 export interface MoveInput {
   accountRef: string;
@@ -25,17 +25,12 @@ export interface MoveInput {
 }
 
 /**
- * Credits or debits an account (add, deduct, manual transaction), after booking the account's
- * due grant expiries (docs/api.md#expiry-of-grants). A credit makes a grant; a debit needs
- * `amount ≤ available` (docs/api.md#balance-adjustments-and-transactions) and spends grants in
- * the spending order (docs/api.md#spending-order).
- *
- * A debit first tries the plain debit (plain-debit.ts: one statement on PostgreSQL, three on
- * SQLite), which applies when nothing but the balance move, the entry and one grant's draw is
- * needed, unless `options.plainTried` says the route's statement already found it not plain.
- * Otherwise, and for every credit, the general path: the account (locked on PostgreSQL) with its
- * holds and whether an expiry is due or held, the expiries, the balance update, the ledger row,
- * the grants drawn from, the low-balance check.
+ * Credits or debits an account (add, deduct, manual transaction) on the general path, after
+ * booking the account's due grant expiries (docs/api.md#expiry-of-grants). A credit makes a
+ * grant; a debit (`generalDebit`) needs `amount ≤ available`
+ * (docs/api.md#balance-adjustments-and-transactions), spends grants in the spending order
+ * (docs/api.md#spending-order) and may raise the low-balance event. A debit's plain path
+ * (plain-debit.ts) is the route's, tried by the write path before this runs.
  * @returns the account (its id and externalId) and the stored entry (with `grantId` for a
  *   credit)
  * @throws ApiError ACCOUNT_NOT_FOUND, INSUFFICIENT_CREDITS, BALANCE_LIMIT_EXCEEDED
@@ -45,60 +40,68 @@ export async function moveCredits(
   projectId: string,
   input: MoveInput,
   nowMs: number,
-  options: PlainOption = { plainTried: false },
 ): Promise<{ account: Pick<AccountRow, "id" | "external_id">; row: PostedEntry }> {
   const { source } = input;
-  if (
-    input.type === "debit" &&
-    (source === "deduct" || source === "manual") &&
-    !options.plainTried
-  ) {
-    const plain = await plainDebit(trx, {
-      projectId,
-      accountRef: input.accountRef,
-      amountMicros: input.amountMicros,
-      description: input.description ?? "",
-      metadata: input.metadata ?? {},
-      source,
-      nowMs,
-    });
-    if (plain) return plain;
-  }
-  let account: AccountRow;
-  let spendable: Spendable | undefined;
-  let availableBeforeMicros: number | undefined;
   if (input.type === "debit") {
-    const found = await findAccountWithBalance(trx, projectId, input.accountRef, nowMs);
-    account = found.account;
-    availableBeforeMicros = found.available;
-    const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
-    requireAvailable(found.available - due.expiredMicros, input.amountMicros);
-    spendable = due.spendable;
-  } else {
-    account = await findAccount(trx, projectId, input.accountRef);
-    const accountRef = { projectId, accountId: account.id, balanceMicros: account.balance_micros };
-    await bookDueExpiries(trx, accountRef, nowMs);
+    if (source !== "deduct" && source !== "manual") throw new Error(`a ${source} debit`);
+    const debit = debitOf(projectId, { ...input, source });
+    const { account, row, found } = await generalDebit(trx, debit, nowMs);
+    await checkLowBalance(trx, account, {
+      nowMs,
+      availableBeforeMicros: found.available,
+      transactionId: row.id,
+    });
+    return { account, row };
   }
+  const account = await findAccount(trx, projectId, input.accountRef);
+  const accountRef = { projectId, accountId: account.id, balanceMicros: account.balance_micros };
+  await bookDueExpiries(trx, accountRef, nowMs);
   const row = await postEntry(trx, {
     projectId,
     accountId: account.id,
-    type: input.type,
+    type: "credit",
+    amountMicros: input.amountMicros,
+    description: input.description ?? "",
+    metadata: input.metadata ?? {},
+    source,
+    nowMs,
+    grant: input.grant,
+  });
+  return { account, row };
+}
+
+/** The debit a deduction or a manual debit `input` makes (debit.ts). */
+export function debitOf(
+  projectId: string,
+  input: MoveInput & { source: "deduct" | "manual" },
+): Debit {
+  return {
+    projectId,
+    accountRef: input.accountRef,
     amountMicros: input.amountMicros,
     description: input.description ?? "",
     metadata: input.metadata ?? {},
     source: input.source,
-    nowMs,
-    grant: input.grant,
-    spendable,
-  });
-  if (availableBeforeMicros !== undefined) {
-    await checkLowBalance(trx, account, {
-      nowMs,
-      availableBeforeMicros,
-      transactionId: row.id,
-    });
-  }
-  return { account, row };
+  };
+}
+
+/**
+ * The general path of a debit (a deduction, a manual debit, a confirm whose hold the unit has
+ * locked): the account (locked on PostgreSQL) with its holds, its due expiries booked, the
+ * check of what it needs of `available` (debit.ts), the entry (`postEntry`, which draws the
+ * grants down in spending order) and, for a confirm, the hold settled. The caller then checks
+ * the low-balance threshold against `found.available`.
+ * @returns the account, the stored entry, the account as found and its expiries booked
+ * @throws ApiError ACCOUNT_NOT_FOUND, INSUFFICIENT_CREDITS
+ */
+export async function generalDebit(trx: Transaction<DB>, debit: Debit, nowMs: number) {
+  const found = await findAccountWithBalance(trx, debit.projectId, debit.accountRef, nowMs);
+  const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
+  const needed = neededMicros(debit);
+  if (needed > 0) requireAvailable(found.available - due.expiredMicros, needed);
+  const row = await postEntry(trx, debitEntry(debit, found.account.id, nowMs, due.spendable));
+  await settleHold(trx, debit, row.id, nowMs);
+  return { account: found.account, row, found, due };
 }
 
 /** The furthest a credit may expire: 3,653 days (ten years) after the write, in ms. */

@@ -1,95 +1,51 @@
 /**
- * The plain confirm on PostgreSQL (docs/design.md#plain-writes): one call of
- * `ledger_plain_confirm` (sql/postgres/0006_fast_debit.sql) locks the hold, checks it is pending
- * and unexpired, builds the entry's metadata as the service does, and makes the plain debit of
- * ledger/plain-debit.ts with the hold settled: one round trip instead of the hold's read and the
- * debit's call. On SQLite, where statements are not round trips, the confirm reads the hold and
- * then tries the plain debit (service.ts).
+ * The plain confirm (docs/design.md#plain-writes): the hold is read (its amount, account and
+ * metadata never change), and when it is pending and unexpired the confirm's debit
+ * (`confirmDebit`, the general path's) is tried as a plain debit (ledger/plain-debit.ts), which
+ * settles the hold. On PostgreSQL that debit locks the hold and makes sure it is still pending
+ * before it debits (`ledger_plain_settle`): two round trips, each committed by itself.
  */
-import { type Kysely, sql, type Transaction } from "kysely";
-import { engineOf } from "../db/engine.ts";
+import { type Kysely, sql } from "kysely";
 import { prepared } from "../db/prepared.ts";
-import type { DB } from "../db/schema.ts";
-import { oneStatement, type StatementWrite } from "../db/write-path.ts";
-import { newId } from "../ids.ts";
+import type { DB, ReservationRow } from "../db/schema.ts";
+import type { PlainWrite } from "../db/write-path.ts";
+import { type PlainDebited, plainDebit } from "../ledger/plain-debit.ts";
+import { effectiveStatus } from "./schemas.ts";
+import { type Confirmed, confirmDebit } from "./service.ts";
 
-type Row = {
-  outcome: "applied" | "other";
-  account_id: string;
-  reserved_micros: number;
-  balance_after_micros: number;
-  created_at_ms: number;
-  seq: number;
-};
+/** A reservation by id, read without a lock (the plain debit locks it, PostgreSQL). */
+const holdById = prepared<{ projectId: string; reservationId: string }, ReservationRow>((db, arg) =>
+  db
+    .selectFrom("reservations")
+    .selectAll()
+    .where("id", "=", arg("reservationId"))
+    .where("project_id", "=", arg("projectId"))
+    .where("status", "=", sql.lit("pending")),
+);
 
-type Args = {
-  projectId: string;
-  reservationId: string;
-  actualMicros: number;
-  nowMs: number;
-  txnId: string;
-};
-
-const pgConfirm = prepared<Args, Row>((db, arg) => ({
-  compile: () =>
-    sql<Row>`SELECT * FROM ledger_plain_confirm(${arg("projectId")}, ${arg("reservationId")}, ${arg("actualMicros")}, ${arg("nowMs")}, ${arg("txnId")})`.compile(
-      db,
-    ),
-}));
-
-/** A confirm done in one statement: the hold's amount, its debit and the balance after. */
-export interface PlainConfirmed {
-  hold: { id: string; amount_micros: number };
-  transaction: { id: string };
-  balanceMicros: number;
-}
-
-/** The plain confirm's statement and what its row means. */
-function pgStatement(projectId: string, reservationId: string, actualMicros: number) {
-  const txnId = newId("txn");
-  return {
-    statement: (db: Kysely<DB>, nowMs: number) =>
-      pgConfirm(db, { projectId, reservationId, actualMicros, nowMs, txnId }),
-    result: (rows: Row[]): PlainConfirmed | null => {
-      const done = rows[0];
-      if (done?.outcome !== "applied") return null;
-      return {
-        hold: { id: reservationId, amount_micros: Number(done.reserved_micros) },
-        transaction: { id: txnId },
-        balanceMicros: Number(done.balance_after_micros),
-      };
-    },
+/**
+ * The confirm of reservation `reservationId` by `actualMicros` on its plain path, one form per
+ * engine: what the general path answers (`confirmReservation`), or null when the confirm is not
+ * plain (a hold missing, ended or expired included: the general path answers those errors).
+ */
+export function plainConfirm(
+  projectId: string,
+  reservationId: string,
+  actualMicros: number,
+): PlainWrite<Confirmed> {
+  const confirm = async <D extends Kysely<DB>>(
+    db: D,
+    nowMs: number,
+    debitPlainly: (write: PlainWrite<PlainDebited>, db: D) => Promise<PlainDebited | null>,
+  ): Promise<Confirmed | null> => {
+    const hold = (await db.executeQuery(holdById(db, { projectId, reservationId }))).rows[0];
+    if (hold === undefined || effectiveStatus(hold, nowMs) !== "pending") return null;
+    const done = await debitPlainly(plainDebit(confirmDebit(hold, actualMicros)), db);
+    if (done === null) return null;
+    return { hold, transaction: done.row, balanceMicros: done.row.balance_after_micros };
   };
-}
-
-/**
- * The plain confirm as a write of its own, one statement outside any transaction
- * (`WriteQueue.runStatement`), for a request without an Idempotency-Key. Only PostgreSQL runs
- * it; SQLite's queue declines it.
- */
-export function plainConfirmStatement(
-  projectId: string,
-  reservationId: string,
-  actualMicros: number,
-): StatementWrite<PlainConfirmed> {
-  const write = pgStatement(projectId, reservationId, actualMicros);
-  return oneStatement(write.statement, write.result);
-}
-
-/**
- * Confirms the hold in one statement when the engine has it (PostgreSQL) and the confirm is
- * plain, inside the caller's write unit.
- * @returns what was done, or null when nothing was (not plain, or SQLite): then the caller
- *   takes its own path in the same unit
- */
-export async function plainConfirm(
-  trx: Transaction<DB>,
-  projectId: string,
-  reservationId: string,
-  actualMicros: number,
-  nowMs: number,
-): Promise<PlainConfirmed | null> {
-  if (engineOf(trx) !== "postgres") return null;
-  const write = pgStatement(projectId, reservationId, actualMicros);
-  return write.result((await trx.executeQuery(write.statement(trx, nowMs))).rows);
+  return {
+    sqlite: (trx, nowMs) => confirm(trx, nowMs, (write, db) => write.sqlite(db, nowMs)),
+    postgres: (db, nowMs) => confirm(db, nowMs, (write, d) => write.postgres(d, nowMs)),
+  };
 }

@@ -8,15 +8,14 @@
  * - PostgreSQL: one call of `ledger_plain_reserve` (sql/postgres/0006_fast_debit.sql), which
  *   locks the account, reads and inserts, in one round trip.
  *
- * When it is not plain nothing is changed, and the caller takes the general path in the same
- * unit.
+ * When it is not plain nothing is changed, and the write path runs the general path
+ * (`WriteQueue.runWrite`).
  */
-import { sql, type Transaction } from "kysely";
+import { sql } from "kysely";
 import { plainAccount } from "../accounts/plain.ts";
-import { engineOf } from "../db/engine.ts";
 import { prepared } from "../db/prepared.ts";
-import type { DB, ReservationRow } from "../db/schema.ts";
-import { oneStatement, type StatementWrite } from "../db/write-path.ts";
+import type { ReservationRow } from "../db/schema.ts";
+import type { PlainWrite } from "../db/write-path.ts";
 import { INTERNAL_ACCOUNT_ID } from "../ids.ts";
 
 /** A hold as the caller built it, but for the account, which the database resolves. */
@@ -81,7 +80,7 @@ const pgReserve = prepared<Args & { byId: boolean }, PgRow>((db, arg) => ({
     ),
 }));
 
-/** PostgreSQL's arguments of the hold `hold` on the account `accountRef`. */
+/** The arguments of the hold `hold` on the account `accountRef` (`byId`: PostgreSQL's). */
 function pgArgs(accountRef: string, hold: PlainHold) {
   return {
     id: hold.id,
@@ -96,55 +95,26 @@ function pgArgs(accountRef: string, hold: PlainHold) {
 }
 
 /**
- * The plain reservation as a write of its own, one statement outside any transaction
- * (`WriteQueue.runStatement`), for a request without an Idempotency-Key. Only PostgreSQL runs
- * it; SQLite's queue declines it, and the caller's unit tries `plainReserve`.
- * @param holdAt the hold as stored at a time (the statement's)
- * @returns a write answering the stored hold, or null when it was not plain
+ * The reservation of the hold `holdAt(nowMs)` on the account `accountRef` (its internal id or
+ * externalId) on its plain path, one form per engine: the stored hold, or null when the
+ * reservation is not plain (nothing was changed).
  */
-export function plainReserveStatement(
+export function plainReserve(
   accountRef: string,
   holdAt: (nowMs: number) => PlainHold,
-): StatementWrite<ReservationRow> {
-  let hold: PlainHold | undefined;
-  return oneStatement(
-    (db, nowMs) => {
-      hold = holdAt(nowMs);
-      return pgReserve(db, pgArgs(accountRef, hold));
+): PlainWrite<ReservationRow> {
+  return {
+    sqlite: async (trx, nowMs) => {
+      const hold = holdAt(nowMs);
+      const insert = INTERNAL_ACCOUNT_ID.test(accountRef) ? sqliteById : sqliteByExternalId;
+      const { byId: _, ...args } = pgArgs(accountRef, hold);
+      const done = (await trx.executeQuery(insert(trx, args))).rows[0];
+      return done === undefined ? null : { ...hold, account_id: done.account_id };
     },
-    (rows) => {
-      const done = rows[0];
-      return done?.outcome === "applied" && hold ? { ...hold, account_id: done.account_id } : null;
+    postgres: async (db, nowMs) => {
+      const hold = holdAt(nowMs);
+      const done = (await db.executeQuery(pgReserve(db, pgArgs(accountRef, hold)))).rows[0];
+      return done?.outcome === "applied" ? { ...hold, account_id: done.account_id } : null;
     },
-  );
-}
-
-/**
- * Inserts the hold when the reservation is plain, inside the caller's write unit.
- * @param accountRef the account: its internal id or externalId
- * @returns the stored hold, or null when the reservation is not plain (nothing was changed)
- */
-export async function plainReserve(
-  trx: Transaction<DB>,
-  accountRef: string,
-  hold: PlainHold,
-): Promise<ReservationRow | null> {
-  const args = {
-    id: hold.id,
-    projectId: hold.project_id,
-    ref: accountRef,
-    amountMicros: hold.amount_micros,
-    metadata: hold.metadata,
-    nowMs: hold.created_at_ms,
-    expiresAtMs: hold.expires_at_ms,
   };
-  let accountId: string | undefined;
-  if (engineOf(trx) === "postgres") {
-    const done = (await trx.executeQuery(pgReserve(trx, pgArgs(accountRef, hold)))).rows[0];
-    accountId = done?.outcome === "applied" ? done.account_id : undefined;
-  } else {
-    const insert = INTERNAL_ACCOUNT_ID.test(accountRef) ? sqliteById : sqliteByExternalId;
-    accountId = (await trx.executeQuery(insert(trx, args))).rows[0]?.account_id;
-  }
-  return accountId === undefined ? null : { ...hold, account_id: accountId };
 }

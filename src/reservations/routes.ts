@@ -1,15 +1,15 @@
 /** Routes of docs/api.md#endpoints: create, list, confirm and cancel reservations. */
 import type { z } from "@hono/zod-openapi";
 import { accountPage } from "../accounts/pages.ts";
-import { mapStatement } from "../db/write-path.ts";
+import { mapPlain } from "../db/write-path.ts";
 import type { App, AppDeps } from "../http/context.ts";
 import { writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
 import { newId } from "../ids.ts";
 import { fromMicros } from "../money.ts";
-import { type PlainConfirmed, plainConfirmStatement } from "./plain-confirm.ts";
-import { plainReserveStatement } from "./plain-reserve.ts";
+import { plainConfirm } from "./plain-confirm.ts";
+import { plainReserve } from "./plain-reserve.ts";
 import {
   cancelReservationBody,
   cancelReservationResponse,
@@ -22,6 +22,7 @@ import {
   reservationJson,
 } from "./schemas.ts";
 import {
+  type Confirmed,
   cancelReservation,
   confirmReservation,
   createReservation,
@@ -85,16 +86,16 @@ export function registerReservationRoutes(app: App, deps: AppDeps): void {
     app,
     deps,
     r.create,
-    async ({ trx, nowMs, body, projectId, reply, plainTried }) => {
-      const row = await createReservation(trx, projectId, reservation(body), nowMs, { plainTried });
+    async ({ trx, nowMs, body, projectId, reply }) => {
+      const row = await createReservation(trx, projectId, reservation(body), nowMs);
       return reply({ success: true, reservation: reservationJson(row, nowMs) });
     },
     {
-      statement: ({ body, projectId, reply }) => {
+      plain: ({ body, projectId, reply }) => {
         const input = reservation(body);
         const id = newId("res");
-        return mapStatement(
-          plainReserveStatement(input.accountRef, (nowMs) => newHold(projectId, input, id, nowMs)),
+        return mapPlain(
+          plainReserve(input.accountRef, (nowMs) => newHold(projectId, input, id, nowMs)),
           (row) => reply({ success: true, reservation: reservationJson(row, row.created_at_ms) }),
         );
       },
@@ -114,7 +115,7 @@ export function registerReservationRoutes(app: App, deps: AppDeps): void {
   });
 
   /** The 200 body of a confirm of `actualMicros`. */
-  const confirmed = (actualMicros: number, done: PlainConfirmed) => ({
+  const confirmed = (actualMicros: number, done: Confirmed) => ({
     success: true as const,
     reservationId: done.hold.id,
     transactionId: done.transaction.id,
@@ -127,19 +128,16 @@ export function registerReservationRoutes(app: App, deps: AppDeps): void {
     app,
     deps,
     r.confirm,
-    async ({ trx, nowMs, body, projectId, reply, plainTried }) => {
+    async ({ trx, nowMs, body, projectId, reply }) => {
       const actual = body.actualAmount;
       const { reservationId } = body;
-      const done = await confirmReservation(trx, projectId, reservationId, actual, nowMs, {
-        plainTried,
-      });
+      const done = await confirmReservation(trx, projectId, reservationId, actual, nowMs);
       return reply(confirmed(actual, done));
     },
     {
-      statement: ({ body, projectId, reply }) =>
-        mapStatement(
-          plainConfirmStatement(projectId, body.reservationId, body.actualAmount),
-          (done) => reply(confirmed(body.actualAmount, done)),
+      plain: ({ body, projectId, reply }) =>
+        mapPlain(plainConfirm(projectId, body.reservationId, body.actualAmount), (done) =>
+          reply(confirmed(body.actualAmount, done)),
         ),
     },
   );

@@ -10,17 +10,18 @@ import type { AccountListOptions } from "../db/account-list.ts";
 import { locksRows } from "../db/engine.ts";
 import { countedPage } from "../db/paging.ts";
 import { argValues, prepared } from "../db/prepared.ts";
-import type { DB, ReservationRow, ReservationStatus } from "../db/schema.ts";
+import type { DB, ReservationRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { parseJsonColumn, stringifyJson } from "../json.ts";
-import { postEntry, requireAvailable } from "../ledger/core.ts";
+import type { PostedEntry } from "../ledger/core.ts";
+import { requireAvailable } from "../ledger/core.ts";
+import { type Debit, endHold } from "../ledger/debit.ts";
 import { bookDueExpiries, type DueExpiries, expiryAccount } from "../ledger/expiry.ts";
-import { type PlainOption, plainDebit } from "../ledger/plain-debit.ts";
+import { generalDebit } from "../ledger/service.ts";
 import { fromMicros } from "../money.ts";
 import { defineEvent } from "../webhooks/outbox.ts";
-import { plainConfirm } from "./plain-confirm.ts";
-import { type PlainHold, plainReserve } from "./plain-reserve.ts";
+import type { PlainHold } from "./plain-reserve.ts";
 import { effectiveStatus, reservationJson, reservationSchema } from "./schemas.ts";
 
 /** The `reservation.expired` event: its `data` is the Reservation object. */
@@ -61,29 +62,6 @@ const reservationById = prepared<{ projectId: string; reservationId: string }, R
   },
 );
 
-/** Ends a pending hold; the `status = 'pending'` guard makes a second ending a no-op. */
-const settleReservation = prepared<
-  {
-    id: string;
-    status: ReservationStatus;
-    nowMs: number;
-    actualMicros: number | null;
-    transactionId: string | null;
-  },
-  unknown
->((db, arg) =>
-  db
-    .updateTable("reservations")
-    .set({
-      status: arg("status"),
-      settled_at_ms: arg("nowMs"),
-      actual_micros: arg("actualMicros"),
-      transaction_id: arg("transactionId"),
-    })
-    .where("id", "=", arg("id"))
-    .where("status", "=", "pending"),
-);
-
 export interface CreateReservationInput {
   accountRef: string;
   amountMicros: number;
@@ -121,9 +99,9 @@ export function newHold(
 }
 
 /**
- * Holds `amountMicros` of the account's available credits until now + ttl: a plain reservation
- * in one statement (plain-reserve.ts), else the general path, which books the account's due
- * expiries first and checks the low-balance threshold after.
+ * Holds `amountMicros` of the account's available credits until now + ttl, on the general path
+ * (the route's plain path, plain-reserve.ts, is tried first by the write path): books the
+ * account's due expiries first and checks the low-balance threshold after.
  * @throws ApiError ACCOUNT_NOT_FOUND, INSUFFICIENT_CREDITS (amount > available)
  */
 export async function createReservation(
@@ -131,11 +109,8 @@ export async function createReservation(
   projectId: string,
   input: CreateReservationInput,
   nowMs: number,
-  options: PlainOption = { plainTried: false },
 ): Promise<ReservationRow> {
   const hold = newHold(projectId, input, newId("res"), nowMs);
-  const plain = options.plainTried ? null : await plainReserve(trx, input.accountRef, hold);
-  if (plain) return plain;
   const found = await findAccountWithBalance(trx, projectId, input.accountRef, nowMs);
   const { account } = found;
   // Credits past their expiresAt are never reserved (docs/api.md#expiry-of-grants).
@@ -170,14 +145,41 @@ async function pendingReservation(
   return row;
 }
 
+/** A confirm done: the hold, its debit, and the account's balance afterwards (micro-credits). */
+export interface Confirmed {
+  hold: ReservationRow;
+  transaction: PostedEntry;
+  balanceMicros: number;
+}
+
 /**
- * Settles a hold with the amount actually used (docs/api.md#reservations): debits
+ * The debit that confirms `hold` with `actualMicros` (docs/api.md#reservations), on either path:
+ * its entry's description, and its metadata (the hold's, with `reservationId` and
+ * `reservedAmount`, the hold's amount in credits).
+ */
+export function confirmDebit(hold: ReservationRow, actualMicros: number): Debit {
+  return {
+    projectId: hold.project_id,
+    accountRef: hold.account_id,
+    amountMicros: actualMicros,
+    description: `Reservation ${hold.id} confirmed`,
+    metadata: {
+      ...(parseJsonColumn(hold.metadata) ?? {}),
+      reservationId: hold.id,
+      reservedAmount: fromMicros(hold.amount_micros),
+    },
+    source: "reservation",
+    hold: { id: hold.id, amountMicros: hold.amount_micros },
+  };
+}
+
+/**
+ * Settles a hold with the amount actually used (docs/api.md#reservations), on the general path
+ * (the route's plain path, plain-confirm.ts, is tried first by the write path): debits
  * `actualMicros` (a debit transaction is always created, even for 0) and releases the rest; an
- * overage beyond the hold must fit in `available`, else 402 and the hold stays pending. A plain
- * confirm is one statement on PostgreSQL (plain-confirm.ts), and on SQLite the hold's read and the
- * plain debit (ledger/plain-debit.ts); otherwise the account's due
- * grant expiries are booked first, the debit spends first what is left of expired grants, and
- * what of that no hold covers any more is removed in the same unit
+ * overage beyond the hold must fit in `available`, else 402 and the hold stays pending. The
+ * account's due grant expiries are booked first, the debit spends first what is left of expired
+ * grants, and what of that no hold covers any more is removed in the same unit
  * (docs/api.md#expiry-of-grants).
  * @returns the hold, its debit, and the account's balance afterwards (micro-credits)
  * @throws ApiError RESERVATION_NOT_FOUND, RESERVATION_NOT_PENDING, INSUFFICIENT_CREDITS
@@ -188,59 +190,11 @@ export async function confirmReservation(
   reservationId: string,
   actualMicros: number,
   nowMs: number,
-  options: PlainOption = { plainTried: false },
-) {
-  const { plainTried } = options;
-  const confirmed = plainTried
-    ? null
-    : await plainConfirm(trx, projectId, reservationId, actualMicros, nowMs);
-  if (confirmed) return confirmed;
+): Promise<Confirmed> {
+  // The hold is locked (PostgreSQL) before the account: every unit that settles a hold does so.
   const hold = await pendingReservation(trx, projectId, reservationId, nowMs);
-  const debit = {
-    description: `Reservation ${hold.id} confirmed`,
-    metadata: {
-      ...(parseJsonColumn(hold.metadata) ?? {}),
-      reservationId: hold.id,
-      reservedAmount: fromMicros(hold.amount_micros),
-    },
-    source: "reservation" as const,
-  };
-  const plain = plainTried
-    ? null
-    : await plainDebit(trx, {
-        ...debit,
-        projectId,
-        accountRef: hold.account_id,
-        amountMicros: actualMicros,
-        nowMs,
-        hold: { id: hold.id, amountMicros: hold.amount_micros },
-      });
-  if (plain) return { hold, transaction: plain.row, balanceMicros: plain.row.balance_after_micros };
-  // Locks the account (PostgreSQL) before its grants are read: after the hold, as every unit
-  // that settles a hold does.
-  const found = await findAccountWithBalance(trx, projectId, hold.account_id, nowMs);
-  const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
-  const excessMicros = actualMicros - hold.amount_micros;
-  if (excessMicros > 0) requireAvailable(found.available - due.expiredMicros, excessMicros);
-  const transaction = await postEntry(trx, {
-    ...debit,
-    projectId,
-    accountId: hold.account_id,
-    type: "debit",
-    amountMicros: actualMicros,
-    reservationId: hold.id,
-    nowMs,
-    spendable: due.spendable,
-  });
-  await trx.executeQuery(
-    settleReservation(trx, {
-      id: hold.id,
-      status: "confirmed",
-      nowMs,
-      actualMicros,
-      transactionId: transaction.id,
-    }),
-  );
+  const debit = confirmDebit(hold, actualMicros);
+  const { row: transaction, found, due } = await generalDebit(trx, debit, nowMs);
   const released = {
     balance: transaction.balance_after_micros,
     reserved: found.reserved - hold.amount_micros,
@@ -286,15 +240,11 @@ export async function cancelReservation(
   const hold = await pendingReservation(trx, projectId, reservationId, nowMs);
   const found = await findAccountWithBalance(trx, projectId, hold.account_id, nowMs);
   const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
-  await trx.executeQuery(
-    settleReservation(trx, {
-      id: hold.id,
-      status: "cancelled",
-      nowMs,
-      actualMicros: null,
-      transactionId: null,
-    }),
-  );
+  await endHold(trx, hold.id, nowMs, {
+    status: "cancelled",
+    actualMicros: null,
+    transactionId: null,
+  });
   const released = {
     balance: found.balance - due.expiredMicros,
     reserved: found.reserved - hold.amount_micros,

@@ -1,14 +1,15 @@
 /** Routes of the transaction list and of manual transactions (docs/api.md#endpoints). */
+import type { z } from "@hono/zod-openapi";
 import { resolveAccount } from "../accounts/service.ts";
 import { dateRangeMs } from "../dates.ts";
-import { mapStatement } from "../db/write-path.ts";
+import { mapPlain } from "../db/write-path.ts";
 import type { App, AppDeps } from "../http/context.ts";
 import { paged, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
 import type { PostedEntry } from "../ledger/core.ts";
-import { plainDebitStatement } from "../ledger/plain-debit.ts";
-import { grantTerms, moveCredits } from "../ledger/service.ts";
+import { plainDebit } from "../ledger/plain-debit.ts";
+import { debitOf, grantTerms, moveCredits } from "../ledger/service.ts";
 import {
   createTransactionBody,
   createTransactionResponse,
@@ -18,6 +19,18 @@ import {
   transactionJson,
 } from "./schemas.ts";
 import { listTransactions, readAuditData } from "./service.ts";
+
+/** The movement of a manual transaction, but for a credit's grant terms. */
+function manual(body: z.output<typeof createTransactionBody>) {
+  return {
+    accountRef: body.accountId,
+    type: body.type,
+    amountMicros: body.amount,
+    description: body.description,
+    metadata: body.metadata,
+    source: "manual" as const,
+  };
+}
 
 /** The transaction routes. */
 export const transactionRoutes = resourceRoutes("Transactions", (route) => ({
@@ -87,40 +100,19 @@ export function registerTransactionRoutes(app: App, deps: AppDeps): void {
     app,
     deps,
     r.create,
-    async ({ trx, nowMs, body, projectId, reply, plainTried }) => {
-      const { row } = await moveCredits(
-        trx,
-        projectId,
-        {
-          accountRef: body.accountId,
-          type: body.type,
-          amountMicros: body.amount,
-          description: body.description,
-          metadata: body.metadata,
-          source: "manual",
-          grant: body.type === "credit" ? grantTerms(body, nowMs) : undefined,
-        },
-        nowMs,
-        { plainTried },
-      );
+    async ({ trx, nowMs, body, projectId, reply }) => {
+      const grant = body.type === "credit" ? grantTerms(body, nowMs) : undefined;
+      const { row } = await moveCredits(trx, projectId, { ...manual(body), grant }, nowMs);
       return reply(created(row));
     },
     {
-      // A manual debit may be plain; a credit makes a grant and is never one statement.
-      statement: ({ body, projectId, reply }) =>
-        body.type === "debit"
-          ? mapStatement(
-              plainDebitStatement({
-                projectId,
-                accountRef: body.accountId,
-                amountMicros: body.amount,
-                description: body.description ?? "",
-                metadata: body.metadata ?? {},
-                source: "manual",
-              }),
-              ({ row }) => reply(created(row)),
-            )
-          : undefined,
+      // A manual debit may be plain; a credit makes a grant and has no plain path.
+      plain: ({ body, projectId, reply }) => {
+        const input = manual(body);
+        return input.type === "debit"
+          ? mapPlain(plainDebit(debitOf(projectId, input)), ({ row }) => reply(created(row)))
+          : undefined;
+      },
     },
   );
 }

@@ -1,0 +1,3 @@
+-- 0008 for SQLite: nothing to create. PostgreSQL's 0008 replaces its plain confirm function;
+-- on SQLite the plain debit is `postEntry`'s conditional move in the write unit
+-- (src/ledger/core.ts, src/ledger/plain-debit.ts), run by the one writer.

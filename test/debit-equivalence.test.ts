@@ -1,0 +1,412 @@
+/**
+ * One debit rule (docs/design.md#plain-writes): one table of cases, each run through the plain
+ * path and through the general path on this run's engine, comparing the HTTP answers, the ledger
+ * rows, the grants, the holds, the accounts and the events stored for webhooks.
+ *
+ * Two ledgers on one fake clock run the same requests: one as served (the write path tries each
+ * write's plain form first, and the test counts the times it made the write), and one whose
+ * write path is given the writes without their plain form (`generalOnly`), so that every write
+ * takes the general path. Each case says whether its last write is plain, so the table is known
+ * to reach both paths.
+ */
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApp } from "../src/app.ts";
+import type { PlainWrite, TwoPathWrite, WriteQueue } from "../src/db/write-path.ts";
+import type { App } from "../src/http/context.ts";
+import { spendingOrder } from "../src/ledger/grants.ts";
+import { EVENT_TYPES } from "../src/webhooks/outbox.ts";
+import { makeLedger, type TestLedger } from "./harness.ts";
+import { TEST_ENGINE } from "./pg-harness.ts";
+
+const HOUR = 3_600_000;
+
+interface Case {
+  name: string;
+  /** The account's low-balance threshold, credits. */
+  threshold?: number;
+  /** The credits added, in order: amount, priority, hours until expiry. */
+  grants: { amount: number; priority?: number; expiresInHours?: number }[];
+  /** The holds made after the grants. */
+  holds?: { amount: number; ttlSeconds?: number; metadata?: Record<string, unknown> }[];
+  /** Hours the clock moves after the holds, before the write. */
+  advanceHours?: number;
+  /** The write compared: a deduction, a manual debit, a confirm of the first hold, a hold. */
+  write: { deduct: number } | { manual: number } | { confirm: number } | { reserve: number };
+  /** Send the write with an Idempotency-Key (and send it twice). */
+  key?: boolean;
+  /** Name the account by its internal id rather than its externalId. */
+  byId?: boolean;
+  /** Whether the write is plain (made by the plain path on the served ledger). */
+  plain: boolean;
+}
+
+const CASES: Case[] = [
+  { name: "deduct, one grant", grants: [{ amount: 100 }], write: { deduct: 30 }, plain: true },
+  {
+    name: "deduct with a key, by id",
+    grants: [{ amount: 100 }],
+    write: { deduct: 30 },
+    key: true,
+    byId: true,
+    plain: true,
+  },
+  {
+    name: "deduct crossing the threshold",
+    threshold: 50,
+    grants: [{ amount: 100 }],
+    write: { deduct: 60 },
+    plain: false,
+  },
+  {
+    name: "deduct crossing the threshold, with a key",
+    threshold: 50,
+    grants: [{ amount: 100 }],
+    write: { deduct: 60 },
+    key: true,
+    plain: false,
+  },
+  {
+    name: "deduct down to the threshold exactly",
+    threshold: 40,
+    grants: [{ amount: 100 }],
+    write: { deduct: 60 },
+    plain: true,
+  },
+  {
+    name: "deduct already below the threshold, with a key",
+    threshold: 200,
+    grants: [{ amount: 100 }],
+    write: { deduct: 10 },
+    key: true,
+    plain: true,
+  },
+  {
+    name: "deduct from the first of several grants (priority, then expiry)",
+    grants: [
+      { amount: 100 },
+      { amount: 20, priority: 10, expiresInHours: 48 },
+      { amount: 20, priority: 10, expiresInHours: 24 },
+    ],
+    write: { deduct: 15 },
+    plain: true,
+  },
+  {
+    name: "deduct across several grants",
+    threshold: 5,
+    grants: [
+      { amount: 30, priority: 60 },
+      { amount: 20, priority: 10 },
+      { amount: 25, priority: 10, expiresInHours: 72 },
+    ],
+    write: { deduct: 50 },
+    plain: false,
+  },
+  {
+    name: "deduct with an expiry due",
+    grants: [{ amount: 50, expiresInHours: 1 }, { amount: 100 }],
+    advanceHours: 2,
+    write: { deduct: 10 },
+    plain: false,
+  },
+  {
+    name: "deduct beyond available",
+    grants: [{ amount: 50 }],
+    holds: [{ amount: 30 }],
+    write: { deduct: 25 },
+    plain: false,
+  },
+  {
+    name: "manual debit with a key",
+    threshold: 10,
+    grants: [{ amount: 100 }],
+    write: { manual: 25 },
+    key: true,
+    plain: true,
+  },
+  {
+    name: "confirm less than the hold",
+    grants: [{ amount: 100 }],
+    holds: [{ amount: 40, metadata: { model: "m", reservationId: "theirs" } }],
+    write: { confirm: 25 },
+    plain: true,
+  },
+  {
+    name: "confirm the hold exactly, with a key",
+    threshold: 30,
+    grants: [{ amount: 100 }],
+    holds: [{ amount: 40 }],
+    write: { confirm: 40 },
+    key: true,
+    plain: true,
+  },
+  {
+    name: "confirm 0",
+    grants: [{ amount: 100 }],
+    holds: [{ amount: 40 }],
+    write: { confirm: 0 },
+    plain: true,
+  },
+  {
+    name: "confirm more than the hold",
+    grants: [{ amount: 100 }],
+    holds: [{ amount: 40, metadata: { a: [1, 2.5] } }],
+    write: { confirm: 55 },
+    plain: true,
+  },
+  {
+    name: "confirm more than the hold, crossing the threshold",
+    threshold: 50,
+    grants: [{ amount: 100 }],
+    holds: [{ amount: 40 }],
+    write: { confirm: 55 },
+    key: true,
+    plain: false,
+  },
+  {
+    name: "confirm more than available",
+    grants: [{ amount: 100 }],
+    holds: [{ amount: 40 }, { amount: 50 }],
+    write: { confirm: 60 },
+    plain: false,
+  },
+  {
+    name: "confirm a hold past its expiry",
+    grants: [{ amount: 100 }],
+    holds: [{ amount: 40, ttlSeconds: 60 }],
+    advanceHours: 1,
+    write: { confirm: 10 },
+    plain: false,
+  },
+  {
+    name: "confirm a hold on a grant expired while held",
+    grants: [
+      { amount: 50, expiresInHours: 1 },
+      { amount: 30, priority: 90 },
+    ],
+    holds: [{ amount: 40, ttlSeconds: 86_400 }],
+    advanceHours: 2,
+    write: { confirm: 30 },
+    plain: false,
+  },
+  {
+    name: "reserve",
+    threshold: 10,
+    grants: [{ amount: 100 }],
+    write: { reserve: 30 },
+    plain: true,
+  },
+  {
+    name: "reserve crossing the threshold",
+    threshold: 80,
+    grants: [{ amount: 100 }],
+    write: { reserve: 30 },
+    plain: false,
+  },
+];
+
+/** Counts the writes a plain path made. */
+interface PlainCount {
+  made: number;
+}
+
+/** `write` counting in `count` each time it makes the write. */
+function counted<T>(write: PlainWrite<T>, count: PlainCount): PlainWrite<T> {
+  const seen = (result: T | null) => {
+    if (result !== null) count.made++;
+    return result;
+  };
+  return {
+    sqlite: async (trx, nowMs) => seen(await write.sqlite(trx, nowMs)),
+    postgres: async (db, nowMs) => seen(await write.postgres(db, nowMs)),
+  };
+}
+
+/**
+ * `queue` handed each write with its plain path counted in `count`, or (`count` undefined)
+ * without its plain path: then every write takes the general path.
+ */
+function throughPaths(queue: WriteQueue, count?: PlainCount): WriteQueue {
+  const paths = <T>(write: TwoPathWrite<T>): TwoPathWrite<T> => ({
+    general: write.general,
+    plain: count && write.plain ? counted(write.plain, count) : undefined,
+  });
+  return {
+    run: (unit) => queue.run(unit),
+    runWrite: (write) => queue.runWrite(paths(write)),
+    unitOf: (write) => queue.unitOf(paths(write)),
+    idle: () => queue.idle(),
+    get depth() {
+      return queue.depth;
+    },
+    health: queue.health,
+  };
+}
+
+interface Side {
+  t: TestLedger;
+  app: App;
+  count: PlainCount;
+}
+
+/** A ledger whose app runs every write through the plain path first (`plain`), or never. */
+async function side(plain: boolean): Promise<Side> {
+  const t = await makeLedger({ fakeClock: "2026-03-01T00:00:00.000Z" });
+  const count = { made: 0 };
+  const queue = throughPaths(t.ledger.queue, plain ? count : undefined);
+  return { t, app: createApp({ ...t.ledger.deps, queue }), count };
+}
+
+/** POSTs `body` to `path` on the side's app. @returns the status, the body, a replay's header */
+async function post(s: Side, path: string, body: unknown, key?: string) {
+  const headers: Record<string, string> = {
+    "X-API-Key": s.t.key,
+    "Content-Type": "application/json",
+    ...(key === undefined ? {} : { "Idempotency-Key": key }),
+  };
+  const res = await s.app.request(path, { method: "POST", headers, body: JSON.stringify(body) });
+  const replayed = res.headers.get("Idempotent-Replayed");
+  return { status: res.status, body: await res.json(), ...(replayed ? { replayed } : {}) };
+}
+
+/** Runs `c` on one side. @returns every answer, and how many writes the plain path made of the last */
+async function runCase(s: Side, c: Case, n: number) {
+  const answers: unknown[] = [];
+  const ext = `eq-${n}`;
+  const call = async (path: string, body: unknown, key?: string) => {
+    const answer = await post(s, path, body, key);
+    answers.push(answer);
+    return answer.body as { account?: { id: string }; reservation?: { id: string } };
+  };
+  const created = await call("/v1/accounts/create", {
+    externalId: ext,
+    name: "Equivalence",
+    ...(c.threshold === undefined ? {} : { lowBalanceThreshold: c.threshold }),
+  });
+  const accountId = c.byId ? (created.account?.id ?? "") : ext;
+  const start = s.t.now();
+  for (const g of c.grants) {
+    const expiresAt =
+      g.expiresInHours === undefined
+        ? {}
+        : { expiresAt: new Date(start + g.expiresInHours * HOUR).toISOString() };
+    const priority = g.priority === undefined ? {} : { priority: g.priority };
+    await call("/v1/accounts/credits/add", {
+      accountId,
+      amount: g.amount,
+      ...priority,
+      ...expiresAt,
+    });
+  }
+  const holds: string[] = [];
+  for (const h of c.holds ?? []) {
+    const made = await call("/v1/reservations/create", { accountId, ...h });
+    holds.push(made.reservation?.id ?? "none");
+  }
+  s.t.advance((c.advanceHours ?? 0) * HOUR);
+  s.count.made = 0;
+  const [path, body] =
+    "deduct" in c.write
+      ? ["/v1/accounts/credits/deduct", { accountId, amount: c.write.deduct, metadata: { n } }]
+      : "manual" in c.write
+        ? ["/v1/transactions/create", { accountId, type: "debit", amount: c.write.manual }]
+        : "confirm" in c.write
+          ? ["/v1/reservations/confirm", { reservationId: holds[0], actualAmount: c.write.confirm }]
+          : ["/v1/reservations/create", { accountId, amount: c.write.reserve, model: "m" }];
+  const key = c.key ? `key-${n}` : undefined;
+  await call(path, body, key);
+  const plainMade = s.count.made;
+  if (key !== undefined) await call(path, body, key);
+  return { answers, plainMade, stored: await stored(s.t, ext) };
+}
+
+/**
+ * What the side's database holds of the account `externalId`: the account, its ledger, its
+ * grants, its holds and the events about it.
+ */
+async function stored(t: TestLedger, externalId: string) {
+  const db = t.ledger.db.read;
+  const account = await db
+    .selectFrom("accounts")
+    .selectAll()
+    .where("external_id", "=", externalId)
+    .executeTakeFirstOrThrow();
+  const events = await db
+    .selectFrom("webhook_events")
+    .select(["id", "type", "payload", "created_at_ms"])
+    .orderBy("id")
+    .execute();
+  return {
+    account,
+    transactions: await db
+      .selectFrom("transactions")
+      .selectAll()
+      .where("account_id", "=", account.id)
+      .orderBy("seq")
+      .execute(),
+    grants: await db
+      .selectFrom("credit_grants as g")
+      .innerJoin("credit_grant_remaining as r", "r.seq", "g.seq")
+      .selectAll("g")
+      .select("r.remaining_micros")
+      .where("g.account_id", "=", account.id)
+      .orderBy("g.seq")
+      .execute(),
+    reservations: await db
+      .selectFrom("reservations")
+      .selectAll()
+      .where("account_id", "=", account.id)
+      .orderBy("id")
+      .execute(),
+    events: events.filter((e) => e.payload.includes(`"${account.id}"`)),
+  };
+}
+
+/** `value` as JSON text with every generated id replaced by its prefix and order of appearance. */
+function canonical(value: unknown): string {
+  const seen = new Map<string, string>();
+  return JSON.stringify(value).replace(
+    /\b(acc|txn|res|grt|evt|wh|whd|prj|key)_[0-9A-Za-z]{16,}/g,
+    (id, prefix: string) => {
+      if (!seen.has(id)) seen.set(id, `${prefix}#${seen.size}`);
+      return seen.get(id) ?? id;
+    },
+  );
+}
+
+describe(`one debit rule, plain path against general path (${TEST_ENGINE})`, () => {
+  let plain: Side;
+  let general: Side;
+  beforeAll(async () => {
+    [plain, general] = await Promise.all([side(true), side(false)]);
+    const hook = { url: "http://127.0.0.1:9/equivalence", events: [...EVENT_TYPES] };
+    for (const s of [plain, general]) {
+      expect((await post(s, "/v1/webhooks/create", hook)).status).toBe(200);
+    }
+  });
+  afterAll(async () => {
+    await Promise.all([plain?.t.close(), general?.t.close()]);
+  });
+
+  it.each(CASES.map((c, n) => [c.name, c, n] as const))("%s", async (_name, c, n) => {
+    const viaPlain = await runCase(plain, c, n);
+    const viaGeneral = await runCase(general, c, n);
+    expect(canonical(viaPlain.answers)).toEqual(canonical(viaGeneral.answers));
+    expect(canonical(viaPlain.stored)).toEqual(canonical(viaGeneral.stored));
+    expect(viaGeneral.plainMade).toBe(0);
+    expect(viaPlain.plainMade, "the plain path made the write").toBe(c.plain ? 1 : 0);
+    expect(await plain.t.verify()).toEqual([]);
+  });
+
+  it.runIf(TEST_ENGINE === "postgres")(
+    "ledger_plain_debit spends grants in the order of grants.ts",
+    async () => {
+      const db = plain.t.ledger.db.write;
+      const order = sql`${spendingOrder("g")}`.compile(db).sql;
+      const { rows } = await sql<{ prosrc: string }>`
+        SELECT prosrc FROM pg_proc WHERE proname = 'ledger_plain_debit'`.execute(db);
+      const normal = (text: string) => text.replaceAll('"', "").replace(/\s+/g, " ").toLowerCase();
+      expect(normal(rows[0]?.prosrc ?? "")).toContain(`order by ${normal(order)} limit 1`);
+    },
+  );
+});
