@@ -1,0 +1,195 @@
+/**
+ * A remote libSQL server that is busy or hung (contract section 10; docs/operations.md, "Remote
+ * libSQL: sqld or Turso"): while another client holds the server's write lock, or the server is
+ * stopped with SIGSTOP, deductions answer 200 or 503 `SERVICE_UNAVAILABLE` within 5 s, never a
+ * 500, `/ready` answers 503; writes succeed again within about a second of the server taking
+ * them; the balance counts exactly the acknowledged deductions. The server is the Hrana test
+ * server in a process of its own; the lock is held through Hrana by a second `@libsql/client`,
+ * and by a second SQLite connection on the server's file. Over HTTP and over WebSocket. Runs
+ * once, on the default (embedded) test run.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createClient } from "@libsql/client";
+import LibsqlDatabase from "libsql";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type HranaProcess, spawnHranaServer } from "../scripts/lib/hrana/process.ts";
+import { accountRoutes } from "../src/accounts/routes.ts";
+import { createApp } from "../src/app.ts";
+import { createProjectKey } from "../src/bootstrap.ts";
+import { loadConfig } from "../src/config.ts";
+import type { App } from "../src/http/context.ts";
+import { verifyLedger } from "../src/ledger/verify.ts";
+import { type Ledger, openLedger } from "../src/runtime.ts";
+import { transactionRoutes } from "../src/transactions/routes.ts";
+import { expectError } from "./contract.ts";
+import { okBody, type Send, sendJson } from "./http-client.ts";
+import { TEST_TARGET } from "./pg-harness.ts";
+
+const TOKEN = `busy_${randomBytes(8).toString("hex")}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** How long the second client holds the write lock, and how long the server hangs. */
+const HOLD_MS = 9000;
+const HANG_MS = 10_000;
+
+describe.runIf(TEST_TARGET === "sqlite").each(["http", "ws"] as const)(
+  "remote libSQL over %s, busy or hung",
+  (scheme) => {
+    let dir: string;
+    let server: HranaProcess;
+    let ledger: Ledger;
+    let app: App;
+    let key: string;
+    let acknowledged = 0;
+
+    beforeAll(async () => {
+      dir = mkdtempSync(join(tmpdir(), "ledger-libsql-busy-"));
+      server = await spawnHranaServer({
+        path: join(dir, "remote.db"),
+        token: TOKEN,
+        idleSeconds: 30,
+      });
+      ledger = await openLedger(
+        loadConfig({
+          DATABASE_URL: server.url.replace(/^http/, scheme),
+          DATABASE_AUTH_TOKEN: TOKEN,
+        }),
+      );
+      app = createApp(ledger.deps);
+      key = (await createProjectKey(ledger.queue, "busy")).apiKey;
+      expect((await post("/v1/accounts/create", { externalId: "b1" })).status).toBe(200);
+      const funded = await post("/v1/accounts/credits/add", { accountId: "b1", amount: 1000 });
+      expect(funded.status).toBe(200);
+    });
+    afterAll(async () => {
+      if (server.child.signalCode === null) process.kill(server.child.pid ?? 0, "SIGCONT");
+      await ledger.close();
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    const request = async (method: string, path: string, body?: unknown, idemKey?: string) => {
+      const started = performance.now();
+      const send: Send = async (p, init) => app.request(p, init);
+      const reply = await sendJson(send, key, method, path, { body, idempotencyKey: idemKey });
+      return { ...reply, seconds: (performance.now() - started) / 1000 };
+    };
+    const post = (path: string, body: unknown, idemKey?: string) =>
+      request("POST", path, body, idemKey);
+    const deduct = async (idemKey?: string) => {
+      const r = await post("/v1/accounts/credits/deduct", { accountId: "b1", amount: 1 }, idemKey);
+      if (r.status === 200) acknowledged++;
+      return r;
+    };
+
+    /**
+     * Five deductions started 0.8 s apart while the write lock is held (alternately with and
+     * without an Idempotency-Key), and `/ready` once they are answered.
+     * @returns the deductions' answers and `/ready`'s status
+     */
+    async function deductWhileBlocked() {
+      const pending = [];
+      for (let i = 0; i < 5; i++) {
+        pending.push(deduct(i % 2 === 0 ? undefined : `busy-${randomBytes(4).toString("hex")}`));
+        await sleep(800);
+      }
+      const answers = await Promise.all(pending);
+      const ready = await request("GET", "/ready");
+      return { answers, ready: ready.status };
+    }
+
+    /** Each answer is a 200, or a 503 SERVICE_UNAVAILABLE, within 5 s. */
+    function expectQuickAnswers(answers: Awaited<ReturnType<typeof deduct>>[]) {
+      for (const r of answers) {
+        expect(r.seconds).toBeLessThan(5);
+        if (r.status !== 200) expectError(r, 503, "SERVICE_UNAVAILABLE");
+      }
+      console.log(
+        `${scheme}: ${answers.map((r) => `${r.status} in ${r.seconds.toFixed(2)} s`).join(", ")}`,
+      );
+    }
+
+    it("answers 200 or 503 within 5 s while another Hrana client holds the write lock", async () => {
+      expect((await deduct()).status).toBe(200);
+      const holder = createClient({ url: server.url, authToken: TOKEN });
+      const tx = await holder.transaction("write");
+      await tx.execute("SELECT 1");
+      const held = performance.now();
+      const { answers, ready } = await deductWhileBlocked();
+      await sleep(HOLD_MS - (performance.now() - held));
+      await tx.rollback();
+      holder.close();
+      const after = await deduct();
+      expectQuickAnswers(answers);
+      expect(answers.some((r) => r.status === 503)).toBe(true);
+      expect(ready).toBe(503);
+      expect(after.status).toBe(200);
+      console.log(`${scheme}: first deduction after the release: ${after.seconds.toFixed(2)} s`);
+      expect((await request("GET", "/ready")).status).toBe(200);
+    }, 60_000);
+
+    it("answers 200 or 503 within 5 s while a SQLite connection holds the file's write lock", async () => {
+      const holder = new LibsqlDatabase(join(dir, "remote.db"));
+      holder.exec("BEGIN IMMEDIATE");
+      const held = performance.now();
+      let answers: Awaited<ReturnType<typeof deduct>>[];
+      let ready: number;
+      try {
+        ({ answers, ready } = await deductWhileBlocked());
+        await sleep(HOLD_MS - (performance.now() - held));
+      } finally {
+        holder.exec("ROLLBACK");
+        holder.close();
+      }
+      const after = await deduct();
+      expectQuickAnswers(answers);
+      expect(answers.some((r) => r.status === 503)).toBe(true);
+      expect(ready).toBe(503);
+      expect(after.status).toBe(200);
+      console.log(`${scheme}: first deduction after the release: ${after.seconds.toFixed(2)} s`);
+      expect((await request("GET", "/ready")).status).toBe(200);
+    }, 60_000);
+
+    it("writes again within about a second of a 10 s hang ending", async () => {
+      expect((await deduct()).status).toBe(200);
+      const pid = server.child.pid ?? 0;
+      process.kill(pid, "SIGSTOP");
+      const answers = [];
+      try {
+        const stopped = performance.now();
+        while (performance.now() - stopped < HANG_MS - 1000) {
+          answers.push(deduct(), request("GET", "/ready"));
+          await sleep(1000);
+        }
+        await sleep(HANG_MS - (performance.now() - stopped));
+      } finally {
+        process.kill(pid, "SIGCONT");
+      }
+      const resumed = performance.now();
+      let recovery = Number.POSITIVE_INFINITY;
+      while (performance.now() - resumed < 15_000) {
+        if ((await deduct()).status === 200) {
+          recovery = (performance.now() - resumed) / 1000;
+          break;
+        }
+        await sleep(50);
+      }
+      console.log(`${scheme}: writes again ${recovery.toFixed(2)} s after the hang ended`);
+      for (const r of await Promise.all(answers)) {
+        expect([200, 503]).toContain(r.status);
+        expect(r.seconds).toBeLessThan(5);
+      }
+      expect(recovery).toBeLessThan(1.5);
+    }, 60_000);
+
+    it("applied exactly the deductions it acknowledged", async () => {
+      const view = await request("GET", "/v1/accounts/balance?externalId=b1");
+      expect(okBody(accountRoutes.balance, view).balance).toBe(1000 - acknowledged);
+      const txs = await request("GET", "/v1/transactions?externalId=b1&limit=500");
+      expect(okBody(transactionRoutes.list, txs).pagination.totalCount).toBe(1 + acknowledged);
+      expect((await verifyLedger(ledger.db.read, Date.now())).problems).toEqual([]);
+    });
+  },
+);
