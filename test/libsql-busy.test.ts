@@ -9,7 +9,7 @@
  * once, on the default (embedded) test run.
  */
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient } from "@libsql/client";
@@ -20,6 +20,7 @@ import { accountRoutes } from "../src/accounts/routes.ts";
 import { createApp } from "../src/app.ts";
 import { createProjectKey } from "../src/bootstrap.ts";
 import { loadConfig } from "../src/config.ts";
+import { forgetCheckedKeys } from "../src/http/auth.ts";
 import type { App } from "../src/http/context.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
 import { type Ledger, openLedger } from "../src/runtime.ts";
@@ -193,3 +194,68 @@ describe.runIf(TEST_TARGET === "sqlite").each(["http", "ws"] as const)(
     });
   },
 );
+
+/**
+ * What a deduction costs over HTTP, counted as the server's pipeline requests (each one round
+ * trip), with the API key remembered (`KEY_TRUST_MS`) and read again: the figures of
+ * docs/operations.md, "Remote libSQL: sqld or Turso" ("Cost per request").
+ */
+describe.runIf(TEST_TARGET === "sqlite")("round trips of a deduction over HTTP", () => {
+  let dir: string;
+  let server: HranaProcess;
+  let ledger: Ledger;
+  let app: App;
+  let key: string;
+  let logFile: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "ledger-libsql-trips-"));
+    logFile = join(dir, "server.log");
+    server = await spawnHranaServer({ path: join(dir, "remote.db"), token: TOKEN, logFile });
+    ledger = await openLedger(loadConfig({ DATABASE_URL: server.url, DATABASE_AUTH_TOKEN: TOKEN }));
+    app = createApp(ledger.deps);
+    key = (await createProjectKey(ledger.queue, "trips")).apiKey;
+    const send: Send = async (p, init) => app.request(p, init);
+    const create = await sendJson(send, key, "POST", "/v1/accounts/create", {
+      body: { externalId: "t1" },
+    });
+    expect(create.status).toBe(200);
+    const add = { body: { accountId: "t1", amount: 1000 } };
+    expect((await sendJson(send, key, "POST", "/v1/accounts/credits/add", add)).status).toBe(200);
+  });
+  afterAll(async () => {
+    await ledger.close();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const pipelines = () =>
+    readFileSync(logFile, "utf8")
+      .split("\n")
+      .filter((line) => line.includes('"event":"pipeline"')).length;
+
+  /** @returns the pipelines one deduction made */
+  async function tripsOfDeduction(options: { idempotencyKey?: string; coldKey: boolean }) {
+    const send: Send = async (p, init) => app.request(p, init);
+    if (options.coldKey) forgetCheckedKeys();
+    const before = pipelines();
+    const r = await sendJson(send, key, "POST", "/v1/accounts/credits/deduct", {
+      body: { accountId: "t1", amount: 1 },
+      ...(options.idempotencyKey ? { idempotencyKey: options.idempotencyKey } : {}),
+    });
+    expect(r.status).toBe(200);
+    return pipelines() - before;
+  }
+
+  it("makes the round trips the docs say", async () => {
+    const idem = () => `trip-${randomBytes(4).toString("hex")}`;
+    const trips = {
+      plain: await tripsOfDeduction({ coldKey: false }),
+      keyed: await tripsOfDeduction({ coldKey: false, idempotencyKey: idem() }),
+      plainColdKey: await tripsOfDeduction({ coldKey: true }),
+      keyedColdKey: await tripsOfDeduction({ coldKey: true, idempotencyKey: idem() }),
+    };
+    console.log(`round trips of a deduction over HTTP: ${JSON.stringify(trips)}`);
+    expect(trips).toEqual({ plain: 4, keyed: 6, plainColdKey: 5, keyedColdKey: 7 });
+  });
+});

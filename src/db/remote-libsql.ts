@@ -183,7 +183,9 @@ class GuardedTransaction implements Transaction {
   batch(stmts: InStatement[]): Promise<ResultSet[]> {
     const held = this.#held.splice(0);
     if (held.length === 0) return this.#guarded(() => this.#inner.batch(stmts));
-    return this.#guarded(() => this.#inner.batch([...held, ...stmts])).then((r) => r.slice(held.length));
+    return this.#guarded(() => this.#inner.batch([...held, ...stmts])).then((r) =>
+      r.slice(held.length),
+    );
   }
 
   executeMultiple(sql: string): Promise<void> {
