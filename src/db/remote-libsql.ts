@@ -34,6 +34,7 @@ import type {
 } from "@libsql/client";
 import { ApiError } from "../errors.ts";
 import { NETWORK_FAILURE_CODES, unavailableError } from "./postgres.ts";
+import { isStorageFailure } from "./storage-errors.ts";
 
 /** Milliseconds one call to the remote server may take before the caller gets a 503. */
 export const REMOTE_CALL_TIMEOUT_MS = 4000;
@@ -276,4 +277,48 @@ export class GuardedClient implements Client {
   reconnect(): void {
     this.#inner.reconnect();
   }
+}
+
+/** True when `err`, met before anything was served, says the database cannot be reached. */
+export function isUnreachableAtStart(err: unknown): boolean {
+  return err instanceof ApiError && err.code === "SERVICE_UNAVAILABLE" && !isStorageFailure(err);
+}
+
+/**
+ * The error a command reports when the database cannot be reached as it starts (the request's
+ * 503, with its advice to retry with an Idempotency-Key, means nothing there): where, without
+ * credentials, and why, e.g. `cannot reach the database at http://127.0.0.1:8080/
+ * (ECONNREFUSED); check DATABASE_URL and that the server is running`. Remote libSQL and
+ * PostgreSQL alike.
+ */
+export function unreachableAtStart(url: string, err: unknown): Error {
+  return new Error(
+    `cannot reach the database at ${withoutCredentials(url)} (${rootCause(err)}); check DATABASE_URL and that the server is running`,
+    { cause: err },
+  );
+}
+
+function withoutCredentials(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.username = "";
+    parsed.password = "";
+    parsed.search = "";
+    return parsed.toString();
+  } catch {
+    return "DATABASE_URL";
+  }
+}
+
+/** The innermost cause of `err`: its code when it has one, else its message. */
+function rootCause(err: unknown): string {
+  let current: unknown = err;
+  for (let depth = 0; depth < 6; depth++) {
+    const next: unknown = current instanceof Error ? current.cause : undefined;
+    if (next === undefined || next === null) break;
+    current = next;
+  }
+  const code = (current as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && code.length > 0) return code;
+  return current instanceof Error ? current.message : String(current);
 }
