@@ -7,11 +7,12 @@
  *   because the server cannot be reached (refused, reset, DNS, a proxy's 502/503/504, a closed
  *   WebSocket) becomes `ApiError("SERVICE_UNAVAILABLE")`, a 503 that is safe to retry with the
  *   same Idempotency-Key. Other errors (SQL errors, constraint violations) pass unchanged.
- * - No call waits longer than REMOTE_CALL_TIMEOUT_MS, and no call of a write transaction past
- *   the deadline the write queue set for it (`WriteDeadline`, REMOTE_WRITE_BUDGET_MS after its
- *   first unit was handed in), so a request answers within 5 s while the server hangs or
- *   another client holds its write lock. A call given up may still have been applied (a commit
- *   whose answer was lost), like any 503 here.
+ * - No call waits longer than REMOTE_CALL_TIMEOUT_MS, and no write transaction waits for the
+ *   server's write lock past the deadline the write queue set for it (`WriteDeadline`,
+ *   REMOTE_WRITE_BUDGET_MS after its oldest unit was handed in: its calls until the first
+ *   succeeds, the one that carries `BEGIN IMMEDIATE`), so a request answers within 5 s while
+ *   the server hangs or another client holds its write lock. A call given up may still have
+ *   been applied (a commit whose answer was lost), like any 503 here.
  * - A call given up is not abandoned on the wire: its HTTP request goes on until the server
  *   answers (or REMOTE_FETCH_ABANDON_MS), so that the rollback the write queue sends after it
  *   goes out with the stream's baton and ends the transaction at once. An HTTP request the
@@ -60,9 +61,9 @@ export interface WriteDeadline {
   /** Milliseconds a write may take from when its unit was handed in: REMOTE_WRITE_BUDGET_MS. */
   readonly budgetMs: number;
   /**
-   * Every call of the write transactions begun from now on gives up (a 503) at `deadlineMs`
-   * (`performance.now()` time) or after REMOTE_CALL_TIMEOUT_MS, whichever comes first;
-   * undefined: REMOTE_CALL_TIMEOUT_MS only.
+   * The write transactions begun from now on give up (a 503) at `deadlineMs`
+   * (`performance.now()` time) unless their first call (the one that takes the write lock) has
+   * succeeded by then; every call also after REMOTE_CALL_TIMEOUT_MS. Undefined: the latter only.
    */
   set(deadlineMs: number | undefined): void;
 }
@@ -150,8 +151,12 @@ const NOTHING: ResultSet = {
 
 class GuardedTransaction implements Transaction {
   readonly #inner: Transaction;
-  /** When its calls give up (`performance.now()` time), besides REMOTE_CALL_TIMEOUT_MS. */
-  readonly #deadlineMs: number | undefined;
+  /**
+   * When its calls give up (`performance.now()` time), besides REMOTE_CALL_TIMEOUT_MS, until one
+   * has succeeded: the first carries the `BEGIN IMMEDIATE`, so from then on the transaction
+   * holds the write lock and a long batch on a slow but working server is not cut short.
+   */
+  #deadlineMs: number | undefined;
   /** Savepoint statements not sent yet (see the module comment). */
   readonly #held: InStatement[] = [];
 
@@ -160,8 +165,10 @@ class GuardedTransaction implements Transaction {
     this.#deadlineMs = deadlineMs;
   }
 
-  #guarded<T>(call: () => Promise<T>): Promise<T> {
-    return guarded(call, this.#deadlineMs);
+  async #guarded<T>(call: () => Promise<T>): Promise<T> {
+    const result = await guarded(call, this.#deadlineMs);
+    this.#deadlineMs = undefined;
+    return result;
   }
 
   get closed(): boolean {
