@@ -11,7 +11,7 @@
  * by another client (`SQLITE_BUSY`), whether alone or with others, ends there and is run again
  * after BUSY_RETRY_MS: on a file up to BUSY_RETRY_LIMIT times, on a remote server until its
  * write deadline (`Database.writeDeadline`: REMOTE_WRITE_BUDGET_MS after its oldest unit was
- * handed in, which also bounds every call to the server). A batch that finds the database
+ * handed in, which also bounds each attempt's wait for the server's write lock). A batch that finds the database
  * unreachable (remote libSQL), or still locked at the end, ends with a 503, and so does every
  * unit that waited behind it, at once rather than each after its own wait; `health` records it
  * until a write commits again (docs/design.md, "Remote libSQL").
@@ -226,8 +226,9 @@ export class SqliteWriteQueue implements WriteQueue {
         .execute()
         .catch(() => undefined);
       // An unreachable database (remote libSQL) would make the caller wait out the rollback's
-      // own timeout too: it is left to finish, or to fail, on its own (the server rolls back a
-      // transaction whose stream goes away).
+      // own timeout too: it is left to finish, or to fail, on its own (over HTTP it goes out on
+      // the transaction's stream once the server answers the call given up, which ends the
+      // transaction there; src/db/remote-libsql.ts).
       if (!isUnreachable(err)) await rollback;
       throw err;
     }
