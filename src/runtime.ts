@@ -5,6 +5,7 @@
 import type { Config } from "./config.ts";
 import { type Database, openDatabase } from "./db/client.ts";
 import { migrateToLatest } from "./db/migrator.ts";
+import { isUnreachableAtStart, unreachableAtStart } from "./db/remote-libsql.ts";
 import type { BatchStats, Clock, WriteQueue } from "./db/write-path.ts";
 import { createWriteQueue } from "./db/write-queue.ts";
 import { type AppDeps, type Logger, silentLogger } from "./http/context.ts";
@@ -62,7 +63,12 @@ export async function openLedger(
     onIdleError: (err) =>
       options.logger?.warn({ err: err.message }, "database connection lost while idle"),
   });
-  await migrateToLatest(db.write);
+  try {
+    await migrateToLatest(db.write);
+  } catch (err) {
+    await db.close().catch(() => undefined);
+    throw isUnreachableAtStart(err) ? unreachableAtStart(config.DATABASE_URL, err) : err;
+  }
   const clock = options.clock ?? Date.now;
   const metrics =
     options.metrics ??

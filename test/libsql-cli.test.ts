@@ -94,5 +94,28 @@ describe.runIf(TEST_TARGET === "sqlite").each(["ws", "http"] as const)(
       expect(backup.status).toBe(1);
       expect(backup.stderr).toMatch(/^ledger: /);
     });
+
+    it("says where and why when the server cannot be reached as `serve` starts, and exits", async () => {
+      const port = server.port;
+      const stopped = { ...env, DATABASE_URL: `${scheme}://127.0.0.1:${port}` };
+      await server.stop();
+      try {
+        const r = spawnSync(process.execPath, [cliPath, "serve"], {
+          env: { ...stopped, PORT: "0" },
+          encoding: "utf8",
+          timeout: 20_000,
+        });
+        expect(r.signal).toBeNull();
+        expect(r.status).toBe(1);
+        expect(r.stderr).toMatch(
+          new RegExp(
+            `^ledger: cannot reach the database at ${scheme}://127\\.0\\.0\\.1:${port}/ \\(.+\\); check DATABASE_URL and that the server is running\n$`,
+          ),
+        );
+        expect(r.stderr).not.toMatch(/Idempotency-Key|retry later/);
+      } finally {
+        server = await spawnHranaServer({ path: join(dir, "remote.db"), token: TOKEN, port });
+      }
+    }, 60_000);
   },
 );

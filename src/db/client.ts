@@ -17,7 +17,7 @@ import LibsqlDatabase from "libsql";
 import type { Engine } from "./engine.ts";
 import { NativeSqliteDialect, TransactionalDdlSqliteAdapter } from "./native-driver.ts";
 import { isPostgresUrl, openPostgres } from "./postgres.ts";
-import { fetchWithTimeout, GuardedClient } from "./remote-libsql.ts";
+import { fetchWithTimeout, GuardedClient, type WriteDeadline } from "./remote-libsql.ts";
 import type { DB } from "./schema.ts";
 
 export interface DatabaseOptions {
@@ -43,6 +43,11 @@ export interface Database {
    * connection PRAGMAs, which SQLite refuses to change inside a transaction).
    */
   beforeWrite?: () => Promise<void>;
+  /**
+   * Remote libSQL: how long a write may take, and the hook by which the write queue bounds the
+   * calls of its next write transactions by that (src/db/remote-libsql.ts).
+   */
+  writeDeadline?: WriteDeadline;
   close(): Promise<void>;
 }
 
@@ -156,6 +161,7 @@ async function openClient(options: DatabaseOptions, path: string | null): Promis
     engine: "sqlite",
     driver: "client",
     ...(path ? { beforeWrite: () => applyPragmas(writeClient) } : {}),
+    ...(writeClient instanceof GuardedClient ? { writeDeadline: writeClient.writeDeadline } : {}),
     close: async () => {
       await read.destroy();
       await write.destroy();

@@ -7,9 +7,14 @@
  * two statements fewer matter most on remote libSQL, where each is a round trip.
  * A unit that meets a database that cannot write (src/db/storage-errors.ts) ends its batch:
  * every unit of it gets the 503, nothing of it is kept, and `health` records the failure
- * (docs/design.md, "When the database cannot write"). A batch that finds the database
- * unreachable (remote libSQL) or locked by another process past the retries ends with a 503,
- * and so does every unit that waited behind it, at once rather than each after its own wait.
+ * (docs/design.md, "When the database cannot write"). A batch that finds the database locked
+ * by another client (`SQLITE_BUSY`), whether alone or with others, ends there and is run again
+ * after BUSY_RETRY_MS: on a file up to BUSY_RETRY_LIMIT times, on a remote server until its
+ * write deadline (`Database.writeDeadline`: REMOTE_WRITE_BUDGET_MS after its oldest unit was
+ * handed in, which also bounds each attempt's wait for the server's write lock). A batch that finds the database
+ * unreachable (remote libSQL), or still locked at the end, ends with a 503, and so does every
+ * unit that waited behind it, at once rather than each after its own wait; `health` records it
+ * until a write commits again (docs/design.md, "Remote libSQL").
  */
 import { CompiledQuery, type Transaction } from "kysely";
 import { ApiError } from "../errors.ts";
@@ -30,6 +35,8 @@ import { probeWrite } from "./write-probe.ts";
 
 interface Job {
   unit: WriteUnit<unknown>;
+  /** When it was handed in, `performance.now()` time. */
+  queuedMs: number;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
 }
@@ -45,6 +52,8 @@ const ROLLBACK_TO = CompiledQuery.raw("ROLLBACK TO unit");
 
 const BUSY_RETRY_MS = 10;
 const BUSY_RETRY_LIMIT = 500;
+/** Remote: the least time a batch's first attempt is given, however long its units waited. */
+const MIN_ATTEMPT_MS = 1000;
 
 /** The SQLite write queue (see the module comment). */
 export class SqliteWriteQueue implements WriteQueue {
@@ -77,7 +86,12 @@ export class SqliteWriteQueue implements WriteQueue {
    */
   run<T>(unit: WriteUnit<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#waiting.push({ unit, resolve: resolve as (v: unknown) => void, reject });
+      this.#waiting.push({
+        unit,
+        queuedMs: performance.now(),
+        resolve: resolve as (v: unknown) => void,
+        reject,
+      });
       this.#running ??= this.#drain();
     });
   }
@@ -116,11 +130,13 @@ export class SqliteWriteQueue implements WriteQueue {
 
   async #runBatch(batch: Job[]): Promise<void> {
     const started = performance.now();
+    const deadlineMs = this.#deadlineOf(batch, started);
     let outcomes: Outcome[] = [];
     let batchError: unknown;
     for (let attempt = 0; ; attempt++) {
       outcomes = [];
       try {
+        this.#db.writeDeadline?.set(deadlineMs);
         await this.#db.beforeWrite?.();
         await this.#inTransaction(async (trx) => {
           const [alone] = batch;
@@ -137,18 +153,26 @@ export class SqliteWriteQueue implements WriteQueue {
       } catch (err) {
         batchError = err instanceof UnitRefused ? undefined : err;
         if (batchError === undefined) break;
-        // Another process holds the write lock and nothing of ours ran yet: wait and retry.
-        if (outcomes.length === 0 && isBusy(err) && attempt < BUSY_RETRY_LIMIT) {
+        // Another client holds the write lock and nothing of ours ran yet: wait and retry.
+        const mayRetry =
+          deadlineMs === undefined
+            ? attempt < BUSY_RETRY_LIMIT
+            : performance.now() + BUSY_RETRY_MS < deadlineMs;
+        if (outcomes.length === 0 && isBusy(err) && mayRetry) {
           await new Promise((r) => setTimeout(r, BUSY_RETRY_MS));
           continue;
         }
         break;
       }
     }
+    this.#db.writeDeadline?.set(undefined);
     if (batchError !== undefined) {
       // Nothing of the batch was kept: every unit gets the batch's error, a 503 when the
       // database cannot write, is unreachable, or stays locked by another process.
       if (isStorageFailure(batchError)) this.health.recordFailure(batchError);
+      else if (isBusy(batchError) || isUnreachable(batchError)) {
+        this.health.recordUnavailable(causeOf(batchError));
+      }
       const error = isBusy(batchError) ? unavailableError(batchError) : asCannotWrite(batchError);
       for (const job of batch) job.reject(error);
       // The units that queued behind an unreachable database would each wait out the same
@@ -161,6 +185,7 @@ export class SqliteWriteQueue implements WriteQueue {
         for (const job of this.#waiting.splice(0)) job.reject(error);
       }
     } else {
+      this.health.recordCommit();
       batch.forEach((job, i) => {
         const outcome = outcomes[i];
         if (!outcome) job.reject(new Error("not run"));
@@ -174,6 +199,18 @@ export class SqliteWriteQueue implements WriteQueue {
       durationMs: performance.now() - started,
       committed: batchError === undefined,
     });
+  }
+
+  /**
+   * Remote: when the calls of `batch`'s transaction give up (`performance.now()` time): the
+   * write budget after its oldest unit was handed in, but at least MIN_ATTEMPT_MS from `now`.
+   * A file: undefined (SQLite's busy_timeout and BUSY_RETRY_LIMIT bound the waits).
+   */
+  #deadlineOf(batch: Job[], now: number): number | undefined {
+    const budget = this.#db.writeDeadline?.budgetMs;
+    if (budget === undefined) return undefined;
+    const oldest = Math.min(...batch.map((job) => job.queuedMs));
+    return Math.max(oldest + budget, now + MIN_ATTEMPT_MS);
   }
 
   /**
@@ -193,8 +230,9 @@ export class SqliteWriteQueue implements WriteQueue {
         .execute()
         .catch(() => undefined);
       // An unreachable database (remote libSQL) would make the caller wait out the rollback's
-      // own timeout too: it is left to finish, or to fail, on its own (the server rolls back a
-      // transaction whose stream goes away).
+      // own timeout too: it is left to finish, or to fail, on its own (over HTTP it goes out on
+      // the transaction's stream once the server answers the call given up, which ends the
+      // transaction there; src/db/remote-libsql.ts).
       if (!isUnreachable(err)) await rollback;
       throw err;
     }
@@ -242,9 +280,18 @@ export class SqliteWriteQueue implements WriteQueue {
   }
 }
 
-/** True for an error after which the batch's transaction cannot go on. */
+/**
+ * True for an error after which the batch's transaction cannot go on: the database cannot
+ * write, cannot be reached, or is locked by another client (a `BEGIN IMMEDIATE` that failed,
+ * which over remote libSQL comes back with the first unit's first statement).
+ */
 function endsBatch(err: unknown): boolean {
-  return isStorageFailure(err) || isUnreachable(err);
+  return isStorageFailure(err) || isUnreachable(err) || isBusy(err);
+}
+
+/** The database's own error behind a 503 of the write path, for the log. */
+function causeOf(err: unknown): unknown {
+  return err instanceof ApiError && err.cause !== undefined ? err.cause : err;
 }
 
 /** True for the 503 of a database that cannot be reached (remote libSQL's guarded calls). */

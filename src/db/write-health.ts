@@ -9,6 +9,12 @@
  * QUIET_MS, a probe (one tiny real write through the write path) runs every PROBE_INTERVAL_MS.
  * The episode ends when a probe succeeds and no other write failed meanwhile; that is logged
  * once, at `info`, with the number of writes that failed. Nothing is probed while writes work.
+ *
+ * A remote libSQL server that is busy (another client holds its write lock) or cannot be
+ * reached makes an episode too (`recordUnavailable`): there the first write that commits again
+ * ends it (`recordCommit`), a request's or the probe's, since no small write can succeed where
+ * others fail for that reason. An episode in which a write failed for lack of space ends only
+ * by the probe.
  */
 import { describeDatabaseError } from "./storage-errors.ts";
 
@@ -37,7 +43,7 @@ export interface WriteFailure {
 export class WriteHealth {
   readonly #probe: () => Promise<unknown>;
   readonly #logger: HealthLogger | undefined;
-  #failure: (WriteFailure & { lastMs: number }) | undefined;
+  #failure: (WriteFailure & { lastMs: number; storage: boolean }) | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #stopped = false;
 
@@ -59,17 +65,47 @@ export class WriteHealth {
 
   /** Records a write that failed because the database cannot write. */
   recordFailure(err: unknown): void {
+    this.#record(err, true);
+  }
+
+  /**
+   * Records a write refused because the remote database is busy (another client holds its write
+   * lock) or cannot be reached: `/ready` answers 503 until a write commits again.
+   */
+  recordUnavailable(err: unknown): void {
+    this.#record(err, false);
+  }
+
+  /**
+   * Records a write transaction that committed. It ends an episode of a busy or unreachable
+   * database; one in which a write failed for lack of space is left to the probe.
+   */
+  recordCommit(): void {
+    const failure = this.#failure;
+    if (failure && !failure.storage) this.#end(failure);
+  }
+
+  #record(err: unknown, storage: boolean): void {
     const now = Date.now();
     const error = describeDatabaseError(err);
     if (this.#failure) {
       this.#failure.failures++;
       this.#failure.error = error;
       this.#failure.lastMs = now;
+      this.#failure.storage ||= storage;
       return;
     }
-    this.#failure = { sinceMs: now, error, failures: 1, lastMs: now };
+    this.#failure = { sinceMs: now, error, failures: 1, lastMs: now, storage };
     this.#logger?.error({ err: error }, "database cannot write");
     this.#schedule();
+  }
+
+  #end(failure: WriteFailure): void {
+    this.#failure = undefined;
+    this.#logger?.info(
+      { failures: failure.failures, durationMs: Date.now() - failure.sinceMs },
+      "database can write again",
+    );
   }
 
   /** Stops probing (the database is closing). */
@@ -104,11 +140,7 @@ export class WriteHealth {
       }
       if (this.#stopped) return;
       if (ok && this.#failure === failure && failure.failures === failuresBefore) {
-        this.#failure = undefined;
-        this.#logger?.info(
-          { failures: failure.failures, durationMs: Date.now() - failure.sinceMs },
-          "database can write again",
-        );
+        this.#end(failure);
         return;
       }
     }

@@ -54,6 +54,17 @@ export class HttpStreams {
 
   /** Answers one `POST …/pipeline`. */
   async pipeline(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // Watched from the start: a client that went away while its body was read (a request the
+    // server reads late, after a pause) would otherwise leave its stream, and a transaction
+    // begun in it, open until the stream expires.
+    let gone = false;
+    let stream: Stream | undefined;
+    res.on("close", () => {
+      if (!res.writableFinished) {
+        gone = true;
+        stream?.close();
+      }
+    });
     let parsed: ReturnType<typeof pipelineBodySchema.safeParse>;
     try {
       parsed = pipelineBodySchema.safeParse(JSON.parse(await readBody(req)));
@@ -67,7 +78,6 @@ export class HttpStreams {
       });
     }
     const { baton, requests } = parsed.data;
-    let stream: Stream;
     if (baton != null) {
       const found = this.#byBaton.get(baton);
       if (!found) {
@@ -79,13 +89,10 @@ export class HttpStreams {
     } else {
       stream = new Stream(this.#db);
     }
-    let gone = false;
-    res.on("close", () => {
-      if (!res.writableFinished) {
-        gone = true;
-        stream.close();
-      }
-    });
+    if (gone || res.destroyed) {
+      stream.close();
+      return;
+    }
     this.#db.log?.({ event: "pipeline", stream: stream.id, requests: requests.map((r) => r.type) });
     const results: StreamResult[] = [];
     for (const request of requests) {
