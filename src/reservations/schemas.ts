@@ -142,12 +142,10 @@ export const confirmUsageSchema = z
 export const confirmReservationBody = z
   .object({
     reservationId: idString.openapi({ example: ex.reservationId }),
-    actualAmount: creditAmount({ allowZero: true })
-      .optional()
-      .openapi({
-        description: "Credits to debit (≥ 0); exactly one of actualAmount and usage",
-        example: 6.96,
-      }),
+    actualAmount: creditAmount({ allowZero: true }).optional().openapi({
+      description: "Credits to debit (≥ 0); exactly one of actualAmount and usage",
+      example: 6.96,
+    }),
     usage: confirmUsageSchema.optional().openapi({
       description:
         "Instead of actualAmount: the call's token usage; the amount debited is its credit cost (USD cost × the project's creditsPerUsd, rounded up to the micro-credit), and the usage record is written with the debit",
