@@ -34,22 +34,15 @@ export async function readProject(
 }
 
 /**
- * The project's credit price in micro-credits per USD, for a charge in credits.
- * @throws ApiError VALIDATION_ERROR when the project has none (it names the route that sets it)
+ * The 400 of a charge in credits for a project without a credit price: it names the route that
+ * sets one (docs/api.md#charging-usage-in-credits).
  */
-export async function requireCreditPrice(
-  db: Kysely<DB> | Transaction<DB>,
-  projectId: string,
-): Promise<number> {
-  const { credits_per_usd_micros: price } = await readProject(db, projectId);
-  if (price === null) {
-    throw new ApiError(
-      "VALIDATION_ERROR",
-      "The project has no credit price: set creditsPerUsd with POST /v1/project/update (or `ledger project set-price`) before charging usage in credits",
-      [{ path: "project.creditsPerUsd", message: "not set" }],
-    );
-  }
-  return price;
+export function noCreditPrice(): ApiError {
+  return new ApiError(
+    "VALIDATION_ERROR",
+    "The project has no credit price: set creditsPerUsd with POST /v1/project/update (or `ledger project set-price`) before charging usage in credits",
+    [{ path: "project.creditsPerUsd", message: "not set" }],
+  );
 }
 
 /**

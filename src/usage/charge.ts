@@ -8,11 +8,12 @@
  */
 import type { Transaction } from "kysely";
 import { findAccount } from "../accounts/lookup.ts";
-import type { DB, ModelRow } from "../db/schema.ts";
+import { prepared } from "../db/prepared.ts";
+import type { DB } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { moveCredits } from "../ledger/service.ts";
-import { findModel, priceOf } from "../models/service.ts";
+import { type ModelPriceRow, priceOf } from "../models/service.ts";
 import {
   costPicoUsd,
   creditCostMicros,
@@ -20,19 +21,40 @@ import {
   MICROS_PER_UNIT,
   type TokenCounts,
 } from "../money.ts";
-import { requireCreditPrice } from "../projects/service.ts";
-import { insertUsage, type RecordUsageInput, usageRow } from "./service.ts";
+import { noCreditPrice } from "../projects/service.ts";
+import { insertUsage, type NewUsageRecord, type RecordUsageInput, usageRow } from "./service.ts";
+
+/**
+ * The model with the project's credit price beside it, in one statement (on the hot path of
+ * every charge): no row when the model is not in the catalog.
+ */
+const modelWithPrice = prepared<
+  { projectId: string; modelId: string },
+  ModelPriceRow & { credits_per_usd_micros: number | null }
+>((db, arg) =>
+  db
+    .selectFrom("models")
+    .select(["model_id", "input_micros_per_m", "output_micros_per_m", "cached_micros_per_m"])
+    .select((eb) =>
+      eb
+        .selectFrom("projects")
+        .select("projects.credits_per_usd_micros")
+        .where("projects.id", "=", arg("projectId"))
+        .as("credits_per_usd_micros"),
+    )
+    .where("models.model_id", "=", arg("modelId")),
+);
 
 /** A usage priced in credits: its model (prices as of now) and its credit cost. */
 export interface CreditPricedUsage {
-  model: ModelRow;
+  model: ModelPriceRow;
   /** The credit cost in micro-credits, rounded up; at most 1e9 credits. */
   creditsMicros: number;
 }
 
 /**
- * Prices `tokens` of model `modelId` in credits at the project's credit price: both read at once
- * (on PostgreSQL, sent together).
+ * Prices `tokens` of model `modelId` in credits at the project's credit price, both read in one
+ * statement.
  * @throws ApiError VALIDATION_ERROR (no credit price, or a cost above 1e9 credits, the largest
  *   single amount), MODEL_NOT_FOUND
  */
@@ -42,14 +64,11 @@ export async function priceInCredits(
   modelId: string,
   tokens: TokenCounts,
 ): Promise<CreditPricedUsage> {
-  const [price, found] = await Promise.allSettled([
-    requireCreditPrice(trx, projectId),
-    findModel(trx, modelId),
-  ]);
-  if (price.status === "rejected") throw price.reason;
-  if (found.status === "rejected") throw found.reason;
-  const model = found.value;
-  const credits = creditCostMicros(costPicoUsd(tokens, priceOf(model)), price.value);
+  const row = (await trx.executeQuery(modelWithPrice(trx, { projectId, modelId }))).rows[0];
+  if (!row) throw new ApiError("MODEL_NOT_FOUND", `Model ${modelId} not found`);
+  const { credits_per_usd_micros: price, ...model } = row;
+  if (price === null) throw noCreditPrice();
+  const credits = creditCostMicros(costPicoUsd(tokens, priceOf(model)), price);
   if (credits > BigInt(MAX_AMOUNT_MICROS)) {
     const limit = MAX_AMOUNT_MICROS / MICROS_PER_UNIT;
     throw new ApiError(
@@ -81,7 +100,7 @@ function checkChargeable(input: RecordUsageInput): string {
 
 /** A charged usage record, its debit (null for a cost of 0) and the balance afterwards. */
 export interface ChargedUsage {
-  row: Awaited<ReturnType<typeof insertUsage>>;
+  row: NewUsageRecord;
   creditsChargedMicros: number;
   transactionId: string | null;
   balanceMicros: number;

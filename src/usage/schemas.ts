@@ -208,7 +208,9 @@ export function costOf(row: Pick<UsageRecordRow, "cost_micro_usd" | "cost_pico_r
 }
 
 /** The API's Usage record object (docs/api.md#endpoints). */
-export function usageRecordJson(row: UsageRecordRow): WireOf<typeof usageRecordSchema> {
+export function usageRecordJson(
+  row: Omit<UsageRecordRow, "seq">,
+): WireOf<typeof usageRecordSchema> {
   return {
     id: row.id,
     context: row.context,

@@ -9,11 +9,11 @@ import { createdWithin, ofProjectOrAccount } from "../db/ledger-rows.ts";
 import { newestFirstPage } from "../db/paging.ts";
 import { argValues, prepared } from "../db/prepared.ts";
 import { projectRow } from "../db/project-row.ts";
-import type { DB, ModelRow, UsageContext, UsageRecordRow } from "../db/schema.ts";
+import type { DB, UsageContext, UsageRecordRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { stringifyJson } from "../json.ts";
-import { findModel, priceOf } from "../models/service.ts";
+import { findModel, type ModelPriceRow, priceOf } from "../models/service.ts";
 import { costPicoUsd } from "../money.ts";
 import { PICO_PER_MICRO } from "./schemas.ts";
 
@@ -39,7 +39,7 @@ export async function recordUsage(
   projectId: string,
   input: RecordUsageInput,
   nowMs: number,
-): Promise<UsageRecordRow> {
+): Promise<NewUsageRecord> {
   if (input.context === "customer" && input.accountRef === undefined) {
     throw new ApiError("VALIDATION_ERROR", "accountId is required for customer usage", [
       { path: "body.accountId", message: "required when context is customer" },
@@ -79,11 +79,11 @@ export interface UsageCharge {
 export function usageRow(
   projectId: string,
   input: Omit<RecordUsageInput, "accountRef">,
-  model: ModelRow,
+  model: ModelPriceRow,
   accountId: string | null,
   nowMs: number,
   charge?: UsageCharge & { id: string },
-): Omit<UsageRecordRow, "seq"> {
+): NewUsageRecord {
   const price = priceOf(model);
   const pico = costPicoUsd(input, price);
   return {
@@ -108,14 +108,20 @@ export function usageRow(
   };
 }
 
-/** Inserts a usage record built by `usageRow`. */
+/** A usage record as inserted: every column but `seq`, which nothing above the table reads. */
+export type NewUsageRecord = Omit<UsageRecordRow, "seq">;
+
+/**
+ * Inserts a usage record built by `usageRow`. The insert returns nothing: a statement without
+ * rows to read is the cheaper call on the synchronous SQLite driver, and it is on the hot path
+ * of every charge.
+ */
 export async function insertUsage(
   trx: Transaction<DB>,
-  row: Omit<UsageRecordRow, "seq">,
-): Promise<UsageRecordRow> {
-  const inserted = (await trx.executeQuery(insertUsageQuery(trx, row))).rows[0];
-  if (inserted === undefined) throw new Error("usage record insert returned no seq");
-  return { ...row, seq: Number(inserted.seq) };
+  row: NewUsageRecord,
+): Promise<NewUsageRecord> {
+  await trx.executeQuery(insertUsageQuery(trx, row));
+  return row;
 }
 
 /** Every column of a usage record but `seq`, in the order the insert lists them. */
@@ -140,8 +146,8 @@ const USAGE_COLUMNS = [
   "credits_charged_micros",
 ] as const satisfies readonly (keyof UsageRecordRow)[];
 
-const insertUsageQuery = prepared<Omit<UsageRecordRow, "seq">, { seq: number }>((db, arg) =>
-  db.insertInto("usage_records").values(argValues(arg, USAGE_COLUMNS)).returning("seq"),
+const insertUsageQuery = prepared<NewUsageRecord, unknown>((db, arg) =>
+  db.insertInto("usage_records").values(argValues(arg, USAGE_COLUMNS)),
 );
 
 export interface UsageFilter {
