@@ -35,9 +35,11 @@ import {
   fund,
   type Requests,
   reserveConfirm,
+  setCreditPrice,
   startProcess as start,
   stopProcess as stop,
   transactionsPage,
+  usageDeduct,
   usageRecord,
 } from "./lib/bench-kit.ts";
 import { spawnHranaServer } from "./lib/hrana/process.ts";
@@ -159,6 +161,7 @@ async function acknowledgedWrites(base: string) {
     add: count("/v1/accounts/credits/add"),
     deduct: count("/v1/accounts/credits/deduct"),
     confirm: count("/v1/reservations/confirm"),
+    usage: count("/v1/usage/record"),
     failedTransactions: failed ? Number(failed.split(" ").at(-1)) : 0,
   };
 }
@@ -192,20 +195,47 @@ async function benchDatabase(): Promise<{
   return { url: url.toString(), drop: () => dropDatabase(admin, name) };
 }
 
-/** Rows of the transactions table, and (PostgreSQL) the bootstrap project's id. */
-async function ledgerFacts(url: string): Promise<{ rows: number; projectId: string }> {
+/** What the ledger holds after a run (and, on PostgreSQL, the bootstrap project's id). */
+interface LedgerFacts {
+  /** Rows of the transactions table. */
+  rows: number;
+  /** Usage records, and those charged with a debit (`deduct: true` with a cost above 0). */
+  usageRecords: number;
+  chargedRecords: number;
+  projectId: string;
+}
+
+const FACTS_SQL = {
+  rows: "SELECT count(*) AS n FROM transactions",
+  usage: "SELECT count(*) AS n FROM usage_records",
+  charged: "SELECT count(*) AS n FROM usage_records WHERE transaction_id IS NOT NULL",
+};
+
+/** Counts of the ledger's tables after a run. */
+async function ledgerFacts(url: string): Promise<LedgerFacts> {
   if (ENGINE !== "postgres") {
     const db = new LibsqlDatabase(dbFile);
-    const { n } = db.prepare("SELECT count(*) AS n FROM transactions").get() as { n: number };
+    const count = (sql: string) => Number((db.prepare(sql).get() as { n: number }).n);
+    const facts = {
+      rows: count(FACTS_SQL.rows),
+      usageRecords: count(FACTS_SQL.usage),
+      chargedRecords: count(FACTS_SQL.charged),
+      projectId: "",
+    };
     db.close();
-    return { rows: n, projectId: "" };
+    return facts;
   }
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    const rows = (await client.query("SELECT count(*) AS n FROM transactions")).rows[0]?.n;
+    const count = async (sql: string) => Number((await client.query(sql)).rows[0]?.n);
     const project = (await client.query("SELECT id FROM projects LIMIT 1")).rows[0]?.id;
-    return { rows: Number(rows), projectId: String(project) };
+    return {
+      rows: await count(FACTS_SQL.rows),
+      usageRecords: await count(FACTS_SQL.usage),
+      chargedRecords: await count(FACTS_SQL.charged),
+      projectId: String(project),
+    };
   } finally {
     await client.end();
   }
@@ -227,10 +257,11 @@ async function main(): Promise<void> {
   const baseOf = (s: { port: number }) => `http://127.0.0.1:${s.port}`;
   const rows: Row[] = [];
   const counter = { confirmed: 0 };
-  const writes = { add: 0, deduct: 0, confirm: 0, failedTransactions: 0 };
+  const writes = { add: 0, deduct: 0, confirm: 0, usage: 0, failedTransactions: 0 };
   try {
     process.stdout.write(`funding ${ACCOUNTS} accounts (${ENGINE})...\n`);
     await fund(baseOf(services[0] as { port: number }), apiKey);
+    await setCreditPrice(baseOf(services[0] as { port: number }), apiKey);
     const ceilingRow = await scenario(
       `ceiling (bare Hono JSON POST)`,
       `http://127.0.0.1:${ceiling.port}`,
@@ -241,7 +272,12 @@ async function main(): Promise<void> {
       while (services.length < processes) services.push(await start([cli, "serve"], env));
       const urls = services.map(baseOf);
       const label = (name: string) => (ENGINE === "postgres" ? `${name}, ${processes} proc` : name);
-      rows.push(await scenario(label("deduct"), urls, deduct));
+      const deducted = await scenario(label("deduct"), urls, deduct);
+      const charged = await scenario(label("usage+deduct"), urls, usageDeduct);
+      rows.push(deducted, charged);
+      process.stdout.write(
+        `  usage+deduct / deduct: ${(charged.reqPerSec / deducted.reqPerSec).toFixed(2)}\n`,
+      );
       rows.push(await scenario(label("reserve+confirm (pairs)"), urls, reserveConfirm(counter), 2));
       rows.push(await scenario(label("balance read"), urls, balanceRead));
       if (processes > 1) continue;
@@ -253,6 +289,7 @@ async function main(): Promise<void> {
       writes.add += w.add;
       writes.deduct += w.deduct;
       writes.confirm += w.confirm;
+      writes.usage += w.usage;
       writes.failedTransactions += w.failedTransactions;
     }
   } finally {
@@ -297,15 +334,19 @@ async function main(): Promise<void> {
   process.stdout.write(`\nledger verify: ${verify.stdout.trim()}\n`);
   // Successful writes as the service counted its 200 answers (ledger_http_requests_total): the
   // client's own count misses requests still in flight when autocannon stops, which the
-  // service did commit and answer. pgbench's committed transactions add their own rows.
-  const expectedRows = writes.add + writes.deduct + writes.confirm + pgbenchRows;
-  const n = (await ledgerFacts(database.url)).rows;
-  const rowsMatch = n === expectedRows;
+  // service did commit and answer. pgbench's committed transactions add their own rows, and
+  // each usage record charged with deduct: true its debit (the bench's other usage records
+  // name no transaction); every usage record answered 200 must be stored.
+  const facts = await ledgerFacts(database.url);
+  const expectedRows =
+    writes.add + writes.deduct + writes.confirm + facts.chargedRecords + pgbenchRows;
+  const n = facts.rows;
+  const rowsMatch = n === expectedRows && facts.usageRecords === writes.usage;
   process.stdout.write(
     `write transactions that did not commit (retried conflicts and 503s): ${writes.failedTransactions}\n`,
   );
   process.stdout.write(
-    `ledger rows ${n}, successful writes ${expectedRows} (${writes.add} adds + ${writes.deduct} deducts + ${writes.confirm} confirms answered 200${pgbenchRows ? ` + ${pgbenchRows} pgbench deductions` : ""}): ${rowsMatch ? "equal" : "MISMATCH"}\n`,
+    `ledger rows ${n}, successful writes ${expectedRows} (${writes.add} adds + ${writes.deduct} deducts + ${writes.confirm} confirms answered 200 + ${facts.chargedRecords} charged usage records${pgbenchRows ? ` + ${pgbenchRows} pgbench deductions` : ""}); usage records ${facts.usageRecords}, answered 200 ${writes.usage}: ${rowsMatch ? "equal" : "MISMATCH"}\n`,
   );
   const outDir = here("../../bench-results");
   mkdirSync(outDir, { recursive: true });

@@ -1,7 +1,8 @@
 /**
  * `npm run demo`: starts the service on an empty database, runs the typical flow over real HTTP
- * with real catalog prices (reserve → call the model → calculate the cost → confirm → record
- * usage → read the ledger), prints each request and response, and ends with `ledger verify`.
+ * with real catalog prices (set the credit price → estimate in credits → reserve the estimate →
+ * call the model → confirm with its usage → charge a call without a hold → read the ledger),
+ * prints each request and response, and ends with `ledger verify`. The caller does no arithmetic.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -10,16 +11,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { calculateResponse } from "../src/models/schemas.ts";
-import {
-  confirmReservationResponse,
-  createReservationResponse,
-} from "../src/reservations/schemas.ts";
+import { createReservationResponse } from "../src/reservations/schemas.ts";
 import { freePort, waitForHealth } from "./lib/net.ts";
 
 const cli = fileURLToPath(new URL("../src/cli/index.js", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "ledger-demo-"));
 const apiKey = `ldg_demo_${randomBytes(16).toString("hex")}`;
-/** The demo's exchange rate: what a product might charge, 100 credits per USD of model cost. */
+/** The demo's credit price: what a product might charge, 100 credits per USD of model cost. */
 const CREDITS_PER_USD = 100;
 
 async function call(base: string, method: string, path: string, body?: unknown) {
@@ -37,12 +35,8 @@ async function call(base: string, method: string, path: string, body?: unknown) 
   return json;
 }
 
-/** USD → credits at the demo rate, rounded up to 6 decimals. */
-function usdToCredits(usd: number): number {
-  return Math.ceil(usd * CREDITS_PER_USD * 1e6) / 1e6;
-}
-
 async function flow(base: string): Promise<void> {
+  await call(base, "POST", "/v1/project/update", { creditsPerUsd: CREDITS_PER_USD });
   await call(base, "POST", "/v1/accounts/create", {
     externalId: "customer-42",
     name: "Ada Lovelace",
@@ -64,7 +58,7 @@ async function flow(base: string): Promise<void> {
   const hold = createReservationResponse.parse(
     await call(base, "POST", "/v1/reservations/create", {
       accountId: "customer-42",
-      amount: usdToCredits(estimate.estimatedCostUsd),
+      amount: estimate.estimatedCostCredits,
       operation: "chat.completion",
       model: "claude-sonnet-4-5",
     }),
@@ -72,27 +66,22 @@ async function flow(base: string): Promise<void> {
   console.log(
     "\n(the product calls the model: 9,500 input tokens, 2,000 of them cached; 3,100 output)",
   );
-  const actual = calculateResponse.parse(
-    await call(base, "POST", "/v1/models/calculate", {
+  await call(base, "POST", "/v1/reservations/confirm", {
+    reservationId: hold.reservation.id,
+    usage: {
       modelId: "claude-sonnet-4-5",
       inputTokens: 9500,
       outputTokens: 3100,
       cachedTokens: 2000,
-    }),
-  );
-  const confirm = confirmReservationResponse.parse(
-    await call(base, "POST", "/v1/reservations/confirm", {
-      reservationId: hold.reservation.id,
-      actualAmount: usdToCredits(actual.estimatedCostUsd),
-    }),
-  );
+    },
+  });
+  console.log("\n(a call without a hold: recorded and charged at once)");
   await call(base, "POST", "/v1/usage/record", {
     accountId: "customer-42",
-    transactionId: confirm.transactionId,
     modelId: "claude-sonnet-4-5",
-    inputTokens: 9500,
-    outputTokens: 3100,
-    cachedTokens: 2000,
+    inputTokens: 1000,
+    outputTokens: 200,
+    deduct: true,
   });
   await call(base, "GET", "/v1/transactions?accountId=customer-42&include=reservation,usage");
   await call(base, "GET", "/v1/accounts/balance?externalId=customer-42");

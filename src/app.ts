@@ -23,6 +23,7 @@ import { registerProbes } from "./http/probes.ts";
 import { registerLedgerRoutes } from "./ledger/routes.ts";
 import { registerModelRoutes } from "./models/routes.ts";
 import { registerPlanRoutes } from "./plans/routes.ts";
+import { registerProjectRoutes } from "./projects/routes.ts";
 import { registerReservationRoutes } from "./reservations/routes.ts";
 import { registerTransactionRoutes } from "./transactions/routes.ts";
 import { registerUsageRoutes } from "./usage/routes.ts";
@@ -133,6 +134,7 @@ export function createApp(deps: AppDeps): App {
   registerConsole(app);
   app.use("/v1/*", requireApiKey(deps.db.read));
   app.use("/v1/*", jsonBodyChecks(deps.config.BODY_LIMIT_BYTES));
+  registerProjectRoutes(app, deps);
   registerAccountRoutes(app, deps);
   registerLedgerRoutes(app, deps);
   registerTransactionRoutes(app, deps);

@@ -107,6 +107,11 @@ export function fromMicros(micros: number): ExactDecimal {
   return new ExactDecimal(scaledToLiteral(BigInt(micros), 6));
 }
 
+/** Integer micro-units of any size (a sum may pass 2^53) → the exact decimal value. */
+export function bigMicrosToDecimal(micros: bigint): ExactDecimal {
+  return new ExactDecimal(scaledToLiteral(micros, 6));
+}
+
 /** Token prices of a model, in micro-USD per million tokens. */
 export interface PriceMicros {
   inputMicrosPerM: number;
@@ -155,4 +160,19 @@ export function validatedMicros(amount: number): number {
   const value = toMicros(amount);
   if (value === null) throw new Error(`amount ${amount} was not validated`);
   return value;
+}
+
+/** Pico-USD in one USD. */
+const PICO_PER_USD = 1_000_000_000_000n;
+
+/**
+ * The credit cost of a USD cost (docs/api.md#charging-usage-in-credits): `costPico` pico-USD ×
+ * `creditsPerUsdMicros` micro-credits per USD, in micro-credits, rounded up (a charge never
+ * rounds down). pico-USD × micro-credits/USD = 10^-12 micro-credits, so the exact value is
+ * `costPico × creditsPerUsdMicros / 10^12`, computed in BigInt.
+ * @returns micro-credits (may exceed any single amount: callers bound it)
+ */
+export function creditCostMicros(costPico: bigint, creditsPerUsdMicros: number): bigint {
+  const scaled = costPico * BigInt(creditsPerUsdMicros);
+  return (scaled + PICO_PER_USD - 1n) / PICO_PER_USD;
 }

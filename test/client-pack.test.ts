@@ -208,12 +208,15 @@ describe.skipIf(process.env.LEDGER_TEST_ENGINE === "postgres")("the client's own
       env: { PATH: process.env.PATH, API: server.base, KEY: API_KEY },
     });
     expect(ran.stdout.trim().split("\n")).toEqual([
-      "estimate (USD) 0.096",
+      "estimate 9.6",
+      "charged 6.96",
+      "charged 0.6 balance 2.44",
+      "debit 0.6 → 2.44",
       "debit 6.96 → 3.04",
       "credit 10 → 10",
-      "3.04 3.04",
-      "spent 6.96",
-      "micro-credits 3040000n",
+      "2.44 2.44",
+      "spent 7.56",
+      "micro-credits 2440000n",
     ]);
   }, 120_000);
 });

@@ -42,24 +42,30 @@ await ledger.POST("/v1/accounts/credits/add", {
   body: { accountId: "customer-42", amount: 25.5, paymentMethod: "card" },
   headers: { "Idempotency-Key": "order-1001" },
 });
+await ledger.POST("/v1/project/update", { body: { creditsPerUsd: 100 } });
 const { data: estimate } = await ledger.POST("/v1/models/calculate", {
   body: { modelId: "claude-sonnet-4-5", inputTokens: 9500, outputTokens: 3100 },
 });
+const amount = estimate?.estimatedCostCredits;
+if (amount == null) throw new Error("no credit price");
 const { data: hold, error } = await ledger.POST("/v1/reservations/create", {
-  body: { accountId: "customer-42", amount: 9.6, operation: "chat.completion" },
+  body: { accountId: "customer-42", amount, operation: "chat.completion" },
   headers: { "Idempotency-Key": "job-7-hold" },
 });
 if (error) throw new Error(error.error.code);
 const { data: confirmed } = await ledger.POST("/v1/reservations/confirm", {
-  body: { reservationId: hold.reservation.id, actualAmount: 6.96 },
+  body: {
+    reservationId: hold.reservation.id,
+    usage: { modelId: "claude-sonnet-4-5", inputTokens: 9500, outputTokens: 3100, cachedTokens: 2000 },
+  },
 });
-await ledger.POST("/v1/usage/record", {
+const { data: charged } = await ledger.POST("/v1/usage/record", {
   body: {
     accountId: "customer-42",
-    transactionId: confirmed?.transactionId,
     modelId: "claude-sonnet-4-5",
-    inputTokens: 9500,
-    outputTokens: 3100,
+    inputTokens: 1000,
+    outputTokens: 200,
+    deduct: true,
   },
 });
 const { data: entries } = await ledger.GET("/v1/transactions", {
@@ -71,7 +77,10 @@ const { data: balance } = await ledger.GET("/v1/accounts/balance", {
 console.log(
   JSON.stringify({
     estimate: estimate?.estimatedCostUsd,
+    estimateCredits: amount,
     confirmed: confirmed?.balance,
+    creditsCharged: confirmed?.creditsCharged,
+    charged: charged?.creditsCharged,
     entries: entries?.items.map((i) => [i.type, i.amount, i.balanceAfter, i.usage?.length]),
     balance,
   }),
@@ -257,17 +266,21 @@ describe.skipIf(process.env.LEDGER_TEST_ENGINE === "postgres")("the npm package"
     });
     expect(JSON.parse(tour.stdout)).toEqual({
       estimate: 0.075,
+      estimateCredits: 7.5,
       confirmed: 18.54,
+      creditsCharged: 6.96,
+      charged: 0.6,
       entries: [
+        ["debit", 0.6, 17.94, 1],
         ["debit", 6.96, 18.54, 1],
         ["credit", 25.5, 25.5, 0],
       ],
       balance: {
         accountId: expect.stringMatching(/^acc_/),
         externalId: "customer-42",
-        balance: 18.54,
+        balance: 17.94,
         reserved: 0,
-        available: 18.54,
+        available: 17.94,
       },
     });
   }, 60_000);

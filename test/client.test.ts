@@ -14,8 +14,12 @@ import {
 } from "../src/client/index.ts";
 import { expectFailure, expectOk, makeLedger, type TestLedger } from "./harness.ts";
 
-/** The README's tour: create, estimate, reserve, confirm, record usage, read ledger and balance. */
+/**
+ * The README's tour: the credit price, create, estimate in credits, reserve the estimate,
+ * confirm with the usage, charge a usage at once, read ledger and balance. No arithmetic.
+ */
 async function tour(client: LedgerClient, externalId: string) {
+  expectOk(await client.POST("/v1/project/update", { body: { creditsPerUsd: 100 } }));
   const created = expectOk(
     await client.POST("/v1/accounts/create", {
       body: { externalId, name: "Ada Lovelace", email: "ada@example.com" },
@@ -32,25 +36,34 @@ async function tour(client: LedgerClient, externalId: string) {
       body: { modelId: "claude-sonnet-4-5", inputTokens: 9500, outputTokens: 3100 },
     }),
   );
+  const amount = estimate.estimatedCostCredits;
+  if (amount === null) throw new Error("the project has a credit price");
   const { reservation } = expectOk(
     await client.POST("/v1/reservations/create", {
-      body: { accountId: externalId, amount: 9.6, operation: "chat.completion" },
+      body: { accountId: externalId, amount, operation: "chat.completion" },
     }),
   );
   const confirmed = expectOk(
     await client.POST("/v1/reservations/confirm", {
-      body: { reservationId: reservation.id, actualAmount: 6.96 },
+      body: {
+        reservationId: reservation.id,
+        usage: {
+          modelId: "claude-sonnet-4-5",
+          inputTokens: 9500,
+          outputTokens: 3100,
+          cachedTokens: 2000,
+        },
+      },
     }),
   );
   const usage = expectOk(
     await client.POST("/v1/usage/record", {
       body: {
         accountId: externalId,
-        transactionId: confirmed.transactionId,
         modelId: "claude-sonnet-4-5",
-        inputTokens: 9500,
-        outputTokens: 3100,
-        cachedTokens: 2000,
+        inputTokens: 1000,
+        outputTokens: 200,
+        deduct: true,
       },
     }),
   );
@@ -69,26 +82,39 @@ async function tour(client: LedgerClient, externalId: string) {
 function expectTour(result: Awaited<ReturnType<typeof tour>>, externalId: string) {
   const { created, estimate, reservation, confirmed, usage, ledger, balance } = result;
   expect(created.account).toMatchObject({ externalId, balance: 0, name: "Ada Lovelace" });
-  expect(estimate).toMatchObject({ modelId: "claude-sonnet-4-5", estimatedCostUsd: 0.075 });
-  expect(reservation).toMatchObject({ amount: 9.6, status: "pending" });
-  expect(confirmed).toMatchObject({
-    reservedAmount: 9.6,
-    actualAmount: 6.96,
-    balance: 18.54,
-    amountReleased: 2.64,
+  expect(estimate).toMatchObject({
+    modelId: "claude-sonnet-4-5",
+    estimatedCostUsd: 0.075,
+    estimatedCostCredits: 7.5,
   });
-  expect(usage.usageRecord).toMatchObject({ transactionId: confirmed.transactionId });
+  expect(reservation).toMatchObject({ amount: 7.5, status: "pending" });
+  expect(confirmed).toMatchObject({
+    reservedAmount: 7.5,
+    actualAmount: 6.96,
+    creditsCharged: 6.96,
+    balance: 18.54,
+    amountReleased: 0.54,
+  });
+  expect(confirmed.usageRecord).toMatchObject({
+    transactionId: confirmed.transactionId,
+    estimatedCostUsd: 0.0696,
+    creditsCharged: 6.96,
+  });
+  expect(usage).toMatchObject({ creditsCharged: 0.6, balance: 17.94 });
+  expect(usage.usageRecord).toMatchObject({ transactionId: usage.transactionId });
   expect(ledger.items.map((i) => [i.type, i.amount, i.balanceAfter])).toEqual([
+    ["debit", 0.6, 17.94],
     ["debit", 6.96, 18.54],
     ["credit", 25.5, 25.5],
   ]);
   expect(ledger.items[0]?.usage?.map((u) => u.id)).toEqual([usage.usageRecord.id]);
+  expect(ledger.items[1]?.usage?.map((u) => u.id)).toEqual([confirmed.usageRecord?.id]);
   expect(balance).toEqual({
     accountId: created.account.id,
     externalId,
-    balance: 18.54,
+    balance: 17.94,
     reserved: 0,
-    available: 18.54,
+    available: 17.94,
   });
 }
 
@@ -154,8 +180,8 @@ describe("the typed client", () => {
     const amount: Amount = view.balance;
     // @ts-expect-error an amount may be a LosslessNumber: no arithmetic without a decision
     const sum: number = view.balance + 1;
-    expect([count, amount]).toEqual([1, 18.54]);
-    expect(sum).toBeCloseTo(19.54);
+    expect([count, amount]).toEqual([1, 17.94]);
+    expect(sum).toBeCloseTo(18.94);
   });
 });
 

@@ -15,6 +15,7 @@ import { EVENTS } from "../src/events.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { modelRoutes } from "../src/models/routes.ts";
 import { planRoutes } from "../src/plans/routes.ts";
+import { projectRoutes } from "../src/projects/routes.ts";
 import { reservationRoutes } from "../src/reservations/routes.ts";
 import { transactionRoutes } from "../src/transactions/routes.ts";
 import { usageRoutes } from "../src/usage/routes.ts";
@@ -51,6 +52,8 @@ const SPEC_ROUTES: [method: "get" | "post", path: string][] = [
   ["get", "/v1/webhooks"],
   ["post", "/v1/webhooks/delete"],
   ["get", "/v1/webhooks/deliveries"],
+  ["get", "/v1/project"],
+  ["post", "/v1/project/update"],
 ];
 
 /** The routes outside /v1 that the document describes (no API key). */
@@ -473,16 +476,32 @@ describe("GET /openapi.json", () => {
     await call(ledgerRoutes.add, {
       body: { accountId: "customer-42", amount: 25.5, paymentMethod: "card" },
     });
+    await call(projectRoutes.get);
+    await call(projectRoutes.update, { body: { creditsPerUsd: 100 } });
+    const usage = {
+      modelId: "claude-sonnet-4-5",
+      inputTokens: 9500,
+      outputTokens: 3100,
+      cachedTokens: 2000,
+    };
+    const estimate = await call(modelRoutes.calculate, { body: usage });
     const { reservation } = await call(reservationRoutes.create, {
       body: {
         accountId: "customer-42",
-        amount: 9.6,
+        amount: estimate.estimatedCostCredits,
         operation: "chat.completion",
         model: "claude-sonnet-4-5",
       },
     });
+    await call(reservationRoutes.confirm, { body: { reservationId: reservation.id, usage } });
+    const held = await call(reservationRoutes.create, {
+      body: { accountId: "customer-42", amount: 9.6 },
+    });
     const confirmed = await call(reservationRoutes.confirm, {
-      body: { reservationId: reservation.id, actualAmount: 6.96 },
+      body: { reservationId: held.reservation.id, actualAmount: 6.96 },
+    });
+    await call(usageRoutes.record, {
+      body: { accountId: "customer-42", deduct: true, ...usage },
     });
     await call(usageRoutes.record, {
       body: {
@@ -523,6 +542,7 @@ describe("GET /openapi.json", () => {
     });
     await call(usageRoutes.list);
     await call(usageRoutes.list, { query: { summary: true } });
+    await call(usageRoutes.list, { query: { summary: true, groupBy: "model" } });
     await call(modelRoutes.list, { query: { provider: "anthropic" } });
     await call(modelRoutes.list, { query: { modelId: "claude-sonnet-4-5" } });
     await call(modelRoutes.calculate, {

@@ -39,6 +39,7 @@ function usageRow(
     cost_pico_rem: 0,
     metadata: null,
     created_at_ms: createdAtMs,
+    credits_charged_micros: null,
     ...fields,
   };
 }
@@ -97,6 +98,7 @@ describe("usage summary groups", () => {
       totalCostUsd: 0.0732,
       totalInputTokens: 15000,
       totalOutputTokens: 3100,
+      creditsCharged: 0,
       byContext: { customer: 0.0682, system: 0.005 },
       byModel: {
         "gpt-4o": { costUsd: 0.0195, count: 3 },
@@ -110,6 +112,7 @@ describe("usage summary groups", () => {
           cachedTokens: 200,
           outputTokens: 500,
           costUsd: 0.01225,
+          creditsCharged: 0,
         },
         {
           key: "2026-03-02",
@@ -118,6 +121,7 @@ describe("usage summary groups", () => {
           cachedTokens: 4000,
           outputTokens: 2000,
           costUsd: 0.0492,
+          creditsCharged: 0,
         },
         {
           key: "2026-03-04",
@@ -126,6 +130,7 @@ describe("usage summary groups", () => {
           cachedTokens: 200,
           outputTokens: 600,
           costUsd: 0.01175,
+          creditsCharged: 0,
         },
       ],
     });
@@ -142,6 +147,7 @@ describe("usage summary groups", () => {
         cachedTokens: 4000,
         outputTokens: 2100,
         costUsd: 0.0537,
+        creditsCharged: 0,
       },
       {
         key: "gpt-4o",
@@ -150,6 +156,7 @@ describe("usage summary groups", () => {
         cachedTokens: 400,
         outputTokens: 1000,
         costUsd: 0.0195,
+        creditsCharged: 0,
       },
     ]);
     expect(await groups("context")).toEqual([
@@ -160,6 +167,7 @@ describe("usage summary groups", () => {
         cachedTokens: 4400,
         outputTokens: 3100,
         costUsd: 0.0682,
+        creditsCharged: 0,
       },
       {
         key: "system",
@@ -168,6 +176,7 @@ describe("usage summary groups", () => {
         cachedTokens: 0,
         outputTokens: 0,
         costUsd: 0.005,
+        creditsCharged: 0,
       },
     ]);
   });
@@ -182,6 +191,7 @@ describe("usage summary groups", () => {
         cachedTokens: 4000,
         outputTokens: 2000,
         costUsd: 0.0492,
+        creditsCharged: 0,
       },
       {
         key: a,
@@ -191,6 +201,7 @@ describe("usage summary groups", () => {
         cachedTokens: 400,
         outputTokens: 1100,
         costUsd: 0.019,
+        creditsCharged: 0,
       },
       {
         key: null,
@@ -200,6 +211,7 @@ describe("usage summary groups", () => {
         cachedTokens: 0,
         outputTokens: 0,
         costUsd: 0.005,
+        creditsCharged: 0,
       },
     ]);
   });
@@ -328,7 +340,8 @@ describe("usage summary groups", () => {
       expect(text).toContain('"totalOutputTokens":9000000000000003');
       expect(text).toContain(
         '"requestCount":3,"inputTokens":12000000000000003,"cachedTokens":3000000000000003,' +
-          '"outputTokens":9000000000000003,"costUsd":12000000000000.000005999997}',
+          '"outputTokens":9000000000000003,"costUsd":12000000000000.000005999997,' +
+          '"creditsCharged":0}',
       );
     }
   });
@@ -345,6 +358,7 @@ describe("usage summary groups", () => {
     expect(Object.keys(group?.properties ?? {}).sort()).toEqual([
       "cachedTokens",
       "costUsd",
+      "creditsCharged",
       "externalId",
       "inputTokens",
       "key",

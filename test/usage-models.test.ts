@@ -198,6 +198,7 @@ describe("usage", () => {
         accountId,
         modelId: "gpt-4o",
         estimatedCostUsd: 0.00725,
+        creditsCharged: null,
       }),
     });
     const balance = await t.call(accountRoutes.balance, { query: { externalId: "u1" } });
@@ -300,6 +301,7 @@ describe("usage", () => {
       totalCostUsd: 0.0621,
       totalInputTokens: 14000,
       totalOutputTokens: 2600,
+      creditsCharged: 0,
       byContext: { customer: 0.0571, system: 0.005 },
       byModel: {
         "gpt-4o": { costUsd: 0.01225, count: 2 },
@@ -311,6 +313,7 @@ describe("usage", () => {
       totalCostUsd: 0.005,
       totalInputTokens: 2000,
       totalOutputTokens: 0,
+      creditsCharged: 0,
       byContext: { customer: 0, system: 0.005 },
       byModel: { "gpt-4o": { costUsd: 0.005, count: 1 } },
     });
@@ -329,6 +332,7 @@ describe("usage", () => {
       totalCostUsd: 0,
       totalInputTokens: 0,
       totalOutputTokens: 0,
+      creditsCharged: 0,
       byContext: { customer: 0, system: 0 },
       byModel: {},
     });

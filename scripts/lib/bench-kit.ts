@@ -78,6 +78,16 @@ export async function fund(base: string, apiKey: string): Promise<void> {
   }
 }
 
+/** The bench project's credit price: 100 credits per USD (docs/api.md#charging-usage-in-credits). */
+export async function setCreditPrice(base: string, apiKey: string): Promise<void> {
+  const r = await fetch(`${base}/v1/project/update`, {
+    method: "POST",
+    headers: { "X-API-Key": apiKey, "Content-Type": "application/json" },
+    body: json({ creditsPerUsd: 100 }),
+  });
+  if (!r.ok) throw new Error(`/v1/project/update ${r.status}`);
+}
+
 /** A deduction of 0.5 credits from a random bench account. */
 export const deduct: Requests = [
   {
@@ -136,6 +146,27 @@ export const usageRecord: Requests = [
     setupRequest: (req) => ({
       ...req,
       body: json({ accountId: account(), modelId: "gpt-4o", inputTokens: 1200, outputTokens: 300 }),
+    }),
+  },
+];
+
+/**
+ * A usage record of a random bench account charged in credits (`deduct: true`): 1,200 input and
+ * 300 output tokens of gpt-4o, 0.006 USD, 0.6 credits at the bench's price (`setCreditPrice`).
+ */
+export const usageDeduct: Requests = [
+  {
+    method: "POST",
+    path: "/v1/usage/record",
+    setupRequest: (req) => ({
+      ...req,
+      body: json({
+        accountId: account(),
+        modelId: "gpt-4o",
+        inputTokens: 1200,
+        outputTokens: 300,
+        deduct: true,
+      }),
     }),
   },
 ];

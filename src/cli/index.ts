@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
- * The `ledger` command: serve, migrate, keys create/list/revoke, models seed/import, backup,
- * restore, verify. Every command that touches the database applies pending migrations first
+ * The `ledger` command: serve, migrate, keys create/list/revoke, project set-price, models
+ * seed/import, backup, restore, verify. Every command that touches the database applies pending migrations first
  * (restore migrates the restored copy). See docs/operations.md#command-line.
  */
 import { Command } from "commander";
@@ -11,9 +11,11 @@ import { createProjectKey, seedModels } from "../bootstrap.ts";
 import { loadConfig } from "../config.ts";
 import { verifyLedger } from "../ledger/verify.ts";
 import { readPricingFile, upsertModels } from "../models/service.ts";
+import { fromMicros } from "../money.ts";
 import { openLedger } from "../runtime.ts";
 import { startServer } from "../server.ts";
 import { formatKeyTable, listKeys, revokeKey } from "./keys.ts";
+import { setProjectPrice } from "./project.ts";
 
 /** Runs `fn` over an opened ledger and closes it. */
 async function withLedger<T>(fn: (ledger: Awaited<ReturnType<typeof openLedger>>) => Promise<T>) {
@@ -112,6 +114,24 @@ keys
         process.stderr.write("no active key matches\n");
         process.exitCode = 1;
       } else process.stdout.write(`key ${revoked} revoked\n`);
+    }),
+  );
+
+const project = program.command("project").description("manage a project's settings");
+project
+  .command("set-price")
+  .description("set a project's credit price: credits per USD of model cost (null unsets it)")
+  .requiredOption("--project <name>", "project name")
+  .argument("<creditsPerUsd>", "credits per USD: > 0, at most 6 decimals, at most 1e9; or null")
+  .action((price: string, opts: { project: string }) =>
+    withLedger(async (ledger) => {
+      const { projectId, creditsPerUsdMicros } = await setProjectPrice(
+        ledger.queue,
+        opts.project,
+        price,
+      );
+      const shown = creditsPerUsdMicros === null ? "null" : fromMicros(creditsPerUsdMicros).literal;
+      process.stdout.write(`project ${opts.project} (${projectId}): creditsPerUsd ${shown}\n`);
     }),
   );
 

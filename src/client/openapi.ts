@@ -62,6 +62,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/project": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the API key's project and its credit price
+         * @description Answers the project of the API key: its id, name, `creditsPerUsd` (the credit price: credits charged per USD of model cost, null until set) and creation time.
+         */
+        get: operations["getProject"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/project/update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set the project's credit price
+         * @description Sets `creditsPerUsd` (> 0, at most 6 decimals, at most 1e9; null unsets it). Usage charged later (`deduct: true`, a confirm with `usage`) is costed at it, rounded up to the micro-credit; records already charged keep what they were charged.
+         */
+        post: operations["updateProject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/accounts/create": {
         parameters: {
             query?: never;
@@ -453,7 +493,7 @@ export interface paths {
         put?: never;
         /**
          * Settle a reservation with the actual amount
-         * @description Debits `actualAmount` (≥ 0) and releases the rest of the hold. An `actualAmount` above the hold is debited when the excess fits in `available`, else 402 and the hold stays pending. 409 `RESERVATION_NOT_PENDING` once the hold has ended.
+         * @description Debits `actualAmount` (≥ 0) and releases the rest of the hold. An `actualAmount` above the hold is debited when the excess fits in `available`, else 402 and the hold stays pending. 409 `RESERVATION_NOT_PENDING` once the hold has ended. With `usage` instead of `actualAmount` (exactly one of them), the amount is that usage's credit cost (USD cost × the project's `creditsPerUsd`, rounded up to the micro-credit) and the usage record is written with the debit, in the same transaction; the answer adds `usageRecord` and `creditsCharged`.
          */
         post: operations["confirmReservation"];
         delete?: never;
@@ -493,7 +533,7 @@ export interface paths {
         put?: never;
         /**
          * Record LLM usage; the cost is computed from the model's current prices
-         * @description Records one LLM call of a catalog model, costed exactly at its current prices (`cachedTokens` are part of `inputTokens`). It moves no credits; `transactionId` links it to the debit that paid for it.
+         * @description Records one LLM call of a catalog model, costed exactly at its current prices (`cachedTokens` are part of `inputTokens`). By default it moves no credits; `transactionId` links it to the debit that paid for it. With `deduct: true` it also debits the usage's credit cost (USD cost × the project's `creditsPerUsd`, rounded up to the micro-credit) as a deduction, in the same transaction, and answers `creditsCharged`, `transactionId` and `balance`; when the credits fall short the answer is 402 and nothing is recorded.
          */
         post: operations["recordUsage"];
         delete?: never;
@@ -552,8 +592,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Estimate a call's cost in USD without recording usage
-         * @description Answers what a call with these token counts would cost at the model's current prices, exactly, and records nothing.
+         * Estimate a call's cost in USD and in credits without recording usage
+         * @description Answers what a call with these token counts would cost at the model's current prices, exactly, and records nothing; `estimatedCostCredits` is that cost in credits at the project's `creditsPerUsd` (rounded up to the micro-credit, null without a credit price): reserve it, then confirm with the call's `usage`.
          */
         post: operations["calculateCost"];
         delete?: never;
@@ -946,6 +986,63 @@ export interface components {
         };
         /**
          * @example {
+         *       "id": "prj_01M6DSG7E0JEVV4QQ4JA0Q7WHC",
+         *       "name": "default",
+         *       "creditsPerUsd": 100,
+         *       "createdAt": "2026-11-21T08:00:00.000Z"
+         *     }
+         */
+        Project: {
+            /** @example prj_01M6DSG7E0JEVV4QQ4JA0Q7WHC */
+            id: string;
+            /** @example default */
+            name: string;
+            /**
+             * @description Credits charged per USD of model cost (at most 6 decimals); null until set, and then usage cannot be charged in credits
+             * @example 100
+             */
+            creditsPerUsd: Amount | null;
+            /** @example 2026-11-21T08:00:00.000Z */
+            createdAt: string;
+        };
+        /**
+         * @example {
+         *       "success": false,
+         *       "error": {
+         *         "code": "INSUFFICIENT_CREDITS",
+         *         "message": "Insufficient available credits",
+         *         "details": {
+         *           "available": 2.5,
+         *           "requested": 9.6
+         *         }
+         *       }
+         *     }
+         */
+        Error: {
+            /** @enum {boolean} */
+            success: false;
+            error: {
+                /** @example INSUFFICIENT_CREDITS */
+                code: string;
+                /** @example Insufficient available credits */
+                message: string;
+                details?: unknown;
+            };
+        };
+        /**
+         * @example {
+         *       "creditsPerUsd": 100
+         *     }
+         */
+        UpdateProjectRequest: {
+            /**
+             * @description Credits per USD of model cost: > 0, at most 6 decimals, at most 1e9; null unsets it
+             * @example 100
+             */
+            creditsPerUsd: Amount;
+        };
+        /**
+         * @example {
          *       "id": "acc_01M7YK07B38628KR5DHES0CNDB",
          *       "developerId": "prj_01M6DSG7E0JEVV4QQ4JA0Q7WHC",
          *       "externalId": "customer-42",
@@ -993,30 +1090,6 @@ export interface components {
             createdAt: string;
             /** @example 2026-11-21T08:23:10.250Z */
             updatedAt: string;
-        };
-        /**
-         * @example {
-         *       "success": false,
-         *       "error": {
-         *         "code": "INSUFFICIENT_CREDITS",
-         *         "message": "Insufficient available credits",
-         *         "details": {
-         *           "available": 2.5,
-         *           "requested": 9.6
-         *         }
-         *       }
-         *     }
-         */
-        Error: {
-            /** @enum {boolean} */
-            success: false;
-            error: {
-                /** @example INSUFFICIENT_CREDITS */
-                code: string;
-                /** @example Insufficient available credits */
-                message: string;
-                details?: unknown;
-            };
         };
         /**
          * @example {
@@ -1270,6 +1343,7 @@ export interface components {
          *           "cachedTokens": 2000,
          *           "transactionId": "txn_01M7YK2064JJQ7EFFNV4KHAQMR",
          *           "estimatedCostUsd": 0.0696,
+         *           "creditsCharged": 6.96,
          *           "createdAt": "2026-11-21T08:20:09.561Z"
          *         }
          *       ]
@@ -1358,6 +1432,7 @@ export interface components {
          *       "cachedTokens": 2000,
          *       "transactionId": "txn_01M7YK2064JJQ7EFFNV4KHAQMR",
          *       "estimatedCostUsd": 0.0696,
+         *       "creditsCharged": 6.96,
          *       "createdAt": "2026-11-21T08:20:09.561Z"
          *     }
          */
@@ -1385,6 +1460,11 @@ export interface components {
             transactionId: string | null;
             /** @example 0.0696 */
             estimatedCostUsd: Amount;
+            /**
+             * @description Credits the record was charged (`deduct: true`, or a confirm with `usage`); 0 for a cost of 0, null when it was not charged
+             * @example 6.96
+             */
+            creditsCharged: Amount | null;
             /** @example 2026-11-21T08:20:09.561Z */
             createdAt: string;
         };
@@ -1643,17 +1723,51 @@ export interface components {
         /**
          * @example {
          *       "reservationId": "res_01M7YK1TWPMQE9XDS9P7Y34YY7",
-         *       "actualAmount": 6.96
+         *       "usage": {
+         *         "modelId": "claude-sonnet-4-5",
+         *         "inputTokens": 9500,
+         *         "outputTokens": 3100,
+         *         "cachedTokens": 2000
+         *       }
          *     }
          */
         ConfirmReservationRequest: {
             /** @example res_01M7YK1TWPMQE9XDS9P7Y34YY7 */
             reservationId: string;
             /**
-             * @description Credits, at most 6 decimals (read as micro-credits)
+             * @description Credits to debit (≥ 0); exactly one of actualAmount and usage
              * @example 6.96
              */
-            actualAmount: Amount;
+            actualAmount?: Amount;
+            usage?: components["schemas"]["ConfirmUsage"];
+        };
+        /**
+         * @description Instead of actualAmount: the call's token usage; the amount debited is its credit cost (USD cost × the project's creditsPerUsd, rounded up to the micro-credit), and the usage record is written with the debit
+         * @example {
+         *       "modelId": "claude-sonnet-4-5",
+         *       "inputTokens": 9500,
+         *       "outputTokens": 3100,
+         *       "cachedTokens": 2000
+         *     }
+         */
+        ConfirmUsage: {
+            /** @example claude-sonnet-4-5 */
+            modelId: string;
+            /** @example 9500 */
+            inputTokens: number;
+            /** @example 3100 */
+            outputTokens: number;
+            /**
+             * @description Part of inputTokens; default 0
+             * @example 2000
+             */
+            cachedTokens?: number;
+            /**
+             * @description Default text
+             * @example text
+             * @enum {string}
+             */
+            usageType?: "text";
         };
         /**
          * @example {
@@ -1716,12 +1830,18 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
+            /**
+             * @description Default false. true: also debit the usage's credit cost (USD cost × the project's creditsPerUsd, rounded up to the micro-credit) in the same transaction, as a deduction; needs context customer, an accountId, no transactionId and a project credit price
+             * @example true
+             */
+            deduct?: boolean;
         };
         /**
          * @example {
          *       "totalCostUsd": 0.0696,
          *       "totalInputTokens": 9500,
          *       "totalOutputTokens": 3100,
+         *       "creditsCharged": 6.96,
          *       "byContext": {
          *         "customer": 0.0696,
          *         "system": 0
@@ -1738,6 +1858,11 @@ export interface components {
             totalCostUsd: Amount;
             totalInputTokens: number;
             totalOutputTokens: number;
+            /**
+             * @description Exact sum of the credits the records were charged (a record without a charge counts 0)
+             * @example 6.96
+             */
+            creditsCharged: Amount;
             byContext: {
                 customer: Amount;
                 system: Amount;
@@ -1778,6 +1903,11 @@ export interface components {
              * @example 0.8352
              */
             costUsd: Amount;
+            /**
+             * @description Exact sum of the credits the records were charged (a record without a charge counts 0)
+             * @example 83.52
+             */
+            creditsCharged: Amount;
         };
         /**
          * @example {
@@ -2053,6 +2183,139 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Unavailable"];
+                };
+            };
+        };
+    };
+    getProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Get the API key's project and its credit price */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        project: components["schemas"]["Project"];
+                    };
+                };
+            };
+            /** @description Invalid input: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key: `UNAUTHORIZED` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure: `INTERNAL_ERROR` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable; safe to retry with the same Idempotency-Key: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateProjectRequest"];
+            };
+        };
+        responses: {
+            /** @description Set the project's credit price */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        project: components["schemas"]["Project"];
+                    };
+                };
+            };
+            /** @description Invalid input: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key: `UNAUTHORIZED` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state: `IDEMPOTENCY_KEY_REUSED` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure: `INTERNAL_ERROR` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable; safe to retry with the same Idempotency-Key: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -3651,6 +3914,12 @@ export interface operations {
                         actualAmount: Amount;
                         balance: Amount;
                         amountReleased: Amount;
+                        usageRecord?: components["schemas"]["UsageRecord"] & unknown;
+                        /**
+                         * @description With usage: the credits debited (the usage's credit cost)
+                         * @example 6.96
+                         */
+                        creditsCharged?: Amount;
                     };
                 };
             };
@@ -3681,7 +3950,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Unknown id, or one of another project: `RESERVATION_NOT_FOUND` */
+            /** @description Unknown id, or one of another project: `RESERVATION_NOT_FOUND`, `MODEL_NOT_FOUND` */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3826,6 +4095,21 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         usageRecord: components["schemas"]["UsageRecord"];
+                        /**
+                         * @description With deduct: true: the credits debited (0 when the cost was 0)
+                         * @example 6.96
+                         */
+                        creditsCharged?: Amount;
+                        /**
+                         * @description With deduct: true: the debit's transaction (null when the cost was 0)
+                         * @example txn_01M7YK2064JJQ7EFFNV4KHAQMR
+                         */
+                        transactionId?: string | null;
+                        /**
+                         * @description With deduct: true: the account's balance afterwards
+                         * @example 18.54
+                         */
+                        balance?: Amount;
                     };
                 };
             };
@@ -3840,6 +4124,15 @@ export interface operations {
             };
             /** @description Missing or invalid API key: `UNAUTHORIZED` */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not enough available credits: `INSUFFICIENT_CREDITS` */
+            402: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4081,7 +4374,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Estimate a call's cost in USD without recording usage */
+            /** @description Estimate a call's cost in USD and in credits without recording usage */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -4093,6 +4386,11 @@ export interface operations {
                         modelId: string;
                         modelName: string;
                         estimatedCostUsd: Amount;
+                        /**
+                         * @description The cost in credits at the project's creditsPerUsd, rounded up to the micro-credit (what a confirm with this usage debits); null when the project has no credit price
+                         * @example 6.96
+                         */
+                        estimatedCostCredits: Amount | null;
                         pricing: {
                             inputPerMillion: Amount;
                             outputPerMillion: Amount;

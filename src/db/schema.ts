@@ -10,6 +10,8 @@ export interface ProjectsTable {
   id: string;
   name: string;
   created_at_ms: number;
+  /** The credit price: micro-credits per USD of model cost; null until set (migration 0009). */
+  credits_per_usd_micros: number | null;
 }
 
 export interface ApiKeysTable {
@@ -205,6 +207,8 @@ export interface UsageRecordsTable {
   cost_pico_rem: number;
   metadata: string | null;
   created_at_ms: number;
+  /** Micro-credits the record was charged (0 for a cost of 0); null without a charge (0009). */
+  credits_charged_micros: number | null;
 }
 
 export interface IdempotencyKeysTable {

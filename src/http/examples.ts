@@ -137,6 +137,7 @@ export const exampleUsageRecord = {
   cachedTokens: 2000,
   transactionId: ex.confirmTxnId,
   estimatedCostUsd: 0.0696,
+  creditsCharged: 6.96,
   createdAt: ex.usageAt,
 };
 

@@ -4,7 +4,15 @@ import type { App, AppDeps } from "../http/context.ts";
 import { runWrite } from "../http/idempotency.ts";
 import { ok, type RouteBody } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
-import { costPicoUsd, fromMicros, picoUsdToDecimal, type TokenCounts } from "../money.ts";
+import {
+  bigMicrosToDecimal,
+  costPicoUsd,
+  creditCostMicros,
+  fromMicros,
+  picoUsdToDecimal,
+  type TokenCounts,
+} from "../money.ts";
+import { readProject } from "../projects/service.ts";
 import {
   calculateBody,
   calculateResponse,
@@ -27,12 +35,14 @@ export const modelRoutes = resourceRoutes("Models", (route) => ({
   }),
   calculate: route.post(
     "/v1/models/calculate",
-    "Estimate a call's cost in USD without recording usage",
+    "Estimate a call's cost in USD and in credits without recording usage",
     {
       operationId: "calculateCost",
       description:
         "Answers what a call with these token counts would cost at the model's current " +
-        "prices, exactly, and records nothing.",
+        "prices, exactly, and records nothing; `estimatedCostCredits` is that cost in credits " +
+        "at the project's `creditsPerUsd` (rounded up to the micro-credit, null without a " +
+        "credit price): reserve it, then confirm with the call's `usage`.",
       body: calculateBody,
       ok: calculateResponse,
       errors: ["MODEL_NOT_FOUND"],
@@ -40,14 +50,26 @@ export const modelRoutes = resourceRoutes("Models", (route) => ({
   ),
 }));
 
-/** The body of a cost estimate for `tokens` at the model's current prices. */
-function estimateBody(row: ModelRow, tokens: TokenCounts): RouteBody<typeof modelRoutes.calculate> {
+/**
+ * The body of a cost estimate for `tokens` at the model's current prices, and in credits at the
+ * project's credit price (`creditsPerUsdMicros`; null: none, docs/api.md#charging-usage-in-credits).
+ */
+function estimateBody(
+  row: ModelRow,
+  tokens: TokenCounts,
+  creditsPerUsdMicros: number | null,
+): RouteBody<typeof modelRoutes.calculate> {
   const price = priceOf(row);
+  const pico = costPicoUsd(tokens, price);
   return {
     success: true,
     modelId: row.model_id,
     modelName: row.display_name,
-    estimatedCostUsd: picoUsdToDecimal(costPicoUsd(tokens, price)),
+    estimatedCostUsd: picoUsdToDecimal(pico),
+    estimatedCostCredits:
+      creditsPerUsdMicros === null
+        ? null
+        : bigMicrosToDecimal(creditCostMicros(pico, creditsPerUsdMicros)),
     pricing: {
       inputPerMillion: fromMicros(price.inputMicrosPerM),
       outputPerMillion: fromMicros(price.outputMicrosPerM),
@@ -71,8 +93,14 @@ export function registerModelRoutes(app: App, deps: AppDeps): void {
   app.openapi(r.calculate, async (c) => {
     const body = c.req.valid("json");
     const tokens = { ...body, cachedTokens: body.cachedTokens ?? 0 };
-    const estimate = async (db: Parameters<typeof findModel>[0]) =>
-      estimateBody(await findModel(db, body.modelId), tokens);
+    const projectId = c.get("projectId");
+    const estimate = async (db: Parameters<typeof findModel>[0]) => {
+      const [model, project] = await Promise.all([
+        findModel(db, body.modelId),
+        readProject(db, projectId),
+      ]);
+      return estimateBody(model, tokens, project.credits_per_usd_micros);
+    };
     // A pure read, unless the caller asked for an idempotent replay (docs/api.md#idempotency).
     if (c.req.header("Idempotency-Key") === undefined) {
       return ok(c, r.calculate, await estimate(deps.db.read));

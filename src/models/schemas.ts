@@ -97,6 +97,11 @@ export const calculateResponse = z
     modelId: z.string(),
     modelName: z.string(),
     estimatedCostUsd: z.number(),
+    estimatedCostCredits: z.number().nullable().openapi({
+      description:
+        "The cost in credits at the project's creditsPerUsd, rounded up to the micro-credit (what a confirm with this usage debits); null when the project has no credit price",
+      example: 6.96,
+    }),
     pricing: z.object({
       inputPerMillion: z.number(),
       outputPerMillion: z.number(),
@@ -109,6 +114,7 @@ export const calculateResponse = z
       modelId: ex.modelId,
       modelName: "Claude Sonnet 4.5",
       estimatedCostUsd: 0.0696,
+      estimatedCostCredits: 6.96,
       pricing: { inputPerMillion: 3, outputPerMillion: 15, cachedInputPerMillion: 0.3 },
     },
   });

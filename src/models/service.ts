@@ -17,8 +17,14 @@ export const DEFAULT_CATALOG_URL = new URL(
   import.meta.url,
 );
 
+/** The columns of a model that price a call. */
+export type ModelPriceRow = Pick<
+  ModelRow,
+  "model_id" | "input_micros_per_m" | "output_micros_per_m" | "cached_micros_per_m"
+>;
+
 /** A model's prices as integers. */
-export function priceOf(row: ModelRow): PriceMicros {
+export function priceOf(row: ModelPriceRow): PriceMicros {
   return {
     inputMicrosPerM: row.input_micros_per_m,
     outputMicrosPerM: row.output_micros_per_m,

@@ -8,6 +8,8 @@ import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
 import { newId } from "../ids.ts";
 import { fromMicros } from "../money.ts";
+import { usageRecordJson } from "../usage/schemas.ts";
+import { confirmWithUsage } from "./confirm-usage.ts";
 import { plainConfirm } from "./plain-confirm.ts";
 import { plainReserve } from "./plain-reserve.ts";
 import {
@@ -56,10 +58,19 @@ export const reservationRoutes = resourceRoutes("Reservations", (route) => ({
     description:
       "Debits `actualAmount` (≥ 0) and releases the rest of the hold. An `actualAmount` above " +
       "the hold is debited when the excess fits in `available`, else 402 and the hold stays " +
-      "pending. 409 `RESERVATION_NOT_PENDING` once the hold has ended.",
+      "pending. 409 `RESERVATION_NOT_PENDING` once the hold has ended. With `usage` instead " +
+      "of `actualAmount` (exactly one of them), the amount is that usage's credit cost (USD " +
+      "cost × the project's `creditsPerUsd`, rounded up to the micro-credit) and the usage " +
+      "record is written with the debit, in the same transaction; the answer adds " +
+      "`usageRecord` and `creditsCharged`.",
     body: confirmReservationBody,
     ok: confirmReservationResponse,
-    errors: ["RESERVATION_NOT_FOUND", "RESERVATION_NOT_PENDING", "INSUFFICIENT_CREDITS"],
+    errors: [
+      "RESERVATION_NOT_FOUND",
+      "RESERVATION_NOT_PENDING",
+      "INSUFFICIENT_CREDITS",
+      "MODEL_NOT_FOUND",
+    ],
   }),
   cancel: route.post("/v1/reservations/cancel", "Release a reservation", {
     operationId: "cancelReservation",
@@ -71,6 +82,15 @@ export const reservationRoutes = resourceRoutes("Reservations", (route) => ({
     errors: ["RESERVATION_NOT_FOUND", "RESERVATION_NOT_PENDING"],
   }),
 }));
+
+/**
+ * The `actualAmount` of a confirm without `usage` (the body's schema requires exactly one).
+ * @throws Error when validation let neither through (a bug)
+ */
+function validatedActual(actualMicros: number | undefined): number {
+  if (actualMicros === undefined) throw new Error("confirm without actualAmount or usage");
+  return actualMicros;
+}
 
 export function registerReservationRoutes(app: App, deps: AppDeps): void {
   const r = reservationRoutes;
@@ -129,16 +149,36 @@ export function registerReservationRoutes(app: App, deps: AppDeps): void {
     deps,
     r.confirm,
     async ({ trx, nowMs, body, projectId, reply }) => {
-      const actual = body.actualAmount;
-      const { reservationId } = body;
+      const { reservationId, usage } = body;
+      if (usage !== undefined) {
+        const tokens = { ...usage, cachedTokens: usage.cachedTokens ?? 0 };
+        const charged = await confirmWithUsage(
+          trx,
+          projectId,
+          reservationId,
+          { ...tokens, usageType: usage.usageType ?? "text" },
+          nowMs,
+        );
+        return reply({
+          ...confirmed(charged.creditsMicros, charged.done),
+          usageRecord: usageRecordJson(charged.row),
+          creditsCharged: fromMicros(charged.creditsMicros),
+        });
+      }
+      const actual = validatedActual(body.actualAmount);
       const done = await confirmReservation(trx, projectId, reservationId, actual, nowMs);
       return reply(confirmed(actual, done));
     },
     {
-      plain: ({ body, projectId, reply }) =>
-        mapPlain(plainConfirm(projectId, body.reservationId, body.actualAmount), (done) =>
-          reply(confirmed(body.actualAmount, done)),
-        ),
+      // A confirm with usage prices it and writes its record in the unit, so it has no plain
+      // path (docs/api.md#charging-usage-in-credits).
+      plain: ({ body, projectId, reply }) => {
+        const actual = body.actualAmount;
+        if (actual === undefined) return undefined;
+        return mapPlain(plainConfirm(projectId, body.reservationId, actual), (done) =>
+          reply(confirmed(actual, done)),
+        );
+      },
     },
   );
 

@@ -5,7 +5,12 @@
 import { z } from "@hono/zod-openapi";
 import { iso } from "../dates.ts";
 import type { ReservationRow, ReservationStatus } from "../db/schema.ts";
-import { ex, examplePendingReservation, exampleReservation } from "../http/examples.ts";
+import {
+  ex,
+  examplePendingReservation,
+  exampleReservation,
+  exampleUsageRecord,
+} from "../http/examples.ts";
 import {
   creditAmount,
   idString,
@@ -16,7 +21,9 @@ import {
   requiringAccount,
 } from "../http/schemas.ts";
 import { parseJsonColumn } from "../json.ts";
+import { cachedWithinInput, tokenCountsShape } from "../models/schemas.ts";
 import { fromMicros } from "../money.ts";
+import { usageRecordSchema } from "../usage/schemas.ts";
 import type { WireOf } from "../wire.ts";
 
 export const reservationSchema = z
@@ -114,13 +121,51 @@ export const listReservationsResponse = z
     },
   });
 
+/** A confirm's usage: the call whose credit cost is the confirm's amount. */
+export const confirmUsageSchema = z
+  .object({
+    modelId: idString.openapi({ example: ex.modelId }),
+    ...tokenCountsShape,
+    usageType: z
+      .enum(["text"])
+      .optional()
+      .openapi({ description: "Default text", example: "text" }),
+  })
+  .refine(cachedWithinInput, {
+    message: "cachedTokens must not exceed inputTokens",
+    path: ["cachedTokens"],
+  })
+  .openapi("ConfirmUsage", {
+    example: { modelId: ex.modelId, inputTokens: 9500, outputTokens: 3100, cachedTokens: 2000 },
+  });
+
 export const confirmReservationBody = z
   .object({
     reservationId: idString.openapi({ example: ex.reservationId }),
-    actualAmount: creditAmount({ allowZero: true }).openapi({ example: 6.96 }),
+    actualAmount: creditAmount({ allowZero: true }).optional().openapi({
+      description: "Credits to debit (≥ 0); exactly one of actualAmount and usage",
+      example: 6.96,
+    }),
+    usage: confirmUsageSchema.optional().openapi({
+      description:
+        "Instead of actualAmount: the call's token usage; the amount debited is its credit cost (USD cost × the project's creditsPerUsd, rounded up to the micro-credit), and the usage record is written with the debit",
+    }),
+  })
+  .superRefine((body, ctx) => {
+    const given = (body.actualAmount === undefined ? 0 : 1) + (body.usage === undefined ? 0 : 1);
+    if (given !== 1) {
+      ctx.addIssue({
+        code: "custom",
+        path: [body.usage === undefined ? "actualAmount" : "usage"],
+        message: "exactly one of actualAmount and usage is required",
+      });
+    }
   })
   .openapi("ConfirmReservationRequest", {
-    example: { reservationId: ex.reservationId, actualAmount: 6.96 },
+    example: {
+      reservationId: ex.reservationId,
+      usage: { modelId: ex.modelId, inputTokens: 9500, outputTokens: 3100, cachedTokens: 2000 },
+    },
   });
 
 export const confirmReservationResponse = z
@@ -132,6 +177,13 @@ export const confirmReservationResponse = z
     actualAmount: z.number(),
     balance: z.number(),
     amountReleased: z.number(),
+    usageRecord: usageRecordSchema.optional().openapi({
+      description: "With usage: the usage record written with the debit",
+    }),
+    creditsCharged: z.number().optional().openapi({
+      description: "With usage: the credits debited (the usage's credit cost)",
+      example: 6.96,
+    }),
   })
   .openapi({
     example: {
@@ -142,6 +194,8 @@ export const confirmReservationResponse = z
       actualAmount: 6.96,
       balance: 18.54,
       amountReleased: 2.64,
+      usageRecord: exampleUsageRecord,
+      creditsCharged: 6.96,
     },
   });
 

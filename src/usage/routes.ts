@@ -5,6 +5,8 @@ import type { App, AppDeps } from "../http/context.ts";
 import { paged, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
+import { fromMicros } from "../money.ts";
+import { chargeUsage } from "./charge.ts";
 import {
   recordBody,
   recordResponse,
@@ -24,11 +26,20 @@ export const usageRoutes = resourceRoutes("Usage", (route) => ({
       operationId: "recordUsage",
       description:
         "Records one LLM call of a catalog model, costed exactly at its current prices " +
-        "(`cachedTokens` are part of `inputTokens`). It moves no credits; `transactionId` " +
-        "links it to the debit that paid for it.",
+        "(`cachedTokens` are part of `inputTokens`). By default it moves no credits; " +
+        "`transactionId` links it to the debit that paid for it. With `deduct: true` it also " +
+        "debits the usage's credit cost (USD cost × the project's `creditsPerUsd`, rounded up " +
+        "to the micro-credit) as a deduction, in the same transaction, and answers " +
+        "`creditsCharged`, `transactionId` and `balance`; when the credits fall short the " +
+        "answer is 402 and nothing is recorded.",
       body: recordBody,
       ok: recordResponse,
-      errors: ["ACCOUNT_NOT_FOUND", "MODEL_NOT_FOUND", "TRANSACTION_NOT_FOUND"],
+      errors: [
+        "ACCOUNT_NOT_FOUND",
+        "MODEL_NOT_FOUND",
+        "TRANSACTION_NOT_FOUND",
+        "INSUFFICIENT_CREDITS",
+      ],
     },
   ),
   list: route.get(
@@ -50,23 +61,29 @@ export const usageRoutes = resourceRoutes("Usage", (route) => ({
 export function registerUsageRoutes(app: App, deps: AppDeps): void {
   const r = usageRoutes;
   writeRoute(app, deps, r.record, async ({ trx, nowMs, body, projectId, reply }) => {
-    const row = await recordUsage(
-      trx,
-      projectId,
-      {
-        context: body.context ?? "customer",
-        accountRef: body.accountId,
-        modelId: body.modelId,
-        usageType: body.usageType ?? "text",
-        inputTokens: body.inputTokens,
-        outputTokens: body.outputTokens,
-        cachedTokens: body.cachedTokens ?? 0,
-        transactionId: body.transactionId,
-        metadata: body.metadata,
-      },
-      nowMs,
-    );
-    return reply({ success: true, usageRecord: usageRecordJson(row) });
+    const input = {
+      context: body.context ?? "customer",
+      accountRef: body.accountId,
+      modelId: body.modelId,
+      usageType: body.usageType ?? "text",
+      inputTokens: body.inputTokens,
+      outputTokens: body.outputTokens,
+      cachedTokens: body.cachedTokens ?? 0,
+      transactionId: body.transactionId,
+      metadata: body.metadata,
+    };
+    if (body.deduct !== true) {
+      const row = await recordUsage(trx, projectId, input, nowMs);
+      return reply({ success: true, usageRecord: usageRecordJson(row) });
+    }
+    const charged = await chargeUsage(trx, projectId, input, nowMs);
+    return reply({
+      success: true,
+      usageRecord: usageRecordJson(charged.row),
+      creditsCharged: fromMicros(charged.creditsChargedMicros),
+      transactionId: charged.transactionId,
+      balance: fromMicros(charged.balanceMicros),
+    });
   });
 
   app.openapi(r.list, async (c) => {

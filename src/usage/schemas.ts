@@ -18,7 +18,7 @@ import {
   queryBoolean,
 } from "../http/schemas.ts";
 import { cachedWithinInput, tokenCountsShape } from "../models/schemas.ts";
-import { picoUsdToDecimal } from "../money.ts";
+import { fromMicros, picoUsdToDecimal } from "../money.ts";
 import type { WireOf } from "../wire.ts";
 
 export const usageContext = z.enum(["customer", "system"]).openapi({ example: "customer" });
@@ -35,6 +35,11 @@ export const usageRecordSchema = z
     cachedTokens: z.number().openapi({ example: 2000 }),
     transactionId: z.string().nullable().openapi({ example: ex.confirmTxnId }),
     estimatedCostUsd: z.number().openapi({ example: 0.0696 }),
+    creditsCharged: z.number().nullable().openapi({
+      description:
+        "Credits the record was charged (`deduct: true`, or a confirm with `usage`); 0 for a cost of 0, null when it was not charged",
+      example: 6.96,
+    }),
     createdAt: z.string().openapi({ example: ex.usageAt }),
   })
   .openapi("UsageRecord", { example: exampleUsageRecord });
@@ -57,6 +62,11 @@ export const recordBody = z
       .openapi({ description: "Default text", example: "text" }),
     ...tokenCountsShape,
     metadata: metadataSchema.optional().openapi({ example: { conversationId: "conv_8812" } }),
+    deduct: z.boolean().optional().openapi({
+      description:
+        "Default false. true: also debit the usage's credit cost (USD cost × the project's creditsPerUsd, rounded up to the micro-credit) in the same transaction, as a deduction; needs context customer, an accountId, no transactionId and a project credit price",
+      example: true,
+    }),
   })
   .refine(cachedWithinInput, {
     message: "cachedTokens must not exceed inputTokens",
@@ -74,7 +84,22 @@ export const recordBody = z
   });
 
 export const recordResponse = z
-  .object({ success: z.literal(true), usageRecord: usageRecordSchema })
+  .object({
+    success: z.literal(true),
+    usageRecord: usageRecordSchema,
+    creditsCharged: z.number().optional().openapi({
+      description: "With deduct: true: the credits debited (0 when the cost was 0)",
+      example: 6.96,
+    }),
+    transactionId: z.string().nullable().optional().openapi({
+      description: "With deduct: true: the debit's transaction (null when the cost was 0)",
+      example: ex.confirmTxnId,
+    }),
+    balance: z.number().optional().openapi({
+      description: "With deduct: true: the account's balance afterwards",
+      example: 18.54,
+    }),
+  })
   .openapi({ example: { success: true as const, usageRecord: exampleUsageRecord } });
 
 /** `groupBy` of the usage summary (docs/api.md#usage-over-time). */
@@ -103,6 +128,11 @@ export const usageGroupSchema = z
     costUsd: z
       .number()
       .openapi({ description: "Exact sum of the records' costs", example: 0.8352 }),
+    creditsCharged: z.number().openapi({
+      description:
+        "Exact sum of the credits the records were charged (a record without a charge counts 0)",
+      example: 83.52,
+    }),
   })
   .openapi("UsageGroup");
 
@@ -129,6 +159,11 @@ export const summarySchema = z
     totalCostUsd: z.number(),
     totalInputTokens: z.number(),
     totalOutputTokens: z.number(),
+    creditsCharged: z.number().openapi({
+      description:
+        "Exact sum of the credits the records were charged (a record without a charge counts 0)",
+      example: 6.96,
+    }),
     byContext: z.object({ customer: z.number(), system: z.number() }),
     byModel: z.record(z.string(), z.object({ costUsd: z.number(), count: z.number() })),
     groups: z.array(usageGroupSchema).optional().openapi({
@@ -141,6 +176,7 @@ export const summarySchema = z
       totalCostUsd: 0.0696,
       totalInputTokens: 9500,
       totalOutputTokens: 3100,
+      creditsCharged: 6.96,
       byContext: { customer: 0.0696, system: 0 },
       byModel: { [ex.modelId]: { costUsd: 0.0696, count: 1 } },
     },
@@ -172,7 +208,9 @@ export function costOf(row: Pick<UsageRecordRow, "cost_micro_usd" | "cost_pico_r
 }
 
 /** The API's Usage record object (docs/api.md#endpoints). */
-export function usageRecordJson(row: UsageRecordRow): WireOf<typeof usageRecordSchema> {
+export function usageRecordJson(
+  row: Omit<UsageRecordRow, "seq">,
+): WireOf<typeof usageRecordSchema> {
   return {
     id: row.id,
     context: row.context,
@@ -184,6 +222,8 @@ export function usageRecordJson(row: UsageRecordRow): WireOf<typeof usageRecordS
     cachedTokens: row.cached_tokens,
     transactionId: row.transaction_id,
     estimatedCostUsd: picoUsdToDecimal(costOf(row)),
+    creditsCharged:
+      row.credits_charged_micros === null ? null : fromMicros(row.credits_charged_micros),
     createdAt: iso(row.created_at_ms),
   };
 }

@@ -13,7 +13,7 @@ import type { DB, UsageContext, UsageRecordRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { stringifyJson } from "../json.ts";
-import { findModel, priceOf } from "../models/service.ts";
+import { findModel, type ModelPriceRow, priceOf } from "../models/service.ts";
 import { costPicoUsd } from "../money.ts";
 import { PICO_PER_MICRO } from "./schemas.ts";
 
@@ -39,7 +39,7 @@ export async function recordUsage(
   projectId: string,
   input: RecordUsageInput,
   nowMs: number,
-): Promise<UsageRecordRow> {
+): Promise<NewUsageRecord> {
   if (input.context === "customer" && input.accountRef === undefined) {
     throw new ApiError("VALIDATION_ERROR", "accountId is required for customer usage", [
       { path: "body.accountId", message: "required when context is customer" },
@@ -63,19 +63,40 @@ export async function recordUsage(
       throw new ApiError("TRANSACTION_NOT_FOUND", `Transaction ${input.transactionId} not found`);
     }
   }
+  return insertUsage(trx, usageRow(projectId, input, model, account?.id ?? null, nowMs));
+}
+
+/** What a usage record is charged: its debit (null for a cost of 0) and the micro-credits. */
+export interface UsageCharge {
+  transactionId: string | null;
+  creditsChargedMicros: number;
+}
+
+/**
+ * The usage record of `input` costed at `model`'s current prices (docs/api.md#usage-and-models),
+ * before its insert: `charge` says what it was charged in credits, if it was.
+ */
+export function usageRow(
+  projectId: string,
+  input: Omit<RecordUsageInput, "accountRef">,
+  model: ModelPriceRow,
+  accountId: string | null,
+  nowMs: number,
+  charge?: UsageCharge & { id: string },
+): NewUsageRecord {
   const price = priceOf(model);
   const pico = costPicoUsd(input, price);
-  const row = {
-    id: newId("use"),
+  return {
+    id: charge?.id ?? newId("use"),
     project_id: projectId,
-    account_id: account?.id ?? null,
+    account_id: accountId,
     context: input.context,
     model_id: model.model_id,
     usage_type: input.usageType,
     input_tokens: input.inputTokens,
     output_tokens: input.outputTokens,
     cached_tokens: input.cachedTokens,
-    transaction_id: input.transactionId ?? null,
+    transaction_id: charge ? charge.transactionId : (input.transactionId ?? null),
     input_micros_per_m: price.inputMicrosPerM,
     output_micros_per_m: price.outputMicrosPerM,
     cached_micros_per_m: price.cachedMicrosPerM,
@@ -83,10 +104,24 @@ export async function recordUsage(
     cost_pico_rem: Number(pico % PICO_PER_MICRO),
     metadata: input.metadata === undefined ? null : stringifyJson(input.metadata),
     created_at_ms: nowMs,
+    credits_charged_micros: charge?.creditsChargedMicros ?? null,
   };
-  const inserted = (await trx.executeQuery(insertUsage(trx, row))).rows[0];
-  if (inserted === undefined) throw new Error("usage record insert returned no seq");
-  return { ...row, seq: Number(inserted.seq) };
+}
+
+/** A usage record as inserted: every column but `seq`, which nothing above the table reads. */
+export type NewUsageRecord = Omit<UsageRecordRow, "seq">;
+
+/**
+ * Inserts a usage record built by `usageRow`. The insert returns nothing: a statement without
+ * rows to read is the cheaper call on the synchronous SQLite driver, and it is on the hot path
+ * of every charge.
+ */
+export async function insertUsage(
+  trx: Transaction<DB>,
+  row: NewUsageRecord,
+): Promise<NewUsageRecord> {
+  await trx.executeQuery(insertUsageQuery(trx, row));
+  return row;
 }
 
 /** Every column of a usage record but `seq`, in the order the insert lists them. */
@@ -108,10 +143,11 @@ const USAGE_COLUMNS = [
   "cost_pico_rem",
   "metadata",
   "created_at_ms",
+  "credits_charged_micros",
 ] as const satisfies readonly (keyof UsageRecordRow)[];
 
-const insertUsage = prepared<Omit<UsageRecordRow, "seq">, { seq: number }>((db, arg) =>
-  db.insertInto("usage_records").values(argValues(arg, USAGE_COLUMNS)).returning("seq"),
+const insertUsageQuery = prepared<NewUsageRecord, unknown>((db, arg) =>
+  db.insertInto("usage_records").values(argValues(arg, USAGE_COLUMNS)),
 );
 
 export interface UsageFilter {

@@ -9,7 +9,9 @@
  * remainder, so no `SUM` leaves 2^53, let alone 64 bits (where SQLite stops with "integer
  * overflow"), before billions of records (docs/design.md#usage-summaries). Every sum is read
  * as text (`CAST(SUM(…) AS TEXT)`; PostgreSQL's `SUM` of a `BIGINT` is a `NUMERIC`) and
- * recombined in BigInt, so nothing passes through a double on the way.
+ * recombined in BigInt, so nothing passes through a double on the way. Credits charged
+ * (docs/api.md#charging-usage-in-credits; null counts 0) are summed the same way, as whole
+ * credits and the micro-credits below one, each at most 10^9 per record.
  *
  * Consistency: the groups and the summary come from one SQL statement (a `UNION ALL`), so they
  * read one snapshot on both engines and the groups always add up to the totals beside them.
@@ -17,7 +19,7 @@
 import { type Kysely, sql } from "kysely";
 import type { DB, UsageContext } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
-import { ExactDecimal, picoUsdToDecimal } from "../money.ts";
+import { bigMicrosToDecimal, ExactDecimal, picoUsdToDecimal } from "../money.ts";
 import type { WireOf } from "../wire.ts";
 import type { summarySchema, usageGroupSchema } from "./schemas.ts";
 import { filteredUsage, type UsageFilter } from "./service.ts";
@@ -53,6 +55,8 @@ function sums() {
     sumText(sql.raw(`cost_micro_usd / ${MILLION}`)).as("cost_usd"),
     sumText(sql.raw(`cost_micro_usd % ${MILLION}`)).as("cost_micro_rem"),
     sumText(sql.raw("cost_pico_rem")).as("cost_pico_rem"),
+    sumText(sql.raw(`COALESCE(credits_charged_micros, 0) / ${MILLION}`)).as("credits"),
+    sumText(sql.raw(`COALESCE(credits_charged_micros, 0) % ${MILLION}`)).as("credits_micro_rem"),
   ] as const;
 }
 
@@ -64,6 +68,8 @@ interface SumRow {
   cost_usd: string;
   cost_micro_rem: string;
   cost_pico_rem: string;
+  credits: string;
+  credits_micro_rem: string;
 }
 
 interface Totals {
@@ -72,9 +78,11 @@ interface Totals {
   cached: bigint;
   output: bigint;
   pico: bigint;
+  /** Micro-credits charged. */
+  credits: bigint;
 }
 
-const ZERO: Totals = { count: 0n, input: 0n, cached: 0n, output: 0n, pico: 0n };
+const ZERO: Totals = { count: 0n, input: 0n, cached: 0n, output: 0n, pico: 0n, credits: 0n };
 
 function totalsOf(row: SumRow): Totals {
   return {
@@ -85,6 +93,7 @@ function totalsOf(row: SumRow): Totals {
     pico:
       (BigInt(row.cost_usd) * MILLION + BigInt(row.cost_micro_rem)) * MILLION +
       BigInt(row.cost_pico_rem),
+    credits: BigInt(row.credits) * MILLION + BigInt(row.credits_micro_rem),
   };
 }
 
@@ -95,6 +104,7 @@ function plus(a: Totals, b: Totals): Totals {
     cached: a.cached + b.cached,
     output: a.output + b.output,
     pico: a.pico + b.pico,
+    credits: a.credits + b.credits,
   };
 }
 
@@ -224,6 +234,7 @@ async function groupsJson(db: Kysely<DB>, groups: Group[], groupBy: UsageGroupBy
       cachedTokens: wholeNumber(g.totals.cached),
       outputTokens: wholeNumber(g.totals.output),
       costUsd: picoUsdToDecimal(g.totals.pico),
+      creditsCharged: bigMicrosToDecimal(g.totals.credits),
     };
   });
 }
@@ -276,6 +287,7 @@ export async function summarizeUsage(
     totalCostUsd: picoUsdToDecimal(total.pico),
     totalInputTokens: wholeNumber(total.input),
     totalOutputTokens: wholeNumber(total.output),
+    creditsCharged: bigMicrosToDecimal(total.credits),
     byContext: {
       customer: picoUsdToDecimal(byContext.customer),
       system: picoUsdToDecimal(byContext.system),
