@@ -18,6 +18,7 @@ import { jsonBodyChecks } from "./http/body.ts";
 import type { App, AppDeps, AppEnv } from "./http/context.ts";
 import { registerDocs } from "./http/docs.ts";
 import { exactJsonResponses } from "./http/json.ts";
+import { unmatchedRequest } from "./http/method-not-allowed.ts";
 import { nodeOutgoing } from "./http/node-env.ts";
 import { registerProbes } from "./http/probes.ts";
 import { registerLedgerRoutes } from "./ledger/routes.ts";
@@ -148,10 +149,8 @@ export function createApp(deps: AppDeps): App {
     name: "X-API-Key",
   });
   app.doc31("/openapi.json", OPENAPI_CONFIG);
-  app.notFound((c) => {
-    const err = new ApiError("NOT_FOUND", `No route ${c.req.method} ${c.req.path}`);
-    return c.json(err.toBody(), err.status);
-  });
+  app.get("/", (c) => c.redirect("/console", 302));
+  app.notFound(unmatchedRequest(app));
   app.onError((err, c) =>
     errorResponse(err, c, (e) =>
       deps.logger.error(

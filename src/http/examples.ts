@@ -270,6 +270,10 @@ export const exampleErrors: Record<ErrorCode, { message: string; details?: unkno
     details: { limit: 50 },
   },
   PAYLOAD_TOO_LARGE: { message: "Request body is larger than 65536 bytes" },
+  METHOD_NOT_ALLOWED: {
+    message: "/v1/accounts/create does not serve GET; it serves POST",
+    details: { allow: ["POST"] },
+  },
   HEADERS_TOO_LARGE: { message: "The request's URL or headers are too large" },
   UNSUPPORTED_MEDIA_TYPE: { message: "Content-Type must be application/json" },
   INTERNAL_ERROR: { message: "An unexpected error occurred" },
