@@ -95,6 +95,9 @@ async function errorCode(c: Context): Promise<string | undefined> {
   }
 }
 
+/** Either header carries the key (docs/api.md#authentication-and-projects). */
+const SECURITY: Record<string, string[]>[] = [{ ApiKey: [] }, { BearerAuth: [] }];
+
 /**
  * The top of /openapi.json; the routes, their schemas and the event webhooks come from the
  * registry (docs/api.md#openapi-document-and-typed-client).
@@ -106,7 +109,7 @@ export const OPENAPI_CONFIG = {
     version: "1.0.0",
     description: "Exact credit balances, reservations, plans and LLM usage costing.",
   },
-  security: [{ ApiKey: [] }],
+  security: SECURITY,
 };
 
 /** The OpenAPI document `app` serves at /openapi.json, built in-process. */
@@ -147,6 +150,11 @@ export function createApp(deps: AppDeps): App {
     type: "apiKey",
     in: "header",
     name: "X-API-Key",
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "BearerAuth", {
+    type: "http",
+    scheme: "bearer",
+    description: "The same API key as `Authorization: Bearer <key>`",
   });
   app.doc31("/openapi.json", OPENAPI_CONFIG);
   app.get("/", (c) => c.redirect("/console", 302));

@@ -38,6 +38,10 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
+/** The 401 message of a missing, unknown or revoked key: it names both headers a key may use. */
+export const UNAUTHORIZED_MESSAGE =
+  "Missing or invalid API key: send it as X-API-Key: <key> or Authorization: Bearer <key>";
+
 /** The body of every error response. */
 export interface ErrorBody {
   success: false;
@@ -140,7 +144,7 @@ export function errorResponse(err: unknown, c: Context, log: (err: unknown) => v
 function fromHttpException(err: HTTPException): ApiError {
   switch (err.status) {
     case 401:
-      return new ApiError("UNAUTHORIZED", "Missing or invalid API key");
+      return new ApiError("UNAUTHORIZED", UNAUTHORIZED_MESSAGE);
     case 404:
       return new ApiError("NOT_FOUND", "Not found");
     case 413:

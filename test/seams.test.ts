@@ -121,3 +121,86 @@ describe("the transaction type filter", () => {
     expect(errorOf(bad.body).details).toEqual([expect.objectContaining({ path: "query.type" })]);
   });
 });
+
+describe("405 and the root redirect", () => {
+  it("answers a known path with another method 405 with Allow and the JSON error body", async () => {
+    const res = await fetch(`${base}/v1/accounts/create`, { headers: { "X-API-Key": t.key } });
+    expect(res.status).toBe(405);
+    expect(res.headers.get("Allow")).toBe("POST");
+    const error = errorOf(await res.json());
+    expect(error.code).toBe("METHOD_NOT_ALLOWED");
+    const list = await fetch(`${base}/v1/accounts`, {
+      method: "DELETE",
+      headers: { "X-API-Key": t.key },
+    });
+    expect(list.status).toBe(405);
+    expect(list.headers.get("Allow")).toBe("GET, HEAD");
+    const health = await fetch(`${base}/health`, { method: "POST" });
+    expect(health.status).toBe(405);
+    expect(health.headers.get("Allow")).toBe("GET, HEAD");
+  });
+
+  it("keeps 404 for unknown paths, and 401 before either without a key", async () => {
+    const unknown = await send("GET", "/v1/acounts");
+    expect(unknown.status).toBe(404);
+    expect(errorOf(unknown.body).code).toBe("NOT_FOUND");
+    const noKey = await fetch(`${base}/v1/accounts/create`);
+    expect(noKey.status).toBe(401);
+  });
+
+  it("redirects GET / to /console", async () => {
+    const res = await fetch(`${base}/`, { redirect: "manual" });
+    expect(res.status).toBe(302);
+    expect(res.headers.get("Location")).toBe("/console");
+  });
+});
+
+describe("Bearer authentication", () => {
+  const balanceWith = (headers: Record<string, string>) =>
+    fetch(`${base}/v1/accounts?limit=1`, { headers });
+
+  it("accepts Authorization: Bearer as well as X-API-Key", async () => {
+    expect((await balanceWith({ Authorization: `Bearer ${t.key}` })).status).toBe(200);
+    expect((await balanceWith({ Authorization: `bearer ${t.key}` })).status).toBe(200);
+    expect(
+      (await balanceWith({ "X-API-Key": t.key, Authorization: `Bearer ${t.key}` })).status,
+    ).toBe(200);
+  });
+
+  it("refuses two different keys, and names both headers in a 401", async () => {
+    const other = await t.newProject("other-bearer");
+    const both = await balanceWith({ "X-API-Key": t.key, Authorization: `Bearer ${other.key}` });
+    expect(both.status).toBe(401);
+    expect(errorOf(await both.json()).code).toBe("UNAUTHORIZED");
+    const refused: Record<string, string>[] = [
+      {},
+      { Authorization: "Bearer ldg_nope" },
+      { Authorization: `Basic ${t.key}` },
+    ];
+    for (const headers of refused) {
+      const res = await balanceWith(headers);
+      expect(res.status).toBe(401);
+      const error = errorOf(await res.json());
+      expect(error.message).toContain("X-API-Key");
+      expect(error.message).toContain("Authorization: Bearer");
+    }
+  });
+});
+
+describe("a refused webhook target", () => {
+  it("names WEBHOOK_ALLOW_PRIVATE in its message", async () => {
+    const strict = await makeLedger({ env: { WEBHOOK_ALLOW_PRIVATE: "false" } });
+    try {
+      const strictBase = await strict.listen();
+      const res = await sendJson(fetchFrom(strictBase), strict.key, "POST", "/v1/webhooks/create", {
+        body: { url: "http://127.0.0.1:9/hook" },
+      });
+      expect(res.status).toBe(400);
+      const error = errorOf(res.body);
+      expect(error.message).toContain("WEBHOOK_ALLOW_PRIVATE=true");
+      expect(error.message).toContain("local development");
+    } finally {
+      await strict.close();
+    }
+  });
+});

@@ -5,7 +5,7 @@
  * are deducted, 5.5 refunded, a second hold of 4.8 is pending, and the "Pro monthly" plan is
  * assigned. Only metadata for the documentation: nothing here is used at run time.
  */
-import type { ErrorCode } from "../errors.ts";
+import { type ErrorCode, UNAUTHORIZED_MESSAGE } from "../errors.ts";
 
 export const ex = {
   projectId: "prj_01M6DSG7E0JEVV4QQ4JA0Q7WHC",
@@ -243,7 +243,7 @@ export const exampleErrors: Record<ErrorCode, { message: string; details?: unkno
     message: "Invalid body.amount: Too small: expected number to be >0",
     details: [{ path: "body.amount", message: "Too small: expected number to be >0" }],
   },
-  UNAUTHORIZED: { message: "Missing or invalid API key" },
+  UNAUTHORIZED: { message: UNAUTHORIZED_MESSAGE },
   INSUFFICIENT_CREDITS: {
     message: "Insufficient available credits",
     details: { available: 2.5, requested: 9.6 },

@@ -46,12 +46,15 @@ export interface CreateWebhookInput {
  * Checks that a new endpoint's `url` targets a public address (docs/api.md#webhook-targets):
  * its literal host, and what its name resolves to now (a name that does not resolve is
  * accepted). Run before the write unit, since it may wait for DNS.
- * @throws ApiError VALIDATION_ERROR naming `body.url`
+ * @throws ApiError VALIDATION_ERROR naming `body.url`, whose message says that
+ *   `WEBHOOK_ALLOW_PRIVATE=true` allows such targets for local development
  */
 export async function assertPublicTarget(url: string, policy: TargetPolicy): Promise<void> {
   const problem = await creationProblem(new URL(url), policy);
   if (problem === undefined) return;
-  const message = `must target a public address: ${problem}`;
+  const message =
+    `must target a public address: ${problem}; WEBHOOK_ALLOW_PRIVATE=true allows such ` +
+    "targets for local development";
   throw new ApiError("VALIDATION_ERROR", `Invalid body.url: ${message}`, [
     { path: "body.url", message },
   ]);
