@@ -394,7 +394,8 @@ describe("GET /openapi.json", () => {
       const op = doc.paths[path]?.[method];
       expect(op?.summary).toEqual(expect.any(String));
       expect(op?.tags).toHaveLength(1);
-      expect(doc.security).toEqual([{ ApiKey: [] }]);
+      // X-API-Key or Authorization: Bearer (docs/api.md#authentication-and-projects).
+      expect(doc.security).toEqual([{ ApiKey: [] }, { BearerAuth: [] }]);
     });
 
     it("has an example for its request body or query parameters", () => {

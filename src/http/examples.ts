@@ -255,6 +255,7 @@ export const exampleErrors: Record<ErrorCode, { message: string; details?: unkno
   TRANSACTION_NOT_FOUND: { message: `Transaction ${ex.confirmTxnId} not found` },
   MODEL_NOT_FOUND: { message: "Model gpt-9 not found" },
   WEBHOOK_NOT_FOUND: { message: `Webhook ${exWebhook.id} not found` },
+  DELIVERY_NOT_FOUND: { message: `Delivery ${exampleDelivery.id} not found` },
   NOT_FOUND: { message: "No route GET /v1/acounts" },
   DUPLICATE_EXTERNAL_ID: { message: "externalId customer-42 is already used" },
   RESERVATION_NOT_PENDING: {
@@ -268,6 +269,10 @@ export const exampleErrors: Record<ErrorCode, { message: string; details?: unkno
   WEBHOOK_LIMIT_REACHED: {
     message: "A project has at most 50 active webhooks; delete one first",
     details: { limit: 50 },
+  },
+  DELIVERY_NOT_FAILED: {
+    message: `Delivery ${exampleDelivery.id} is delivered; only a failed delivery is retried`,
+    details: { status: "delivered" },
   },
   PAYLOAD_TOO_LARGE: { message: "Request body is larger than 65536 bytes" },
   METHOD_NOT_ALLOWED: {
