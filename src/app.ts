@@ -57,7 +57,13 @@ export function routeLabel(c: Context): string {
   return routes.at(-1)?.path ?? "unmatched";
 }
 
-/** One JSON log line and the HTTP metrics of each request. */
+/** Routes polled by load balancers and scrapers: their requests are logged at `debug` only. */
+const PROBE_ROUTES = new Set(["/health", "/ready", "/metrics"]);
+
+/**
+ * One JSON log line and the HTTP metrics of each request; the line of a probe (`/health`,
+ * `/ready`, `/metrics`) is at `debug` (docs/operations.md#logs).
+ */
 export function observe(deps: AppDeps): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const started = performance.now();
@@ -66,7 +72,10 @@ export function observe(deps: AppDeps): MiddlewareHandler<AppEnv> {
     const route = routeLabel(c);
     const status = c.res.status;
     deps.metrics.observeRequest(c.req.method, route, status, seconds);
-    deps.logger.info(
+    const log = PROBE_ROUTES.has(route)
+      ? (line: object, msg: string) => deps.logger.debug?.(line, msg)
+      : (line: object, msg: string) => deps.logger.info(line, msg);
+    log(
       {
         requestId: c.get("requestId"),
         method: c.req.method,

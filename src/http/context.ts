@@ -14,6 +14,8 @@ export interface Logger {
   info(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
   error(obj: object, msg?: string): void;
+  /** pino's `debug`, when the logger has one (probe requests and idle jobs log at it). */
+  debug?(obj: object, msg?: string): void;
 }
 
 export interface AppDeps {
