@@ -4,8 +4,17 @@
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createServer } from "node:net";
+import { describeDatabase } from "../src/cli/database.ts";
 
 export const cliPath = new URL("../dist/src/cli/index.js", import.meta.url).pathname;
+
+/**
+ * What a command that uses the database prints on standard error, and only that when all is
+ * well: the line naming the database of `env.DATABASE_URL` (docs/operations.md#command-line).
+ */
+export function databaseLine(env: NodeJS.ProcessEnv): string {
+  return `ledger: database: ${describeDatabase(env.DATABASE_URL ?? "file:./data/ledger.db")}\n`;
+}
 
 /** Runs `ledger ARGS…` to completion. */
 export function runCli(args: string[], env: NodeJS.ProcessEnv) {
