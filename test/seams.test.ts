@@ -204,3 +204,15 @@ describe("a refused webhook target", () => {
     }
   });
 });
+
+describe("strict input on a POST's query string", () => {
+  it("refuses a query parameter on a route that takes none, and changes nothing", async () => {
+    const res = await send("POST", "/v1/accounts/create?dryRun=true", {
+      body: { externalId: "query-on-post" },
+    });
+    expect(res.status).toBe(400);
+    expect(errorOf(res.body).details).toEqual([{ path: "query.dryRun", message: UNKNOWN_FIELD }]);
+    const get = await send("GET", "/v1/accounts/get?externalId=query-on-post");
+    expect(get.status).toBe(404);
+  });
+});

@@ -8,6 +8,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
+import { validationError } from "../errors.ts";
 import { isLosslessNumber } from "../json.ts";
 
 /** One field of an object input: whether it must be given, and what its value may hold. */
@@ -135,7 +136,9 @@ export function isMissing(
 
 /**
  * Route middleware declaring the shapes of the route's query and JSON body, read by the
- * validation hook (src/errors.ts) from the request's `declaredInput` variable.
+ * validation hook (src/errors.ts) from the request's `declaredInput` variable. A route that
+ * declares no query (every POST) refuses any query parameter here.
+ * @throws ApiError VALIDATION_ERROR naming each query parameter of a route that takes none
  */
 export function declareInput(schemas: {
   query?: z.ZodType;
@@ -145,6 +148,11 @@ export function declareInput(schemas: {
   if (schemas.query) declared.query = inputShape(schemas.query);
   if (schemas.json) declared.json = inputShape(schemas.json);
   return async (c, next) => {
+    // A route without query parameters (every POST) takes none: any given is unknown.
+    if (!declared.query && c.req.url.includes("?")) {
+      const unknown = Object.keys(c.req.query()).map((name) => [name]);
+      if (unknown.length > 0) throw validationError("query", undefined, unknown);
+    }
     c.set("declaredInput", declared);
     await next();
   };
