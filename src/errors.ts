@@ -99,12 +99,16 @@ export function validationError(
   unknown: string[][] = [],
   missing: (path: readonly PropertyKey[]) => boolean = () => false,
 ): ApiError {
-  const issues: FieldIssue[] = (error?.issues ?? []).map((issue) => ({
+  const all: FieldIssue[] = (error?.issues ?? []).map((issue) => ({
     path: [target, ...issue.path.map(String)].join("."),
     message: missing(issue.path) ? MISSING_FIELD : issue.message,
   }));
   for (const path of unknown)
-    issues.push({ path: [target, ...path].join("."), message: UNKNOWN_FIELD });
+    all.push({ path: [target, ...path].join("."), message: UNKNOWN_FIELD });
+  // A missing field may fail more than one check; it is named once.
+  const issues = all.filter(
+    (issue, i) => all.findIndex((o) => o.path === issue.path && o.message === issue.message) === i,
+  );
   const first = issues[0];
   const message = first ? `Invalid ${first.path}: ${first.message}` : "Invalid request";
   return new ApiError("VALIDATION_ERROR", message, issues);
