@@ -58,7 +58,9 @@ describe("the database a command uses", () => {
       const url = new URL(database.url);
       const name = url.pathname.slice(1);
       expect(named).toBe(`PostgreSQL database ${name} at ${url.hostname}:${url.port || "5432"}`);
-      if (url.password) expect(r.stderr).not.toContain(url.password);
+      // The line is all of stderr: no URL, user or password anywhere.
+      expect(r.stderr).toBe(`ledger: database: ${named}\n`);
+      expect(r.stderr).not.toContain(`${url.username}:${url.password}@`);
     }
     for (const args of [["keys", "list"], ["verify"]]) {
       const again = run(...args);
