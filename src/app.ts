@@ -18,6 +18,7 @@ import { jsonBodyChecks } from "./http/body.ts";
 import type { App, AppDeps, AppEnv } from "./http/context.ts";
 import { registerDocs } from "./http/docs.ts";
 import { exactJsonResponses } from "./http/json.ts";
+import { unmatchedRequest } from "./http/method-not-allowed.ts";
 import { nodeOutgoing } from "./http/node-env.ts";
 import { registerProbes } from "./http/probes.ts";
 import { registerLedgerRoutes } from "./ledger/routes.ts";
@@ -57,7 +58,13 @@ export function routeLabel(c: Context): string {
   return routes.at(-1)?.path ?? "unmatched";
 }
 
-/** One JSON log line and the HTTP metrics of each request. */
+/** Routes polled by load balancers and scrapers: their requests are logged at `debug` only. */
+const PROBE_ROUTES = new Set(["/health", "/ready", "/metrics"]);
+
+/**
+ * One JSON log line and the HTTP metrics of each request; the line of a probe (`/health`,
+ * `/ready`, `/metrics`) is at `debug` (docs/operations.md#logs).
+ */
 export function observe(deps: AppDeps): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const started = performance.now();
@@ -66,7 +73,10 @@ export function observe(deps: AppDeps): MiddlewareHandler<AppEnv> {
     const route = routeLabel(c);
     const status = c.res.status;
     deps.metrics.observeRequest(c.req.method, route, status, seconds);
-    deps.logger.info(
+    const log = PROBE_ROUTES.has(route)
+      ? (line: object, msg: string) => deps.logger.debug?.(line, msg)
+      : (line: object, msg: string) => deps.logger.info(line, msg);
+    log(
       {
         requestId: c.get("requestId"),
         method: c.req.method,
@@ -95,6 +105,9 @@ async function errorCode(c: Context): Promise<string | undefined> {
   }
 }
 
+/** Either header carries the key (docs/api.md#authentication-and-projects). */
+const SECURITY: Record<string, string[]>[] = [{ ApiKey: [] }, { BearerAuth: [] }];
+
 /**
  * The top of /openapi.json; the routes, their schemas and the event webhooks come from the
  * registry (docs/api.md#openapi-document-and-typed-client).
@@ -106,7 +119,7 @@ export const OPENAPI_CONFIG = {
     version: "1.0.0",
     description: "Exact credit balances, reservations, plans and LLM usage costing.",
   },
-  security: [{ ApiKey: [] }],
+  security: SECURITY,
 };
 
 /** The OpenAPI document `app` serves at /openapi.json, built in-process. */
@@ -149,11 +162,14 @@ export function createApp(deps: AppDeps): App {
     in: "header",
     name: "X-API-Key",
   });
-  app.doc31("/openapi.json", OPENAPI_CONFIG);
-  app.notFound((c) => {
-    const err = new ApiError("NOT_FOUND", `No route ${c.req.method} ${c.req.path}`);
-    return c.json(err.toBody(), err.status);
+  app.openAPIRegistry.registerComponent("securitySchemes", "BearerAuth", {
+    type: "http",
+    scheme: "bearer",
+    description: "The same API key as `Authorization: Bearer <key>`",
   });
+  app.doc31("/openapi.json", OPENAPI_CONFIG);
+  app.get("/", (c) => c.redirect("/console", 302));
+  app.notFound(unmatchedRequest(app));
   app.onError((err, c) =>
     errorResponse(err, c, (e) =>
       deps.logger.error(

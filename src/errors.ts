@@ -6,6 +6,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ZodError } from "zod";
+import { declaredPart, isMissing, unknownFields } from "./http/strict-input.ts";
 
 /** Every error code with its HTTP status (docs/api.md#errors). */
 export const ERROR_STATUS = {
@@ -19,6 +20,7 @@ export const ERROR_STATUS = {
   TRANSACTION_NOT_FOUND: 404,
   MODEL_NOT_FOUND: 404,
   WEBHOOK_NOT_FOUND: 404,
+  DELIVERY_NOT_FOUND: 404,
   NOT_FOUND: 404,
   DUPLICATE_EXTERNAL_ID: 409,
   RESERVATION_NOT_PENDING: 409,
@@ -27,6 +29,8 @@ export const ERROR_STATUS = {
   BALANCE_LIMIT_EXCEEDED: 409,
   IDEMPOTENCY_KEY_REUSED: 409,
   WEBHOOK_LIMIT_REACHED: 409,
+  DELIVERY_NOT_FAILED: 409,
+  METHOD_NOT_ALLOWED: 405,
   PAYLOAD_TOO_LARGE: 413,
   HEADERS_TOO_LARGE: 431,
   UNSUPPORTED_MEDIA_TYPE: 415,
@@ -35,6 +39,10 @@ export const ERROR_STATUS = {
 } as const satisfies Record<string, ContentfulStatusCode>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/** The 401 message of a missing, unknown or revoked key: it names both headers a key may use. */
+export const UNAUTHORIZED_MESSAGE =
+  "Missing or invalid API key: send it as X-API-Key: <key> or Authorization: Bearer <key>";
 
 /** The body of every error response. */
 export interface ErrorBody {
@@ -76,24 +84,51 @@ export interface FieldIssue {
   message: string;
 }
 
-/** Turns a zod error on request part `target` ("body", "query", …) into a 400 ApiError. */
-export function validationError(target: string, error: ZodError): ApiError {
-  const issues: FieldIssue[] = error.issues.map((issue) => ({
+/** The message of a field a route requires and the request does not hold. */
+export const MISSING_FIELD = "required field missing";
+/** The message of a field or parameter the route does not define. */
+export const UNKNOWN_FIELD = "unknown field: this request does not define it";
+
+/**
+ * Turns a zod error on request part `target` ("body", "query", …) into a 400 ApiError;
+ * `missing(path)` tells an absent required field, reported as missing.
+ */
+export function validationError(
+  target: string,
+  error: ZodError | undefined,
+  unknown: string[][] = [],
+  missing: (path: readonly PropertyKey[]) => boolean = () => false,
+): ApiError {
+  const all: FieldIssue[] = (error?.issues ?? []).map((issue) => ({
     path: [target, ...issue.path.map(String)].join("."),
-    message: issue.message,
+    message: missing(issue.path) ? MISSING_FIELD : issue.message,
   }));
+  for (const path of unknown)
+    all.push({ path: [target, ...path].join("."), message: UNKNOWN_FIELD });
+  // A missing field may fail more than one check; it is named once.
+  const issues = all.filter(
+    (issue, i) => all.findIndex((o) => o.path === issue.path && o.message === issue.message) === i,
+  );
   const first = issues[0];
   const message = first ? `Invalid ${first.path}: ${first.message}` : "Invalid request";
   return new ApiError("VALIDATION_ERROR", message, issues);
 }
 
-/** The zod-openapi default hook: a failed validation becomes a 400 in the API's error format. */
-export function validationHook(
+/**
+ * The zod-openapi default hook: a failed validation, or a field or parameter the route does not
+ * define (src/http/strict-input.ts), becomes a 400 in the API's error format.
+ */
+export async function validationHook(
   result: { target: string } & ({ success: true } | { success: false; error: ZodError }),
   c: Context,
-): Response | undefined {
-  if (result.success) return undefined;
-  const err = validationError(result.target === "json" ? "body" : result.target, result.error);
+): Promise<Response | undefined> {
+  const part = await declaredPart(c, result.target);
+  const unknown = part ? unknownFields(part.shape, part.value) : [];
+  if (result.success && unknown.length === 0) return undefined;
+  const missing = (path: readonly PropertyKey[]) =>
+    part !== undefined && isMissing(part.shape, part.value, path);
+  const target = result.target === "json" ? "body" : result.target;
+  const err = validationError(target, result.success ? undefined : result.error, unknown, missing);
   return c.json(err.toBody(), err.status);
 }
 
@@ -115,7 +150,7 @@ export function errorResponse(err: unknown, c: Context, log: (err: unknown) => v
 function fromHttpException(err: HTTPException): ApiError {
   switch (err.status) {
     case 401:
-      return new ApiError("UNAUTHORIZED", "Missing or invalid API key");
+      return new ApiError("UNAUTHORIZED", UNAUTHORIZED_MESSAGE);
     case 404:
       return new ApiError("NOT_FOUND", "Not found");
     case 413:

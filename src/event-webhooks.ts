@@ -8,20 +8,23 @@
 import { z } from "@hono/zod-openapi";
 import { EVENTS } from "./events.ts";
 import type { App } from "./http/context.ts";
-import { EVENT_TYPES, type EventDefinition, type EventType } from "./webhooks/outbox.ts";
+import { type EventDefinition, SENT_EVENT_TYPES, type SentEventType } from "./webhooks/outbox.ts";
 
 /** When each event type is sent, for the reference. */
-const WHEN: { [T in EventType]: string } = {
+const WHEN: { [T in SentEventType]: string } = {
   "balance.low":
     "A committed write (a debit, an expiry, a reservation or its confirm) took the account's " +
     "`available` from at least its `lowBalanceThreshold` to below it; once per crossing.",
   "reservation.expired": "The sweeper marked a reservation `expired`; `data` is the Reservation.",
   "credits.expired": "An expiry debit of a credit grant was booked.",
   "plan.granted": "A plan grant was booked.",
+  "webhook.test":
+    "`POST /v1/webhooks/test` asked for it; sent to that one endpoint only, whatever it " +
+    "subscribes to.",
 };
 
 /** `balance.low` → `BalanceLow`, the stem of the event's schema and operation names. */
-function pascal(type: EventType): string {
+function pascal(type: SentEventType): string {
   return type
     .split(/[._]/)
     .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
@@ -32,7 +35,7 @@ function pascal(type: EventType): string {
  * The schema of a whole event of one type: `{id, type, createdAt, data}`, registered as the
  * component `<Type>Event` (`BalanceLowEvent`).
  */
-export function eventSchema<T extends EventType, S extends z.ZodType>(
+export function eventSchema<T extends SentEventType, S extends z.ZodType>(
   definition: Pick<EventDefinition<T, S>, "type" | "data">,
 ) {
   return z
@@ -67,10 +70,18 @@ const deliveryHeaders = z.object({
   }),
 });
 
+/** Who receives an event of `type`. */
+function recipients(type: SentEventType): string {
+  if (type === "webhook.test") return "the endpoint it was asked for";
+  return `every active endpoint subscribed to \`${type}\``;
+}
+
 /** Registers the `webhooks` entry of every event type with `app`'s document. */
 export function registerEventWebhooks(app: App): void {
-  for (const type of EVENT_TYPES) {
-    const definition: Pick<EventDefinition<EventType, z.ZodType>, "type" | "data"> = EVENTS[type];
+  for (const type of SENT_EVENT_TYPES) {
+    const definition: Pick<EventDefinition<SentEventType, z.ZodType>, "type" | "data"> = EVENTS[
+      type
+    ];
     const name = pascal(definition.type);
     app.openAPIRegistry.registerWebhook({
       method: "post",
@@ -79,10 +90,8 @@ export function registerEventWebhooks(app: App): void {
       operationId: `on${name}`,
       summary: `The ${definition.type} event`,
       description:
-        `${WHEN[definition.type]} POSTed as JSON to every active endpoint subscribed to ` +
-        "`" +
-        definition.type +
-        "`, signed as Standard Webhooks describes; verify the signature over the raw body " +
+        `${WHEN[definition.type]} POSTed as JSON to ${recipients(definition.type)}, signed as ` +
+        "Standard Webhooks describes; verify the signature over the raw body " +
         "before parsing it. Amounts are exact decimal literals.",
       security: [],
       request: {

@@ -10,7 +10,8 @@ import { balanceLow } from "./accounts/low-balance.ts";
 import { creditsExpired } from "./ledger/expiry.ts";
 import { planGranted } from "./plans/settlement.ts";
 import { reservationExpired } from "./reservations/service.ts";
-import type { EventDefinition, EventType } from "./webhooks/outbox.ts";
+import { webhookTest } from "./webhooks/manage.ts";
+import type { EventDefinition, SentEventType } from "./webhooks/outbox.ts";
 
 /** Each event type → its definition (the type and the schema of its `data`). */
 export const EVENTS = {
@@ -18,4 +19,5 @@ export const EVENTS = {
   "reservation.expired": reservationExpired,
   "credits.expired": creditsExpired,
   "plan.granted": planGranted,
-} as const satisfies { [T in EventType]: EventDefinition<T, z.ZodType> };
+  "webhook.test": webhookTest,
+} as const satisfies { [T in SentEventType]: EventDefinition<T, z.ZodType> };

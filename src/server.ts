@@ -78,11 +78,21 @@ export async function startServer(config: Config): Promise<RunningServer> {
     throw err;
   });
   const { port } = server;
+  const urls = listenUrls(server.address, port);
+  // From here on standard output carries JSON lines only; the operator's line goes to stderr.
   logger.info(
-    { port, runtime: runtimeDescription(), database: redactUrl(config.DATABASE_URL) },
+    {
+      address: server.address,
+      port,
+      ...urls,
+      runtime: runtimeDescription(),
+      database: redactUrl(config.DATABASE_URL),
+    },
     "listening",
   );
-  process.stdout.write(`Credit ledger listening on http://localhost:${port}\n`);
+  process.stderr.write(
+    `Credit ledger listening on ${urls.url} (console: ${urls.console}, docs: ${urls.docs})\n`,
+  );
 
   let stopping: Promise<void> | undefined;
   const stop = () => {
@@ -103,6 +113,20 @@ export async function startServer(config: Config): Promise<RunningServer> {
     return stopping;
   };
   return { port, stop };
+}
+
+/**
+ * The URLs of a server bound to `address`:`port`: `url` names the address as bound
+ * (`http://0.0.0.0:3000`: every interface, not only localhost); the console and docs URLs use
+ * the loopback address of the same family when the address is a wildcard, since a browser on
+ * this machine cannot open a wildcard address everywhere.
+ */
+export function listenUrls(address: string, port: number) {
+  const host = (a: string) => (a.includes(":") ? `[${a}]` : a);
+  const url = `http://${host(address)}:${port}`;
+  const wildcard = address === "0.0.0.0" || address === "::";
+  const local = wildcard ? `http://${address === "::" ? "[::1]" : "127.0.0.1"}:${port}` : url;
+  return { url, console: `${local}/console`, docs: `${local}/docs` };
 }
 
 function redactUrl(url: string): string {

@@ -21,7 +21,7 @@ import { verifyLedger } from "../src/ledger/verify.ts";
 import { createMetrics } from "../src/metrics.ts";
 import { fundedAccount, makeLedger } from "./harness.ts";
 import { sqliteOnly } from "./pg-harness.ts";
-import { runCli, runCliAsync, spawnServer } from "./processes.ts";
+import { databaseLine, runCli, runCliAsync, spawnServer } from "./processes.ts";
 
 const KEY = "ldg_backup_test_key_0123456789abcdef";
 
@@ -98,7 +98,7 @@ describe("ledger backup while the service takes writes", () => {
       const writesDuringBackup = acknowledged.filter((a) => a.at > began).length;
       writing = false;
       await Promise.all(writers);
-      expect(backup.stderr).toBe("");
+      expect(backup.stderr).toBe(databaseLine(env));
       expect(backup.status).toBe(0);
       expect(backup.stdout).toMatch(
         /^backup written to .*copy\.db \(\d+ bytes; checked: 8 accounts/,
@@ -128,6 +128,8 @@ describe("ledger backup while the service takes writes", () => {
 
   it("refuses an existing file and a database that is not a local file", () => {
     const env = { ...process.env, DATABASE_URL: `file:${join(dir, "l.db")}`, LOG_LEVEL: "silent" };
+    // The database exists: only serve, migrate and keys create make one (docs/operations.md).
+    expect(runCli(["migrate"], env).status).toBe(0);
     writeFileSync(join(dir, "taken.db"), "keep me");
     const taken = runCli(["backup", join(dir, "taken.db")], env);
     expect(taken.status).toBe(1);
@@ -308,7 +310,7 @@ describe("ledger restore", () => {
     expect(readFileSync(`${dbPath()}-wal`).length).toBeGreaterThan(32);
 
     const r = runCli(["restore", join(dir, "b.db")], env);
-    expect(r.stderr).toBe("");
+    expect(r.stderr).toBe(databaseLine(env));
     expect(r.status).toBe(0);
     const previous = /kept as (\S+)/.exec(r.stdout)?.[1] ?? "";
     expect(previous).toMatch(/ledger\.db\.before-restore-\d{8}T\d{6}Z$/);
@@ -360,6 +362,7 @@ describe("ledger restore", () => {
   }, 30_000);
 
   it("refuses while a running service uses the database, changing nothing", async () => {
+    expect(runCli(["migrate"], env).status).toBe(0);
     expect(runCli(["backup", join(dir, "b.db")], env).status).toBe(0);
     const server = await spawnServer({
       ...env,

@@ -58,10 +58,13 @@ describe("ledger CLI", () => {
   });
 
   it("seeds the shipped catalog", () => {
+    // Only serve, migrate and keys create create the database (docs/operations.md#command-line).
+    expect(run("migrate").status).toBe(0);
     expect(run("models", "seed").stdout).toMatch(/^\d+ models loaded/);
   });
 
   it.skipIf(!existsSync(litellm))("imports LiteLLM's price map with a provider filter", () => {
+    expect(run("migrate").status).toBe(0);
     const r = run("models", "import", litellm, "--provider", "anthropic");
     expect(r.status).toBe(0);
     const imported = Number(/^(\d+) models imported from litellm/.exec(r.stdout)?.[1]);

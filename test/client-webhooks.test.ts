@@ -16,7 +16,7 @@ import { EVENTS } from "../src/events.ts";
 import { runExpireGrants } from "../src/jobs/expire-grants.ts";
 import { runExpireReservations } from "../src/jobs/expire-reservations.ts";
 import type { DeliveryWorker } from "../src/webhooks/delivery.ts";
-import type { EventType } from "../src/webhooks/outbox.ts";
+import type { SentEventType } from "../src/webhooks/outbox.ts";
 import { expectOk, makeLedger, type TestLedger } from "./harness.ts";
 import { startWorker } from "./webhooks-receiver.ts";
 
@@ -151,7 +151,7 @@ describe("verifyWebhook on the service's own deliveries", () => {
       seen.push(event.type);
       // The published schema of the type, with no field missing or extra.
       const parsed = JSON.parse(body);
-      const definition: { type: EventType; data: z.ZodObject } = EVENTS[event.type];
+      const definition: { type: SentEventType; data: z.ZodObject } = EVENTS[event.type];
       eventSchema(definition).strict().parse(parsed);
       definition.data.strict().parse(parsed.data);
     }

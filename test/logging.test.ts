@@ -62,9 +62,10 @@ describe("request logs", () => {
     expect(res.status).toBe(200);
     await call("GET", "/v1/accounts/balance?accountId=customer-7");
     await call("GET", "/v1/accounts/get?accountId=nobody");
+    // A probe is logged at debug only (docs/operations.md#logs): not at this logger's info.
     await call("GET", "/health", { key: null });
     const lines = parsed();
-    expect(lines).toHaveLength(4);
+    expect(lines).toHaveLength(3);
     expect(lines[0]).toEqual({
       level: 30,
       time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
@@ -78,8 +79,6 @@ describe("request logs", () => {
     });
     expect(lines[1]).toMatchObject({ route: "/v1/accounts/balance", status: 200 });
     expect(lines[2]).toMatchObject({ route: "/v1/accounts/get", status: 404 });
-    expect(lines[3]).toMatchObject({ route: "/health", status: 200 });
-    expect(lines[3]).not.toHaveProperty("projectId");
     for (const line of lines) {
       expect(line.requestId).toEqual(expect.any(String));
       expect(line.durationMs).toBeGreaterThanOrEqual(0);
@@ -156,9 +155,10 @@ describe("request logs", () => {
 
   it("echoes a safe X-Request-Id and generates one otherwise", async () => {
     out.lines.length = 0;
-    const given = await call("GET", "/health", { headers: { "X-Request-Id": "abc-123" } });
+    // /v1 requests, since a probe's line is at debug (not in this info log).
+    const given = await call("GET", "/v1/accounts", { headers: { "X-Request-Id": "abc-123" } });
     expect(given.headers.get("X-Request-Id")).toBe("abc-123");
-    const generated = await call("GET", "/health");
+    const generated = await call("GET", "/v1/accounts");
     expect(generated.headers.get("X-Request-Id")).toMatch(UUID);
     for (const unsafe of ["has spaces", "<script>", "x".repeat(129), ""]) {
       const res = await call("GET", "/v1/accounts", { headers: { "X-Request-Id": unsafe } });
@@ -194,11 +194,34 @@ describe("request logs", () => {
     ]);
   });
 
+  it("logs /health, /ready and /metrics requests at debug only", async () => {
+    for (const level of ["info", "debug"] as const) {
+      const lines = memoryStream();
+      const probed = createApp({ ...t.ledger.deps, logger: createLogger(level, lines) });
+      for (const path of ["/health", "/ready", "/metrics"]) {
+        expect((await probed.request(path)).status).toBe(200);
+      }
+      await probed.request("/v1/accounts", { headers: { "X-API-Key": t.key } });
+      const logged = lines.lines.map((line): LogLine => JSON.parse(line));
+      const probes = logged.filter((l) => l.route !== "/v1/accounts");
+      expect(logged.filter((l) => l.route === "/v1/accounts")).toHaveLength(1);
+      if (level === "info") expect(probes).toEqual([]);
+      else {
+        expect(probes.map((l) => [l.route, l.level, l.msg])).toEqual([
+          ["/health", 20, "request"],
+          ["/ready", 20, "request"],
+          ["/metrics", 20, "request"],
+        ]);
+      }
+    }
+  });
+
   it("logs at LOG_LEVEL: warn keeps request lines out, silent everything", async () => {
     for (const level of ["warn", "silent"] as const) {
       const quiet = memoryStream();
       const quietApp = createApp({ ...t.ledger.deps, logger: createLogger(level, quiet) });
-      await quietApp.request("/health");
+      // A /v1 request (here a 401) is logged at info, so neither level may show it.
+      await quietApp.request("/v1/accounts");
       expect(quiet.lines).toEqual([]);
     }
     expect(loadConfig({ LOG_LEVEL: "debug" }).LOG_LEVEL).toBe("debug");

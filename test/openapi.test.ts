@@ -54,6 +54,11 @@ const SPEC_ROUTES: [method: "get" | "post", path: string][] = [
   ["get", "/v1/webhooks/deliveries"],
   ["get", "/v1/project"],
   ["post", "/v1/project/update"],
+  // Managing webhook endpoints (docs/api.md#managing-webhook-endpoints).
+  ["post", "/v1/webhooks/update"],
+  ["post", "/v1/webhooks/rotate-secret"],
+  ["post", "/v1/webhooks/test"],
+  ["post", "/v1/webhooks/deliveries/retry"],
 ];
 
 /** The routes outside /v1 that the document describes (no API key). */
@@ -62,8 +67,14 @@ const SERVICE_ROUTES: [method: "get", path: string][] = [
   ["get", "/ready"],
 ];
 
-/** The event types of docs/api.md#event-types. */
-const EVENT_TYPES = ["balance.low", "reservation.expired", "credits.expired", "plan.granted"];
+/** The event types of docs/api.md#event-types (`webhook.test`: POST /v1/webhooks/test). */
+const EVENT_TYPES = [
+  "balance.low",
+  "reservation.expired",
+  "credits.expired",
+  "plan.granted",
+  "webhook.test",
+];
 
 /** The JSON Schema subset zod-to-openapi emits, as far as these checks read it. */
 interface JsonSchema {
@@ -322,7 +333,7 @@ describe("GET /openapi.json", () => {
         Object.entries(ops).map(([method, op]) => ({ at: `webhook ${name} ${method}`, op })),
       ),
     ];
-    expect(operations.length).toBe(SPEC_ROUTES.length + SERVICE_ROUTES.length + 4);
+    expect(operations.length).toBe(SPEC_ROUTES.length + SERVICE_ROUTES.length + EVENT_TYPES.length);
     const ids = operations.map(({ at, op }) => {
       expect(op.operationId, at).toMatch(/^[a-z][a-zA-Z0-9]*$/);
       expect(op.description, at).toEqual(expect.stringMatching(/\S.{20,}/));
@@ -345,6 +356,10 @@ describe("GET /openapi.json", () => {
       "post /v1/usage/record": "recordUsage",
       "get /health": "getHealth",
       "get /ready": "getReadiness",
+      "post /v1/webhooks/update": "updateWebhook",
+      "post /v1/webhooks/rotate-secret": "rotateWebhookSecret",
+      "post /v1/webhooks/test": "testWebhook",
+      "post /v1/webhooks/deliveries/retry": "retryWebhookDelivery",
     });
   });
 
@@ -397,7 +412,8 @@ describe("GET /openapi.json", () => {
       const op = doc.paths[path]?.[method];
       expect(op?.summary).toEqual(expect.any(String));
       expect(op?.tags).toHaveLength(1);
-      expect(doc.security).toEqual([{ ApiKey: [] }]);
+      // X-API-Key or Authorization: Bearer (docs/api.md#authentication-and-projects).
+      expect(doc.security).toEqual([{ ApiKey: [] }, { BearerAuth: [] }]);
     });
 
     it("has an example for its request body or query parameters", () => {

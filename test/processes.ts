@@ -4,8 +4,17 @@
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createServer } from "node:net";
+import { describeDatabase } from "../src/cli/database.ts";
 
 export const cliPath = new URL("../dist/src/cli/index.js", import.meta.url).pathname;
+
+/**
+ * What a command that uses the database prints on standard error, and only that when all is
+ * well: the line naming the database of `env.DATABASE_URL` (docs/operations.md#command-line).
+ */
+export function databaseLine(env: NodeJS.ProcessEnv): string {
+  return `ledger: database: ${describeDatabase(env.DATABASE_URL ?? "file:./data/ledger.db")}\n`;
+}
 
 /** Runs `ledger ARGS…` to completion. */
 export function runCli(args: string[], env: NodeJS.ProcessEnv) {
@@ -38,12 +47,15 @@ export interface RunningProcess {
   base: string;
   /** Everything written to standard output so far. */
   stdout: () => string;
+  /** Everything written to standard error so far. */
+  stderr: () => string;
   /** Resolves once the process has exited. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
 /**
- * Spawns `command args` and waits until it prints `listening on http://localhost:PORT`.
+ * Spawns `command args` and waits until it prints `listening on http://ADDRESS:PORT` (the
+ * service's start line, on standard error).
  * @throws Error with the output when it exits first or does not listen within `timeoutMs`
  */
 export function spawnListening(
@@ -68,12 +80,8 @@ export function spawnListening(
         new Error(`no "listening" within ${options.timeoutMs ?? 30_000} ms:\n${stdout}${stderr}`),
       );
     }, options.timeoutMs ?? 30_000);
-    child.stderr?.on("data", (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.stdout?.on("data", (d: Buffer) => {
-      stdout += d.toString();
-      const port = /listening on http:\/\/localhost:(\d+)/.exec(stdout)?.[1];
+    const seen = () => {
+      const port = /listening on http:\/\/\S+:(\d+)/.exec(stderr)?.[1];
       if (port) {
         clearTimeout(timer);
         resolve({
@@ -81,9 +89,17 @@ export function spawnListening(
           port: Number(port),
           base: `http://127.0.0.1:${port}`,
           stdout: () => stdout,
+          stderr: () => stderr,
           exited,
         });
       }
+    };
+    child.stderr?.on("data", (d: Buffer) => {
+      stderr += d.toString();
+      seen();
+    });
+    child.stdout?.on("data", (d: Buffer) => {
+      stdout += d.toString();
     });
     void exited.then(({ code }) => {
       clearTimeout(timer);

@@ -83,11 +83,12 @@ describe("authentication", () => {
     await t.fail(accountRoutes.get, { query }, 404, "ACCOUNT_NOT_FOUND");
   });
 
-  it("answers an unknown /v1 route 401 without a key and 404 NOT_FOUND with one", async () => {
+  it("answers an unknown /v1 route 401 without a key and 404 NOT_FOUND (405 for a known path) with one", async () => {
     expectError(await t.api("GET", "/v1/nope", { key: null }), 401, "UNAUTHORIZED");
     expectError(await t.api("GET", "/v1/nope"), 404, "NOT_FOUND");
     expectError(await t.api("DELETE", "/v1/accounts", { key: null }), 401, "UNAUTHORIZED");
-    expectError(await t.api("DELETE", "/v1/accounts"), 404, "NOT_FOUND");
+    // A known path with a method it does not serve (docs/api.md#errors).
+    expectError(await t.api("DELETE", "/v1/accounts"), 405, "METHOD_NOT_ALLOWED");
   });
 
   it("serves /health and /openapi.json without a key", async () => {

@@ -187,7 +187,8 @@ describe("creating a webhook", () => {
       "VALIDATION_ERROR",
     );
     expect(metadata.error.message).toBe(
-      "Invalid body.url: must target a public address: not a public address: 169.254.169.254 (link-local)",
+      "Invalid body.url: must target a public address: not a public address: 169.254.169.254 " +
+        "(link-local); WEBHOOK_ALLOW_PRIVATE=true allows such targets for local development",
     );
   });
 

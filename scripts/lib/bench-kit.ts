@@ -28,13 +28,20 @@ export function startProcess(
   return new Promise((resolve, reject) => {
     const proc = spawn(process.execPath, [...nodeOptions, ...args], {
       env,
-      stdio: ["ignore", "pipe", "inherit"],
+      stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";
-    proc.stdout?.on("data", (chunk: Buffer) => {
+    // The service prints `listening on http://ADDRESS:PORT` on stderr, the bench apps
+    // `listening PORT` on stdout.
+    const seen = (chunk: Buffer) => {
       out += chunk.toString();
-      const m = /(?:listening |localhost:)(\d+)/.exec(out);
+      const m = /listening (?:on http:\/\/\S+:)?(\d+)/.exec(out);
       if (m) resolve({ proc, port: Number(m[1]) });
+    };
+    proc.stdout?.on("data", seen);
+    proc.stderr?.on("data", (chunk: Buffer) => {
+      process.stderr.write(chunk);
+      seen(chunk);
     });
     proc.once("exit", (code) => reject(new Error(`${args[0]} exited with ${code}: ${out}`)));
   });

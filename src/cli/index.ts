@@ -1,8 +1,11 @@
 #!/usr/bin/env node
 /**
  * The `ledger` command: serve, migrate, keys create/list/revoke, project set-price, models
- * seed/import, backup, restore, verify. Every command that touches the database applies pending migrations first
- * (restore migrates the restored copy). See docs/operations.md#command-line.
+ * seed/import, backup, restore, verify, and `--version`. Every command that touches the
+ * database names it on standard error and applies pending migrations first (restore migrates
+ * the restored copy);
+ * only serve, migrate and keys create create a missing database file (src/cli/database.ts).
+ * See docs/operations.md#command-line.
  */
 import { Command } from "commander";
 import { embeddedDatabasePath, writeBackup } from "../backup/backup.ts";
@@ -14,12 +17,23 @@ import { readPricingFile, upsertModels } from "../models/service.ts";
 import { fromMicros } from "../money.ts";
 import { openLedger } from "../runtime.ts";
 import { startServer } from "../server.ts";
+import { ledgerVersion } from "../version.ts";
+import { announceDatabase } from "./database.ts";
 import { formatKeyTable, listKeys, revokeKey } from "./keys.ts";
 import { setProjectPrice } from "./project.ts";
 
-/** Runs `fn` over an opened ledger and closes it. */
-async function withLedger<T>(fn: (ledger: Awaited<ReturnType<typeof openLedger>>) => Promise<T>) {
-  const ledger = await openLedger(loadConfig());
+/**
+ * Runs `fn` over an opened ledger and closes it, after naming the database on stderr.
+ * @param options.create whether the command may create a missing database file (default no)
+ * @throws CliError when the database file is missing and the command may not create it
+ */
+async function withLedger<T>(
+  fn: (ledger: Awaited<ReturnType<typeof openLedger>>) => Promise<T>,
+  options: { create?: boolean } = {},
+) {
+  const config = loadConfig();
+  announceDatabase(config.DATABASE_URL, { create: options.create ?? false });
+  const ledger = await openLedger(config);
   try {
     return await fn(ledger);
   } finally {
@@ -38,13 +52,15 @@ function configuredDatabaseFile(): string {
 
 const program = new Command()
   .name("ledger")
-  .description("Credit ledger service: exact balances, reservations, plans, usage costing");
+  .description("Credit ledger service: exact balances, reservations, plans, usage costing")
+  .version(ledgerVersion(), "-V, --version", "print the version");
 
 program
   .command("serve")
   .description("start the HTTP service (PORT, DATABASE_URL, ... from the environment)")
   .action(async () => {
     const config = loadConfig();
+    announceDatabase(config.DATABASE_URL, { create: true });
     const server = await startServer(config);
     const onSignal = () => {
       // A repeated signal (Ctrl-C reaches both npm and the server, and npm forwards its own
@@ -64,9 +80,12 @@ program
   .command("migrate")
   .description("apply pending database migrations")
   .action(() =>
-    withLedger(async () => {
-      process.stdout.write("migrations applied\n");
-    }),
+    withLedger(
+      async () => {
+        process.stdout.write("migrations applied\n");
+      },
+      { create: true },
+    ),
   );
 
 const keys = program.command("keys").description("manage API keys");
@@ -76,14 +95,17 @@ keys
   .requiredOption("--project <name>", "project name")
   .option("--json", 'print {"projectId","keyId","apiKey"}')
   .action((opts: { project: string; json?: boolean }) =>
-    withLedger(async (ledger) => {
-      const { projectId, keyId, apiKey } = await createProjectKey(ledger.queue, opts.project);
-      process.stdout.write(
-        opts.json
-          ? `${JSON.stringify({ projectId, keyId, apiKey })}\n`
-          : `project ${opts.project} (${projectId})\nkey id: ${keyId}\napi key (shown once): ${apiKey}\n`,
-      );
-    }),
+    withLedger(
+      async (ledger) => {
+        const { projectId, keyId, apiKey } = await createProjectKey(ledger.queue, opts.project);
+        process.stdout.write(
+          opts.json
+            ? `${JSON.stringify({ projectId, keyId, apiKey })}\n`
+            : `project ${opts.project} (${projectId})\nkey id: ${keyId}\napi key (shown once): ${apiKey}\n`,
+        );
+      },
+      { create: true },
+    ),
   );
 keys
   .command("list")
@@ -181,6 +203,7 @@ program
   .description("replace the database file by a checked backup (service stopped)")
   .argument("<file>", "the backup file")
   .action(async (file: string) => {
+    announceDatabase(loadConfig().DATABASE_URL, { create: false });
     const result = await restoreBackup(configuredDatabaseFile(), file, Date.now());
     process.stdout.write(
       `restored ${file} into ${result.database} (checked: ${result.accounts} accounts, ${result.transactions} transactions)\n${

@@ -271,7 +271,7 @@ export interface paths {
         };
         /**
          * List ledger entries, newest first
-         * @description Lists the ledger entries of one account (`accountId` or `externalId`) or of the whole project, newest first, filtered by `startDate`/`endDate` (inclusive). `include` adds each entry's settled `reservation` and its `usage` records.
+         * @description Lists the ledger entries of one account (`accountId` or `externalId`) or of the whole project, newest first, filtered by `startDate`/`endDate` (inclusive) and by `type` (`credit` or `debit`). `include` adds each entry's settled `reservation` and its `usage` records.
          */
         get: operations["listTransactions"];
         put?: never;
@@ -662,6 +662,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change, pause or resume a webhook endpoint
+         * @description Changes the fields given: `url` (checked like a new one), `events` (replaces the subscription), `description`, `isActive`. `isActive: false` pauses delivery: events are still queued for the endpoint and due deliveries wait; `isActive: true` resumes, and every waiting delivery is sent.
+         */
+        post: operations["updateWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give a webhook endpoint a new signing secret
+         * @description Replaces the endpoint's secret and answers the endpoint with the new `secret` (shown only here). The old secret signs nothing from then on.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event to a webhook endpoint
+         * @description Queues a `webhook.test` event (`data: {webhookId}`) for this endpoint alone, whatever it subscribes to, delivered, signed and retried like any other event (a paused endpoint gets it once resumed). Answers the event id and its delivery.
+         */
+        post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/deliveries/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Attempt a failed delivery once more
+         * @description Makes a `failed` delivery `pending` again, due at once: one new attempt, signed with the endpoint's current secret; if it fails the delivery is `failed` again. A pending or delivered delivery is a 409 `DELIVERY_NOT_FAILED`; one of a deleted endpoint is a 404 `WEBHOOK_NOT_FOUND`.
+         */
+        post: operations["retryWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/deliveries": {
         parameters: {
             query?: never;
@@ -671,7 +751,7 @@ export interface paths {
         };
         /**
          * An endpoint's deliveries, newest first
-         * @description Lists one endpoint's deliveries, newest first, with their `status` (`pending`, `delivered` or `failed`), `attempts`, last answer and next attempt.
+         * @description Lists one endpoint's deliveries, newest first, with their `status` (`pending`, `delivered` or `failed`), `attempts`, last answer and next attempt. A deleted endpoint's deliveries stay listed until retention removes them.
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -758,6 +838,26 @@ export interface webhooks {
          * @description A plan grant was booked. POSTed as JSON to every active endpoint subscribed to `plan.granted`, signed as Standard Webhooks describes; verify the signature over the raw body before parsing it. Amounts are exact decimal literals.
          */
         post: operations["onPlanGranted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The webhook.test event
+         * @description `POST /v1/webhooks/test` asked for it; sent to that one endpoint only, whatever it subscribes to. POSTed as JSON to the endpoint it was asked for, signed as Standard Webhooks describes; verify the signature over the raw body before parsing it. Amounts are exact decimal literals.
+         */
+        post: operations["onWebhookTest"];
         delete?: never;
         options?: never;
         head?: never;
@@ -954,6 +1054,30 @@ export interface components {
              * @example 2026-12-01T00:00:00.000Z
              */
             periodStart: string;
+        };
+        WebhookTestEvent: {
+            /**
+             * @description The event id (`evt_…`), also sent as the `webhook-id` header
+             * @example evt_01M7YKQ49ZK3W7P2N6Y5D8E1RX
+             */
+            id: string;
+            /** @enum {string} */
+            type: "webhook.test";
+            /**
+             * @description When the change that caused the event committed (ISO 8601, UTC)
+             * @example 2026-11-21T08:22:45.903Z
+             */
+            createdAt: string;
+            data: components["schemas"]["WebhookTestData"];
+        };
+        /**
+         * @example {
+         *       "webhookId": "wh_01M7YKQ3J5ZC0V1B8WQ6T2M9XE"
+         *     }
+         */
+        WebhookTestData: {
+            /** @example wh_01M7YKQ3J5ZC0V1B8WQ6T2M9XE */
+            webhookId: string;
         };
         /**
          * @example {
@@ -2018,7 +2142,10 @@ export interface components {
             events: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted")[];
             /** @example Billing alerts */
             description: string;
-            /** @example true */
+            /**
+             * @description False while paused: events queue, nothing is sent
+             * @example true
+             */
             isActive: boolean;
             /** @example 2026-11-21T08:31:00.000Z */
             createdAt: string;
@@ -2081,7 +2208,10 @@ export interface components {
             events: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted")[];
             /** @example Billing alerts */
             description: string;
-            /** @example true */
+            /**
+             * @description False while paused: events queue, nothing is sent
+             * @example true
+             */
             isActive: boolean;
             /** @example 2026-11-21T08:31:00.000Z */
             createdAt: string;
@@ -2092,6 +2222,41 @@ export interface components {
          *     }
          */
         DeleteWebhookRequest: {
+            /** @example wh_01M7YKQ3J5ZC0V1B8WQ6T2M9XE */
+            webhookId: string;
+        };
+        /**
+         * @example {
+         *       "webhookId": "wh_01M7YKQ3J5ZC0V1B8WQ6T2M9XE",
+         *       "isActive": false
+         *     }
+         */
+        UpdateWebhookRequest: {
+            /** @example wh_01M7YKQ3J5ZC0V1B8WQ6T2M9XE */
+            webhookId: string;
+            /** @example https://billing.example.com/hooks/ledger */
+            url?: string;
+            /**
+             * @description Replaces the subscription
+             * @example [
+             *       "balance.low"
+             *     ]
+             */
+            events?: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted")[];
+            /** @example Billing alerts */
+            description?: string;
+            /**
+             * @description false pauses delivery (events still queue); true resumes it
+             * @example false
+             */
+            isActive?: boolean;
+        };
+        /**
+         * @example {
+         *       "webhookId": "wh_01M7YKQ3J5ZC0V1B8WQ6T2M9XE"
+         *     }
+         */
+        WebhookIdRequest: {
             /** @example wh_01M7YKQ3J5ZC0V1B8WQ6T2M9XE */
             webhookId: string;
         };
@@ -2115,7 +2280,7 @@ export interface components {
             /** @example evt_01M7YKQ49ZK3W7P2N6Y5D8E1RX */
             eventId: string;
             /** @enum {string} */
-            eventType: "balance.low" | "reservation.expired" | "credits.expired" | "plan.granted";
+            eventType: "balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "webhook.test";
             /** @enum {string} */
             status: "pending" | "delivered" | "failed";
             /** @description HTTP attempts made so far */
@@ -2128,6 +2293,15 @@ export interface components {
             nextAttemptAt: string | null;
             createdAt: string;
             deliveredAt: string | null;
+        };
+        /**
+         * @example {
+         *       "deliveryId": "whd_01M7YKQ4A0T6S9C2H4Q7ZV1N8K"
+         *     }
+         */
+        RetryDeliveryRequest: {
+            /** @example whd_01M7YKQ4A0T6S9C2H4Q7ZV1N8K */
+            deliveryId: string;
         };
     };
     responses: never;
@@ -2974,6 +3148,8 @@ export interface operations {
                 /** @description Internal id or externalId */
                 accountId?: string;
                 externalId?: string;
+                /** @description Only credits or only debits (default: both) */
+                type?: "credit" | "debit";
                 /** @description 1-500, default 50 */
                 limit?: number;
                 /** @description default 0 */
@@ -4689,6 +4865,336 @@ export interface operations {
             };
         };
     };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description Change, pause or resume a webhook endpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        webhook: components["schemas"]["Webhook"];
+                    };
+                };
+            };
+            /** @description Invalid input: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key: `UNAUTHORIZED` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or one of another project: `WEBHOOK_NOT_FOUND` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state: `IDEMPOTENCY_KEY_REUSED` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure: `INTERNAL_ERROR` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable; safe to retry with the same Idempotency-Key: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookIdRequest"];
+            };
+        };
+        responses: {
+            /** @description Give a webhook endpoint a new signing secret */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        webhook: components["schemas"]["CreatedWebhook"];
+                    };
+                };
+            };
+            /** @description Invalid input: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key: `UNAUTHORIZED` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or one of another project: `WEBHOOK_NOT_FOUND` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state: `IDEMPOTENCY_KEY_REUSED` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure: `INTERNAL_ERROR` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable; safe to retry with the same Idempotency-Key: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookIdRequest"];
+            };
+        };
+        responses: {
+            /** @description Send a test event to a webhook endpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        /** @example evt_01M7YKQ49ZK3W7P2N6Y5D8E1RX */
+                        eventId: string;
+                        delivery: components["schemas"]["WebhookDelivery"];
+                    };
+                };
+            };
+            /** @description Invalid input: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key: `UNAUTHORIZED` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or one of another project: `WEBHOOK_NOT_FOUND` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state: `IDEMPOTENCY_KEY_REUSED` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure: `INTERNAL_ERROR` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable; safe to retry with the same Idempotency-Key: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    retryWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RetryDeliveryRequest"];
+            };
+        };
+        responses: {
+            /** @description Attempt a failed delivery once more */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        delivery: components["schemas"]["WebhookDelivery"];
+                    };
+                };
+            };
+            /** @description Invalid input: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key: `UNAUTHORIZED` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or one of another project: `DELIVERY_NOT_FOUND`, `WEBHOOK_NOT_FOUND` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state: `DELIVERY_NOT_FAILED`, `IDEMPOTENCY_KEY_REUSED` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure: `INTERNAL_ERROR` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable; safe to retry with the same Idempotency-Key: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listWebhookDeliveries: {
         parameters: {
             query: {
@@ -4882,6 +5388,35 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["PlanGrantedEvent"];
+            };
+        };
+        responses: {
+            /** @description Delivered. Anything else, or no answer within 10 s, is retried */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onWebhookTest: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id, the same on every attempt: deduplicate by it */
+                "webhook-id": string;
+                /** @description Unix seconds of the attempt; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body` with the secret */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookTestEvent"];
             };
         };
         responses: {

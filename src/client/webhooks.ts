@@ -36,6 +36,7 @@ const KNOWN_TYPES = {
   "reservation.expired": true,
   "credits.expired": true,
   "plan.granted": true,
+  "webhook.test": true,
 } satisfies Record<LedgerEventType, true>;
 
 /** The headers as the library reads them: names in lower case, one string each. */

@@ -238,6 +238,8 @@ export interface WebhooksTable {
   answered_at_ms: Generated<number | null>;
   /** Since when its attempts have got no answer (null once one is answered). */
   stalled_at_ms: Generated<number | null>;
+  /** Since when it is paused (`isActive: false`; null while active); see migration 0010. */
+  paused_at_ms: Generated<number | null>;
 }
 
 export interface WebhookEventsTable {

@@ -1,7 +1,7 @@
 /**
  * API keys (docs/api.md#authentication-and-projects): random 256-bit secrets shown once, stored
- * only as SHA-256 hashes. `X-API-Key` → project; a missing, unknown or revoked key is 401
- * UNAUTHORIZED.
+ * only as SHA-256 hashes. `X-API-Key` or `Authorization: Bearer` → project; a missing, unknown or
+ * revoked key is 401 UNAUTHORIZED.
  *
  * A process remembers the keys it found active for `KEY_TRUST_MS` (docs/design.md#api-key-cache),
  * so a request with a known key reads nothing: a key revoked by another process (`ledger keys
@@ -14,7 +14,7 @@ import type { MiddlewareHandler } from "hono";
 import type { Kysely } from "kysely";
 import { prepared } from "../db/prepared.ts";
 import type { DB } from "../db/schema.ts";
-import { ApiError } from "../errors.ts";
+import { ApiError, UNAUTHORIZED_MESSAGE } from "../errors.ts";
 import { newId } from "../ids.ts";
 import type { AppEnv } from "./context.ts";
 
@@ -108,13 +108,32 @@ function trustedKeys(db: Kysely<DB>) {
   };
 }
 
-/** Middleware for /v1: sets `projectId` from `X-API-Key`, else throws 401. */
+/**
+ * The key a request presents (docs/api.md#authentication-and-projects): `X-API-Key`, or the
+ * token of `Authorization: Bearer <key>` (scheme case-insensitive). An `Authorization` of
+ * another scheme carries no key. Both headers present with different keys is a 401.
+ * @returns the key, or undefined when the request presents none
+ * @throws ApiError UNAUTHORIZED when the two headers disagree
+ */
+export function presentedKey(header: (name: string) => string | undefined): string | undefined {
+  const apiKey = header("X-API-Key");
+  const bearer = /^Bearer +(\S+) *$/i.exec(header("Authorization") ?? "")?.[1];
+  if (apiKey !== undefined && bearer !== undefined && apiKey !== bearer) {
+    throw new ApiError(
+      "UNAUTHORIZED",
+      "X-API-Key and Authorization: Bearer carry different keys; send one key",
+    );
+  }
+  return apiKey ?? bearer;
+}
+
+/** Middleware for /v1: sets `projectId` from the presented key, else throws 401. */
 export function requireApiKey(db: Kysely<DB>): MiddlewareHandler<AppEnv> {
   const projectOf = trustedKeys(db);
   return async (c, next) => {
-    const key = c.req.header("X-API-Key");
+    const key = presentedKey((name) => c.req.header(name));
     const projectId = key && key.length <= 512 ? await projectOf(key) : null;
-    if (!projectId) throw new ApiError("UNAUTHORIZED", "Missing or invalid API key");
+    if (!projectId) throw new ApiError("UNAUTHORIZED", UNAUTHORIZED_MESSAGE);
     c.set("projectId", projectId);
     await next();
   };

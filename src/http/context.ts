@@ -7,12 +7,15 @@ import type { Database } from "../db/client.ts";
 import type { Clock, WriteQueue } from "../db/write-path.ts";
 import type { Metrics } from "../metrics.ts";
 import type { ResolveHost } from "../resolve-host.ts";
+import type { DeclaredInput } from "./strict-input.ts";
 
 /** A structured logger (a pino-like subset); `createApp` never logs secrets through it. */
 export interface Logger {
   info(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
   error(obj: object, msg?: string): void;
+  /** pino's `debug`, when the logger has one (probe requests and idle jobs log at it). */
+  debug?(obj: object, msg?: string): void;
 }
 
 export interface AppDeps {
@@ -38,6 +41,8 @@ export interface AppEnv {
     /** The project of the request's API key (set by the auth middleware on /v1). */
     projectId: string;
     requestId: string;
+    /** The shapes of the route's query and body, for strict input (src/http/strict-input.ts). */
+    declaredInput: DeclaredInput;
   };
 }
 

@@ -5,7 +5,7 @@
  * are deducted, 5.5 refunded, a second hold of 4.8 is pending, and the "Pro monthly" plan is
  * assigned. Only metadata for the documentation: nothing here is used at run time.
  */
-import type { ErrorCode } from "../errors.ts";
+import { type ErrorCode, UNAUTHORIZED_MESSAGE } from "../errors.ts";
 
 export const ex = {
   projectId: "prj_01M6DSG7E0JEVV4QQ4JA0Q7WHC",
@@ -244,7 +244,7 @@ export const exampleErrors: Record<ErrorCode, { message: string; details?: unkno
     message: "Invalid body.amount: Too small: expected number to be >0",
     details: [{ path: "body.amount", message: "Too small: expected number to be >0" }],
   },
-  UNAUTHORIZED: { message: "Missing or invalid API key" },
+  UNAUTHORIZED: { message: UNAUTHORIZED_MESSAGE },
   INSUFFICIENT_CREDITS: {
     message: "Insufficient available credits",
     details: { available: 2.5, requested: 9.6 },
@@ -256,6 +256,7 @@ export const exampleErrors: Record<ErrorCode, { message: string; details?: unkno
   TRANSACTION_NOT_FOUND: { message: `Transaction ${ex.confirmTxnId} not found` },
   MODEL_NOT_FOUND: { message: "Model gpt-9 not found" },
   WEBHOOK_NOT_FOUND: { message: `Webhook ${exWebhook.id} not found` },
+  DELIVERY_NOT_FOUND: { message: `Delivery ${exampleDelivery.id} not found` },
   NOT_FOUND: { message: "No route GET /v1/acounts" },
   DUPLICATE_EXTERNAL_ID: { message: "externalId customer-42 is already used" },
   RESERVATION_NOT_PENDING: {
@@ -270,7 +271,15 @@ export const exampleErrors: Record<ErrorCode, { message: string; details?: unkno
     message: "A project has at most 50 active webhooks; delete one first",
     details: { limit: 50 },
   },
+  DELIVERY_NOT_FAILED: {
+    message: `Delivery ${exampleDelivery.id} is delivered; only a failed delivery is retried`,
+    details: { status: "delivered" },
+  },
   PAYLOAD_TOO_LARGE: { message: "Request body is larger than 65536 bytes" },
+  METHOD_NOT_ALLOWED: {
+    message: "/v1/accounts/create does not serve GET; it serves POST",
+    details: { allow: ["POST"] },
+  },
   HEADERS_TOO_LARGE: { message: "The request's URL or headers are too large" },
   UNSUPPORTED_MEDIA_TYPE: { message: "Content-Type must be application/json" },
   INTERNAL_ERROR: { message: "An unexpected error occurred" },

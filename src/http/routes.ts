@@ -6,6 +6,8 @@
  *
  * The definitions are zod-openapi `createRoute` configs, so the same schemas validate requests,
  * type the handlers' responses (src/http/respond.ts) and document the route in /openapi.json.
+ * Each route also declares the shape of its query or body (src/http/strict-input.ts), so a field
+ * or parameter it does not define is a 400 (docs/api.md#strict-input).
  * Every route must name its operation (`operationId`, which generated clients use) and say what
  * it does (`description`), so a new route cannot reach the reference without them
  * (docs/api.md#openapi-document-and-typed-client).
@@ -13,6 +15,7 @@
 import { createRoute, type RouteConfig, type z } from "@hono/zod-openapi";
 import type { ErrorCode } from "../errors.ts";
 import { errorResponses, jsonBody, okJson } from "./schemas.ts";
+import { declareInput } from "./strict-input.ts";
 
 /** What a route's `request.query` may be. */
 type QuerySchema = NonNullable<NonNullable<RouteConfig["request"]>["query"]>;
@@ -65,6 +68,7 @@ function routeDefiners(tag: string) {
         operationId: def.operationId,
         description: def.description,
         request: { query: def.query },
+        middleware: [declareInput({ query: def.query })],
         responses: { ...okJson(def.ok, summary), ...errorResponses(...(def.errors ?? [])) },
       });
     },
@@ -86,6 +90,7 @@ function routeDefiners(tag: string) {
         operationId: def.operationId,
         description: def.description,
         request: { body: jsonBody(def.body) },
+        middleware: [declareInput({ json: def.body })],
         responses: { ...okJson(def.ok, summary), ...errors },
       });
     },

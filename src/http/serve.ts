@@ -27,6 +27,8 @@ export interface HttpServer {
   runtime: RuntimeName;
   /** The port actually bound. */
   port: number;
+  /** The address actually bound (`0.0.0.0`, `::`, `127.0.0.1`, …), never a name. */
+  address: string;
   /** Stops accepting connections; resolves when every request in flight has been answered. */
   close(): Promise<void>;
 }
@@ -82,7 +84,12 @@ export async function serveHttp(options: ServeOptions): Promise<HttpServer> {
       development: false,
       fetch,
     });
-    return { runtime: "bun", port: server.port, close: () => server.stop(false) };
+    return {
+      runtime: "bun",
+      port: server.port,
+      address: options.hostname,
+      close: () => server.stop(false),
+    };
   }
   if (Deno) {
     // onListen replaces Deno's own "Listening on ..." line; the server logs its own.
@@ -90,7 +97,12 @@ export async function serveHttp(options: ServeOptions): Promise<HttpServer> {
       { port: options.port, hostname: options.hostname, onListen: () => {} },
       fetch,
     );
-    return { runtime: "deno", port: server.addr.port, close: () => server.shutdown() };
+    return {
+      runtime: "deno",
+      port: server.addr.port,
+      address: options.hostname,
+      close: () => server.shutdown(),
+    };
   }
   // On Node the adapter's bindings ({ incoming, outgoing }) do reach Hono: the body reader uses
   // the IncomingMessage directly (src/http/body.ts).
@@ -113,6 +125,7 @@ async function serveNode(options: ServeOptions): Promise<HttpServer> {
   server.on("clientError", answerClientError);
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : options.port;
+  const bound = typeof address === "object" && address ? address.address : options.hostname;
   const close = () =>
     new Promise<void>((resolve, reject) => {
       // close() stops accepting and closes idle keep-alive connections (Node ≥ 19); a
@@ -126,7 +139,7 @@ async function serveNode(options: ServeOptions): Promise<HttpServer> {
         else resolve();
       });
     });
-  return { runtime: "node", port, close };
+  return { runtime: "node", port, address: bound, close };
 }
 
 /**

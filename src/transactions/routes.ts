@@ -38,7 +38,8 @@ export const transactionRoutes = resourceRoutes("Transactions", (route) => ({
     operationId: "listTransactions",
     description:
       "Lists the ledger entries of one account (`accountId` or `externalId`) or of the whole " +
-      "project, newest first, filtered by `startDate`/`endDate` (inclusive). `include` adds " +
+      "project, newest first, filtered by `startDate`/`endDate` (inclusive) and by `type` " +
+      "(`credit` or `debit`). `include` adds " +
       "each entry's settled `reservation` and its `usage` records.",
     query: listTransactionsQuery,
     ok: listTransactionsResponse,
@@ -68,7 +69,7 @@ export function registerTransactionRoutes(app: App, deps: AppDeps): void {
     const { startMs, endMs } = dateRangeMs(q.startDate, q.endDate);
     const named = q.accountId !== undefined || q.externalId !== undefined;
     const account = named ? await resolveAccount(deps.db.read, projectId, q) : undefined;
-    const filter = { accountId: account?.id, startMs, endMs };
+    const filter = { accountId: account?.id, type: q.type, startMs, endMs };
     const { rows, pagination } = await paged(q, (page) =>
       listTransactions(deps.db.read, projectId, { ...filter, ...page }),
     );

@@ -67,6 +67,10 @@ export const listTransactionsQuery = z
       .optional()
       .openapi({ description: "Internal id or externalId", example: ex.externalId }),
     externalId: idString.optional().openapi({ example: ex.externalId }),
+    type: z
+      .enum(["credit", "debit"])
+      .optional()
+      .openapi({ description: "Only credits or only debits (default: both)", example: "debit" }),
     ...pageQuery(50, 500),
     ...dateRangeQuery,
     include: z

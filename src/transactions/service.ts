@@ -10,6 +10,8 @@ import type { AuditData } from "./schemas.ts";
 
 export interface TransactionFilter {
   accountId?: string | undefined;
+  /** Only credits or only debits (docs/api.md#transaction-list); both when undefined. */
+  type?: "credit" | "debit" | undefined;
   startMs?: number | undefined;
   endMs?: number | undefined;
   limit: number;
@@ -18,7 +20,8 @@ export interface TransactionFilter {
 
 /** A page of the project's transactions, newest first (ties by insertion order), with total. */
 export async function listTransactions(db: Kysely<DB>, projectId: string, f: TransactionFilter) {
-  const rows = ofProjectOrAccount(db.selectFrom("transactions"), projectId, f.accountId);
+  const all = ofProjectOrAccount(db.selectFrom("transactions"), projectId, f.accountId);
+  const rows = f.type === undefined ? all : all.where("type", "=", f.type);
   return newestFirstPage(createdWithin(rows, f), f);
 }
 

@@ -48,33 +48,37 @@ export interface ClaimLimits {
 
 /** The endpoints with a due delivery and no claim on them, in the order they are served. */
 function endpointsDue(db: Kysely<DB>, nowMs: number, limit: number) {
-  return db
-    .selectFrom("webhooks as w")
-    .select(["w.id", "w.url", "w.secret", "w.answered_at_ms", "w.stalled_at_ms"])
-    .where("w.deleted_at_ms", "is", null)
-    .where((eb) => eb.or([eb("w.busy_until_ms", "is", null), eb("w.busy_until_ms", "<=", nowMs)]))
-    .where((eb) =>
-      eb.exists(
+  return (
+    db
+      .selectFrom("webhooks as w")
+      .select(["w.id", "w.url", "w.secret", "w.answered_at_ms", "w.stalled_at_ms"])
+      .where("w.deleted_at_ms", "is", null)
+      // A paused endpoint's deliveries wait (docs/api.md#managing-webhook-endpoints).
+      .where("w.paused_at_ms", "is", null)
+      .where((eb) => eb.or([eb("w.busy_until_ms", "is", null), eb("w.busy_until_ms", "<=", nowMs)]))
+      .where((eb) =>
+        eb.exists(
+          eb
+            .selectFrom("webhook_deliveries as d")
+            .select("d.id")
+            .whereRef("d.webhook_id", "=", "w.id")
+            .where("d.status", "=", "pending")
+            .where("d.next_attempt_at_ms", "<=", nowMs),
+        ),
+      )
+      .orderBy(sql`case when w.stalled_at_ms is null then 0 else 1 end`)
+      .orderBy((eb) =>
         eb
           .selectFrom("webhook_deliveries as d")
-          .select("d.id")
+          .select("d.next_attempt_at_ms")
           .whereRef("d.webhook_id", "=", "w.id")
           .where("d.status", "=", "pending")
-          .where("d.next_attempt_at_ms", "<=", nowMs),
-      ),
-    )
-    .orderBy(sql`case when w.stalled_at_ms is null then 0 else 1 end`)
-    .orderBy((eb) =>
-      eb
-        .selectFrom("webhook_deliveries as d")
-        .select("d.next_attempt_at_ms")
-        .whereRef("d.webhook_id", "=", "w.id")
-        .where("d.status", "=", "pending")
-        .orderBy("d.next_attempt_at_ms")
-        .limit(1),
-    )
-    .orderBy("w.id")
-    .limit(limit);
+          .orderBy("d.next_attempt_at_ms")
+          .limit(1),
+      )
+      .orderBy("w.id")
+      .limit(limit)
+  );
 }
 
 /**

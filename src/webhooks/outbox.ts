@@ -25,11 +25,29 @@ export const EVENT_TYPES = [
   "plan.granted",
 ] as const;
 
+/** An event type an endpoint may subscribe to. */
 export type EventType = (typeof EVENT_TYPES)[number];
 
-/** True for the name of an event type. */
+/**
+ * The event `POST /v1/webhooks/test` sends to one endpoint, whatever it subscribes to
+ * (docs/api.md#managing-webhook-endpoints); never sent otherwise, so not a subscription.
+ */
+export const TEST_EVENT_TYPE = "webhook.test";
+
+/** Every type of event the service sends: the subscribable ones and the test event. */
+export const SENT_EVENT_TYPES = [...EVENT_TYPES, TEST_EVENT_TYPE] as const;
+
+/** A type of event the service sends. */
+export type SentEventType = (typeof SENT_EVENT_TYPES)[number];
+
+/** True for the name of an event type an endpoint may subscribe to. */
 export function isEventType(value: string): value is EventType {
   return (EVENT_TYPES as readonly string[]).includes(value);
+}
+
+/** True for the name of a type of event the service sends (a delivery's `eventType`). */
+export function isSentEventType(value: string): value is SentEventType {
+  return (SENT_EVENT_TYPES as readonly string[]).includes(value);
 }
 
 /** The event types a stored `webhooks.events` column lists (unknown entries are dropped). */
@@ -65,7 +83,7 @@ export interface EventInput<S extends z.ZodType> {
 }
 
 /** An event type with the schema of its `data`, and the typed way to write one. */
-export interface EventDefinition<T extends EventType, S extends z.ZodType> {
+export interface EventDefinition<T extends SentEventType, S extends z.ZodType> {
   type: T;
   /** The zod schema of the event's `data` (also what the API reference publishes). */
   data: S;
@@ -77,7 +95,7 @@ export interface EventDefinition<T extends EventType, S extends z.ZodType> {
 }
 
 /** Defines the event `type`, whose `data` is described by `data`. */
-export function defineEvent<T extends EventType, S extends z.ZodType>(
+export function defineEvent<T extends SentEventType, S extends z.ZodType>(
   type: T,
   data: S,
 ): EventDefinition<T, S> {
@@ -86,6 +104,28 @@ export function defineEvent<T extends EventType, S extends z.ZodType>(
     data,
     emit: (trx, event) => writeEvent(trx, type, event),
   };
+}
+
+/**
+ * Writes one event of `definition`'s type with a pending delivery to the endpoint `webhookId`
+ * alone, whatever it subscribes to (the test event). The caller has checked the endpoint.
+ * @returns the event's and the delivery's ids
+ */
+export async function emitTo<T extends SentEventType, S extends z.ZodType>(
+  trx: Transaction<DB>,
+  definition: EventDefinition<T, S>,
+  webhookId: string,
+  event: EventInput<S>,
+): Promise<{ eventId: string; deliveryId: string }> {
+  const eventId = await insertEvent(trx, definition.type, event);
+  const [deliveryId = ""] = await insertDeliveries(
+    trx,
+    eventId,
+    definition.type,
+    [webhookId],
+    event,
+  );
+  return { eventId, deliveryId };
 }
 
 const identity = <V>(value: V): V => value;
@@ -97,17 +137,35 @@ const identity = <V>(value: V): V => value;
  */
 async function writeEvent<S extends z.ZodType>(
   trx: Transaction<DB>,
-  type: EventType,
+  type: SentEventType,
   event: EventInput<S>,
 ): Promise<string | null> {
+  // A paused endpoint (paused_at_ms) still gets its deliveries; they wait until it is active.
   const hooks = await trx
     .selectFrom("webhooks")
     .select(["id", "events"])
     .where("project_id", "=", event.projectId)
     .where("deleted_at_ms", "is", null)
     .execute();
-  const subscribed = hooks.filter((h) => parseEventTypes(h.events).includes(type));
+  const subscribed = hooks.filter((h) => parseEventTypes(h.events).some((t) => t === type));
   if (subscribed.length === 0) return null;
+  const id = await insertEvent(trx, type, event);
+  await insertDeliveries(
+    trx,
+    id,
+    type,
+    subscribed.map((hook) => hook.id),
+    event,
+  );
+  return id;
+}
+
+/** Inserts the event itself, `{id, type, createdAt, data}`. @returns its id */
+async function insertEvent<S extends z.ZodType>(
+  trx: Transaction<DB>,
+  type: SentEventType,
+  event: EventInput<S>,
+): Promise<string> {
   const id = newId("evt");
   const data = isLazy(event.data) ? await event.data(identity) : event.data;
   const payload = stringifyJson({ id, type, createdAt: iso(event.nowMs), data });
@@ -115,27 +173,34 @@ async function writeEvent<S extends z.ZodType>(
     .insertInto("webhook_events")
     .values({ id, project_id: event.projectId, type, payload, created_at_ms: event.nowMs })
     .execute();
-  await trx
-    .insertInto("webhook_deliveries")
-    .values(
-      subscribed.map((hook) => ({
-        id: newId("whd"),
-        project_id: event.projectId,
-        webhook_id: hook.id,
-        event_id: id,
-        event_type: type,
-        status: "pending" as const,
-        attempts: 0,
-        last_status_code: null,
-        last_error: null,
-        next_attempt_at_ms: event.nowMs,
-        locked_until_ms: null,
-        lease_token: null,
-        created_at_ms: event.nowMs,
-        delivered_at_ms: null,
-        ended_at_ms: null,
-      })),
-    )
-    .execute();
   return id;
+}
+
+/** Inserts one pending delivery of event `eventId` per endpoint, due now. @returns their ids */
+async function insertDeliveries(
+  trx: Transaction<DB>,
+  eventId: string,
+  type: SentEventType,
+  webhookIds: string[],
+  event: { projectId: string; nowMs: number },
+): Promise<string[]> {
+  const rows = webhookIds.map((webhookId) => ({
+    id: newId("whd"),
+    project_id: event.projectId,
+    webhook_id: webhookId,
+    event_id: eventId,
+    event_type: type,
+    status: "pending" as const,
+    attempts: 0,
+    last_status_code: null,
+    last_error: null,
+    next_attempt_at_ms: event.nowMs,
+    locked_until_ms: null,
+    lease_token: null,
+    created_at_ms: event.nowMs,
+    delivered_at_ms: null,
+    ended_at_ms: null,
+  }));
+  await trx.insertInto("webhook_deliveries").values(rows).execute();
+  return rows.map((row) => row.id);
 }

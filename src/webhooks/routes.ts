@@ -1,11 +1,14 @@
 /**
- * Routes of docs/api.md#webhook-endpoints: create (the only answer with the secret; its target
- * checked before the write unit), list, delete, and the delivery log of one endpoint.
+ * Routes of docs/api.md#webhook-endpoints: create (its target checked before the write unit),
+ * list, update (pause and resume), a new secret (create and rotate-secret are the only answers
+ * with a secret), the test event, delete, the delivery log of one endpoint and a new attempt
+ * of a failed delivery (docs/api.md#managing-webhook-endpoints).
  */
 import type { App, AppDeps } from "../http/context.ts";
 import { paged, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
+import { retryDelivery, rotateSecret, sendTestEvent, updateWebhook } from "./manage.ts";
 import {
   createWebhookBody,
   createWebhookResponse,
@@ -16,6 +19,13 @@ import {
   listDeliveriesResponse,
   listWebhooksQuery,
   listWebhooksResponse,
+  retryDeliveryBody,
+  retryDeliveryResponse,
+  rotateSecretResponse,
+  testWebhookResponse,
+  updateWebhookBody,
+  updateWebhookResponse,
+  webhookIdBody,
   webhookJson,
 } from "./schemas.ts";
 import {
@@ -25,6 +35,7 @@ import {
   listDeliveries,
   listWebhooks,
 } from "./service.ts";
+import type { TargetPolicy } from "./targets.ts";
 
 /** The webhook routes, for tests and tools that call them by definition. */
 export const webhookRoutes = resourceRoutes("Webhooks", (route) => ({
@@ -67,11 +78,61 @@ export const webhookRoutes = resourceRoutes("Webhooks", (route) => ({
     operationId: "listWebhookDeliveries",
     description:
       "Lists one endpoint's deliveries, newest first, with their `status` (`pending`, " +
-      "`delivered` or `failed`), `attempts`, last answer and next attempt.",
+      "`delivered` or `failed`), `attempts`, last answer and next attempt. A deleted " +
+      "endpoint's deliveries stay listed until retention removes them.",
     query: deliveriesQuery,
     ok: listDeliveriesResponse,
     errors: ["WEBHOOK_NOT_FOUND"],
   }),
+  update: route.post("/v1/webhooks/update", "Change, pause or resume a webhook endpoint", {
+    operationId: "updateWebhook",
+    description:
+      "Changes the fields given: `url` (checked like a new one), `events` (replaces the " +
+      "subscription), `description`, `isActive`. `isActive: false` pauses delivery: events " +
+      "are still queued for the endpoint and due deliveries wait; `isActive: true` resumes, " +
+      "and every waiting delivery is sent.",
+    body: updateWebhookBody,
+    ok: updateWebhookResponse,
+    errors: ["WEBHOOK_NOT_FOUND"],
+  }),
+  rotateSecret: route.post(
+    "/v1/webhooks/rotate-secret",
+    "Give a webhook endpoint a new signing secret",
+    {
+      operationId: "rotateWebhookSecret",
+      description:
+        "Replaces the endpoint's secret and answers the endpoint with the new `secret` (shown " +
+        "only here). The old secret signs nothing from then on.",
+      body: webhookIdBody,
+      ok: rotateSecretResponse,
+      errors: ["WEBHOOK_NOT_FOUND"],
+    },
+  ),
+  test: route.post("/v1/webhooks/test", "Send a test event to a webhook endpoint", {
+    operationId: "testWebhook",
+    description:
+      "Queues a `webhook.test` event (`data: {webhookId}`) for this endpoint alone, whatever " +
+      "it subscribes to, delivered, signed and retried like any other event (a paused " +
+      "endpoint gets it once resumed). Answers the event id and its delivery.",
+    body: webhookIdBody,
+    ok: testWebhookResponse,
+    errors: ["WEBHOOK_NOT_FOUND"],
+  }),
+  retryDelivery: route.post(
+    "/v1/webhooks/deliveries/retry",
+    "Attempt a failed delivery once more",
+    {
+      operationId: "retryWebhookDelivery",
+      description:
+        "Makes a `failed` delivery `pending` again, due at once: one new attempt, signed with " +
+        "the endpoint's current secret; if it fails the delivery is `failed` again. A " +
+        "pending or delivered delivery is a 409 `DELIVERY_NOT_FAILED`; one of a deleted " +
+        "endpoint is a 404 `WEBHOOK_NOT_FOUND`.",
+      body: retryDeliveryBody,
+      ok: retryDeliveryResponse,
+      errors: ["DELIVERY_NOT_FOUND", "WEBHOOK_NOT_FOUND", "DELIVERY_NOT_FAILED"],
+    },
+  ),
 }));
 
 export function registerWebhookRoutes(app: App, deps: AppDeps): void {
@@ -106,6 +167,8 @@ export function registerWebhookRoutes(app: App, deps: AppDeps): void {
     return reply({ success: true, webhookId: body.webhookId });
   });
 
+  registerManagement(app, deps, targets);
+
   app.openapi(r.deliveries, async (c) => {
     const q = c.req.valid("query");
     const projectId = c.get("projectId");
@@ -113,5 +176,35 @@ export function registerWebhookRoutes(app: App, deps: AppDeps): void {
       listDeliveries(deps.db.read, projectId, q.webhookId, page),
     );
     return ok(c, r.deliveries, { success: true, deliveries: rows.map(deliveryJson), pagination });
+  });
+}
+
+/** The management routes: update, rotate-secret, test, deliveries/retry. */
+function registerManagement(app: App, deps: AppDeps, targets: TargetPolicy): void {
+  const r = webhookRoutes;
+  writeRoute(
+    app,
+    deps,
+    r.update,
+    async ({ trx, nowMs, body, projectId, reply }) => {
+      const row = await updateWebhook(trx, projectId, body, nowMs);
+      return reply({ success: true, webhook: webhookJson(row) });
+    },
+    {
+      check: (body) =>
+        body.url === undefined ? Promise.resolve() : assertPublicTarget(body.url, targets),
+    },
+  );
+  writeRoute(app, deps, r.rotateSecret, async ({ trx, body, projectId, reply }) => {
+    const row = await rotateSecret(trx, projectId, body.webhookId);
+    return reply({ success: true, webhook: { ...webhookJson(row), secret: row.secret } });
+  });
+  writeRoute(app, deps, r.test, async ({ trx, nowMs, body, projectId, reply }) => {
+    const { eventId, delivery } = await sendTestEvent(trx, projectId, body.webhookId, nowMs);
+    return reply({ success: true, eventId, delivery: deliveryJson(delivery) });
+  });
+  writeRoute(app, deps, r.retryDelivery, async ({ trx, nowMs, body, projectId, reply }) => {
+    const delivery = await retryDelivery(trx, projectId, body.deliveryId, nowMs);
+    return reply({ success: true, delivery: deliveryJson(delivery) });
   });
 }

@@ -9,12 +9,14 @@ import { exampleDelivery, exampleWebhook, exWebhook } from "../http/examples.ts"
 import { stringProblem } from "../http/json.ts";
 import { descriptionString, idString, pageQuery, paginationSchema } from "../http/schemas.ts";
 import type { WireOf } from "../wire.ts";
-import { EVENT_TYPES, isEventType, parseEventTypes } from "./outbox.ts";
+import { EVENT_TYPES, isSentEventType, parseEventTypes, SENT_EVENT_TYPES } from "./outbox.ts";
 
 /** Longest endpoint URL, in characters. */
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
 
 const eventType = z.enum(EVENT_TYPES);
+/** A delivery's event type: a subscribable one, or the test event. */
+const sentEventType = z.enum(SENT_EVENT_TYPES);
 
 /**
  * An absolute `http:` or `https:` URL of at most 2,048 characters. Whether its host is a public
@@ -41,7 +43,9 @@ const webhookFields = {
   url: z.string().openapi({ example: exWebhook.url }),
   events: z.array(eventType).openapi({ example: [...EVENT_TYPES] }),
   description: z.string().openapi({ example: exWebhook.description }),
-  isActive: z.boolean().openapi({ example: true }),
+  isActive: z
+    .boolean()
+    .openapi({ description: "False while paused: events queue, nothing is sent", example: true }),
   createdAt: z.string().openapi({ example: exWebhook.createdAt }),
 };
 
@@ -61,15 +65,17 @@ export const createdWebhookSchema = z
   })
   .openapi("CreatedWebhook", { example: { ...exampleWebhook, secret: exWebhook.secret } });
 
+/** A subscription: 1 or more event types (repeats dropped). */
+const subscription = z
+  .array(eventType)
+  .min(1)
+  .max(EVENT_TYPES.length * 4)
+  .openapi({ example: ["balance.low"] });
+
 export const createWebhookBody = z
   .object({
     url: webhookUrl,
-    events: z
-      .array(eventType)
-      .min(1)
-      .max(EVENT_TYPES.length * 4)
-      .optional()
-      .openapi({ description: "Default: every event type", example: ["balance.low"] }),
+    events: subscription.optional().openapi({ description: "Default: every event type" }),
     description: descriptionString.optional().openapi({ example: exWebhook.description }),
   })
   .openapi("CreateWebhookRequest", {
@@ -115,7 +121,7 @@ export const deliverySchema = z
   .object({
     id: z.string().openapi({ example: exampleDelivery.id }),
     eventId: z.string().openapi({ example: exampleDelivery.eventId }),
-    eventType: eventType,
+    eventType: sentEventType,
     status: z.enum(["pending", "delivered", "failed"]),
     attempts: z.number().openapi({ description: "HTTP attempts made so far" }),
     lastStatusCode: z
@@ -156,7 +162,7 @@ export function webhookJson(row: WebhookRow): WireOf<typeof webhookSchema> {
     url: row.url,
     events: parseEventTypes(row.events),
     description: row.description,
-    isActive: row.deleted_at_ms === null,
+    isActive: row.deleted_at_ms === null && row.paused_at_ms === null,
     createdAt: iso(row.created_at_ms),
   };
 }
@@ -181,10 +187,56 @@ export function deliveryJson(row: WebhookDeliveryRow): WireOf<typeof deliverySch
 }
 
 /**
- * A stored delivery's event type, which the outbox wrote from `EVENT_TYPES`.
+ * A stored delivery's event type, which the outbox wrote from `SENT_EVENT_TYPES`.
  * @throws Error (a bug or a foreign row) for any other text
  */
 function knownEventType(text: string) {
-  if (!isEventType(text)) throw new Error(`webhook delivery of an unknown event type ${text}`);
+  if (!isSentEventType(text)) throw new Error(`webhook delivery of an unknown event type ${text}`);
   return text;
 }
+
+export const updateWebhookBody = z
+  .object({
+    webhookId: idString.openapi({ example: exWebhook.id }),
+    url: webhookUrl.optional(),
+    events: subscription.optional().openapi({ description: "Replaces the subscription" }),
+    description: descriptionString.optional().openapi({ example: exWebhook.description }),
+    isActive: z.boolean().optional().openapi({
+      description: "false pauses delivery (events still queue); true resumes it",
+      example: false,
+    }),
+  })
+  .openapi("UpdateWebhookRequest", { example: { webhookId: exWebhook.id, isActive: false } });
+
+export const updateWebhookResponse = z
+  .object({ success: z.literal(true), webhook: webhookSchema })
+  .openapi({ example: { success: true, webhook: { ...exampleWebhook, isActive: false } } });
+
+/** A body naming one endpoint (`rotate-secret`, `test`). */
+export const webhookIdBody = z
+  .object({ webhookId: idString.openapi({ example: exWebhook.id }) })
+  .openapi("WebhookIdRequest", { example: { webhookId: exWebhook.id } });
+
+export const rotateSecretResponse = createWebhookResponse;
+
+export const testWebhookResponse = z
+  .object({
+    success: z.literal(true),
+    eventId: z.string().openapi({ example: exampleDelivery.eventId }),
+    delivery: deliverySchema,
+  })
+  .openapi({
+    example: {
+      success: true,
+      eventId: exampleDelivery.eventId,
+      delivery: { ...exampleDelivery, eventType: "webhook.test" },
+    },
+  });
+
+export const retryDeliveryBody = z
+  .object({ deliveryId: idString.openapi({ example: exampleDelivery.id }) })
+  .openapi("RetryDeliveryRequest", { example: { deliveryId: exampleDelivery.id } });
+
+export const retryDeliveryResponse = z
+  .object({ success: z.literal(true), delivery: deliverySchema })
+  .openapi({ example: { success: true, delivery: exampleDelivery } });

@@ -20,17 +20,19 @@ import { creationProblem, type TargetPolicy } from "./targets.ts";
 export const SECRET_BYTES = 32;
 
 /**
- * The project's endpoint `webhookId`, not deleted.
+ * The project's endpoint `webhookId`, not deleted (or, with `includeDeleted`, deleted but not
+ * yet removed by retention).
  * @throws ApiError WEBHOOK_NOT_FOUND (also for another project's or a deleted endpoint)
  */
 export async function findWebhook(
   db: Kysely<DB> | Transaction<DB>,
   projectId: string,
   webhookId: string,
+  options: { includeDeleted?: boolean } = {},
 ): Promise<WebhookRow> {
   const row = await projectRow(db.selectFrom("webhooks"), projectId, webhookId)
     .selectAll()
-    .where("deleted_at_ms", "is", null)
+    .$if(!options.includeDeleted, (q) => q.where("deleted_at_ms", "is", null))
     .executeTakeFirst();
   if (!row) throw new ApiError("WEBHOOK_NOT_FOUND", `Webhook ${webhookId} not found`);
   return row;
@@ -46,15 +48,32 @@ export interface CreateWebhookInput {
  * Checks that a new endpoint's `url` targets a public address (docs/api.md#webhook-targets):
  * its literal host, and what its name resolves to now (a name that does not resolve is
  * accepted). Run before the write unit, since it may wait for DNS.
- * @throws ApiError VALIDATION_ERROR naming `body.url`
+ * @throws ApiError VALIDATION_ERROR naming `body.url`, whose message says that
+ *   `WEBHOOK_ALLOW_PRIVATE=true` allows such targets for local development
  */
 export async function assertPublicTarget(url: string, policy: TargetPolicy): Promise<void> {
   const problem = await creationProblem(new URL(url), policy);
   if (problem === undefined) return;
-  const message = `must target a public address: ${problem}`;
+  const message =
+    `must target a public address: ${problem}; WEBHOOK_ALLOW_PRIVATE=true allows such ` +
+    "targets for local development";
   throw new ApiError("VALIDATION_ERROR", `Invalid body.url: ${message}`, [
     { path: "body.url", message },
   ]);
+}
+
+/**
+ * The stored form of a subscription: the JSON array of `events` (default: every type) in the
+ * API's order, repeats dropped.
+ */
+export function subscriptionText(events: readonly EventType[] | undefined): string {
+  const wanted = events ?? EVENT_TYPES;
+  return stringifyJson(EVENT_TYPES.filter((type) => wanted.includes(type)));
+}
+
+/** A new signing secret: `whsec_` + base64 of SECRET_BYTES random bytes. */
+export function newSecret(): string {
+  return `whsec_${randomBytes(SECRET_BYTES).toString("base64")}`;
 }
 
 /**
@@ -87,14 +106,13 @@ export async function createWebhook(
       { limit: maxActive },
     );
   }
-  const wanted = input.events ?? EVENT_TYPES;
   const values = {
     id: newId("wh"),
     project_id: projectId,
     url: input.url,
-    events: stringifyJson(EVENT_TYPES.filter((type) => wanted.includes(type))),
+    events: subscriptionText(input.events),
     description: input.description ?? "",
-    secret: `whsec_${randomBytes(SECRET_BYTES).toString("base64")}`,
+    secret: newSecret(),
     created_at_ms: nowMs,
     deleted_at_ms: null,
   };
@@ -105,6 +123,7 @@ export async function createWebhook(
     busy_token: null,
     answered_at_ms: null,
     stalled_at_ms: null,
+    paused_at_ms: null,
   };
 }
 
@@ -155,8 +174,9 @@ export async function deleteWebhook(
 }
 
 /**
- * A page of an endpoint's deliveries, newest first, with the total.
- * @throws ApiError WEBHOOK_NOT_FOUND
+ * A page of an endpoint's deliveries, newest first, with the total. A deleted endpoint's
+ * deliveries stay listed until retention removes them (docs/api.md#managing-webhook-endpoints).
+ * @throws ApiError WEBHOOK_NOT_FOUND (unknown, another project's, or removed by retention)
  */
 export async function listDeliveries(
   db: Kysely<DB>,
@@ -164,7 +184,7 @@ export async function listDeliveries(
   webhookId: string,
   page: { limit: number; offset: number },
 ) {
-  await findWebhook(db, projectId, webhookId);
+  await findWebhook(db, projectId, webhookId, { includeDeleted: true });
   const base = db.selectFrom("webhook_deliveries").where("webhook_id", "=", webhookId);
   return countedPage(base, (q) => q.orderBy("created_at_ms", "desc").orderBy("id", "desc"), page);
 }
