@@ -162,7 +162,12 @@ describe("exports", () => {
     bigIds = rows.map((r) => r.id);
     expect(bigIds).toHaveLength(BIG_ROWS + 1);
   }, 120_000);
-  afterAll(async () => t?.close());
+  /** Connections of paused exports, closed before the server (a failed test leaves one). */
+  const open: (() => void)[] = [];
+  afterAll(async () => {
+    for (const close of open) close();
+    await t?.close();
+  });
 
   it("writes RFC 4180 CSV: quotes, doubled quotes, CR and LF, and guards formulas", async () => {
     t.setNow(START + 10 * DAY_MS);
@@ -389,7 +394,9 @@ describe("exports", () => {
             chunks.push(chunk);
             res.pause();
             res.on("data", (more: Buffer) => chunks.push(more));
-            resolve({ res, chunks, abort: () => req.destroy() });
+            const abort = () => req.destroy();
+          open.push(abort);
+          resolve({ res, chunks, abort });
           });
         });
         req.once("error", reject);
@@ -417,7 +424,7 @@ describe("exports", () => {
     expect(readSoFar).toBeLessThan(BIG_ROWS / 1000);
     // Writes while it waits: entries dated before, inside and after the rows still to be read.
     const written: string[] = [];
-    for (const at of [START, START + 1000 + BIG_ROWS / 3 - 5, START + 30 * DAY_MS]) {
+    for (const at of [START, START + 1000 + Math.floor(BIG_ROWS / 6), START + 30 * DAY_MS]) {
       t.setNow(at);
       const r = await Promise.all(
         Array.from({ length: 5 }, () =>
