@@ -9,8 +9,9 @@ import { request as httpRequest, type IncomingMessage } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appendDebits } from "../scripts/lib/bulk-ledger.ts";
 import { accountRoutes } from "../src/accounts/routes.ts";
-import { parseJsonVerbatim, stringifyJson } from "../src/json.ts";
+import { parseJsonText, parseJsonVerbatim, stringifyJson, stringifyJsonFast } from "../src/json.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
+import { ExactDecimal, microsToLiteral, scaledToLiteral } from "../src/money.ts";
 import { usageRoutes } from "../src/usage/routes.ts";
 import { expectError } from "./contract.ts";
 import { fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
@@ -77,6 +78,41 @@ function csvObjects(text: string): Record<string, string>[] {
     expect(row).toHaveLength(header.length);
     return Object.fromEntries(header.map((name, k) => [name, row[k] ?? ""]));
   });
+}
+
+describe("the exports' fast writers", () => {
+  it("write exactly what stringifyJson and scaledToLiteral write", () => {
+    const values: unknown[] = [
+      null,
+      true,
+      0,
+      -0,
+      1e21,
+      0.1,
+      'é\u2028"\\\n',
+      new ExactDecimal("8600000000.000001"),
+      parseJsonText(
+        '{"a":[1,0.30000000000000001,{"__proto__":{"x":12345678901234567890}}],"b":null}',
+      ),
+      { a: undefined, b: [undefined, 1], "\u0000": "z", nested: { deep: [[], {}] } },
+      transactionItemSample(),
+    ];
+    for (const value of values) expect(stringifyJsonFast(value)).toBe(stringifyJson(value));
+    const micros = [0, 1, 9, 10, 999_999, 1_000_000, 1_000_001, 300_000, 8_600_000_000_000_001];
+    for (const m of [...micros, ...micros.map((x) => -x), Number.MAX_SAFE_INTEGER]) {
+      expect(microsToLiteral(m)).toBe(scaledToLiteral(BigInt(m), 6));
+    }
+  });
+});
+
+/** A Transaction object as the list writes it. */
+function transactionItemSample() {
+  return {
+    id: "txn_1",
+    amount: new ExactDecimal("0.3"),
+    metadata: parseJsonText('{"k":"v","n":1.5}'),
+    reservation: null,
+  };
 }
 
 describe("exports", () => {
@@ -395,8 +431,8 @@ describe("exports", () => {
             res.pause();
             res.on("data", (more: Buffer) => chunks.push(more));
             const abort = () => req.destroy();
-          open.push(abort);
-          resolve({ res, chunks, abort });
+            open.push(abort);
+            resolve({ res, chunks, abort });
           });
         });
         req.once("error", reject);

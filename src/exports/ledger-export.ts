@@ -7,7 +7,7 @@ import type { Kysely } from "kysely";
 import type { LedgerKey } from "../db/ledger-rows.ts";
 import { keysetPages } from "../db/paging.ts";
 import type { DB } from "../db/schema.ts";
-import { stringifyJson } from "../json.ts";
+import { stringifyJsonFast } from "../json.ts";
 import type { ExportName } from "../metrics.ts";
 import { type CsvCell, csvLine } from "./csv.ts";
 import { externalIds } from "./external-ids.ts";
@@ -41,7 +41,7 @@ export function ledgerExport<R extends LedgerKey & { account_id: string | null }
   if (format === "ndjson") {
     const encode = async (rows: R[]) => {
       let text = "";
-      for (const row of rows) text += `${stringifyJson(spec.item(row))}\n`;
+      for (const row of rows) text += `${stringifyJsonFast(spec.item(row))}\n`;
       return text;
     };
     return { name, format, filename, header: "", pages, encode };

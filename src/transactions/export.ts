@@ -9,7 +9,7 @@ import { highestSeq } from "../db/paging.ts";
 import type { DB, TransactionRow } from "../db/schema.ts";
 import { ledgerExport } from "../exports/ledger-export.ts";
 import { EXPORT_PAGE_ROWS, type ExportFormat, type ExportSource } from "../exports/stream.ts";
-import { stringifyJson } from "../json.ts";
+import { stringifyJsonFast } from "../json.ts";
 import { transactionJson } from "./schemas.ts";
 import { filteredTransactions, type TransactionFilter } from "./service.ts";
 
@@ -69,6 +69,6 @@ function csvCells(row: TransactionRow, externalId: string | null) {
     item.balanceAfter,
     item.description,
     row.reservation_id,
-    stringifyJson(item.metadata),
+    stringifyJsonFast(item.metadata),
   ];
 }
