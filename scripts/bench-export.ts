@@ -1,6 +1,6 @@
 /**
  * `npm run bench:export`: exports 1,000,000 transactions over HTTP and prints the time and the
- * server process's memory growth (docs/benchmarks.md#exports; contract: at most 64 MiB, and
+ * server process's memory growth (docs/design.md#exports; contract: at most 64 MiB, and
  * under 60 s on the reference machine).
  *
  * Loads the ledger first, in this process, on a fresh database: four accounts created and
