@@ -48,7 +48,10 @@ export function stringifyJson(value: unknown): string {
 
 /** Parses a stored JSON object column (null stays null). */
 export function parseJsonColumn(text: string | null): Record<string, unknown> | null {
-  return text === null ? null : (parseJsonText(text) as Record<string, unknown>);
+  if (text === null) return null;
+  // The most common column by far (an entry without metadata), read without the parser.
+  if (text === "{}") return {};
+  return parseJsonText(text) as Record<string, unknown>;
 }
 
 /**

@@ -34,6 +34,46 @@ const CONTENT_TYPE: Record<ExportFormat, string> = {
   ndjson: "application/x-ndjson",
 };
 
+/** One export under way: what it has read, and its one ending (metric and log line). */
+interface ExportRun {
+  pages: number;
+  rows: number;
+  ended: boolean;
+  /** Records how the export ended; only the first call counts. */
+  end(outcome: ExportOutcome, err?: unknown): void;
+}
+
+function exportRun<R>(
+  c: Context,
+  deps: Pick<AppDeps, "logger" | "metrics">,
+  source: ExportSource<R>,
+): ExportRun {
+  const startedMs = performance.now();
+  const run: ExportRun = {
+    pages: 0,
+    rows: 0,
+    ended: false,
+    end(outcome, err) {
+      if (run.ended) return;
+      run.ended = true;
+      deps.metrics.observeExportEnd(source.name, outcome);
+      const entry = {
+        requestId: c.get("requestId"),
+        export: source.name,
+        format: source.format,
+        outcome,
+        pages: run.pages,
+        rows: run.rows,
+        durationMs: Math.round(performance.now() - startedMs),
+        ...(err === undefined ? {} : { err: err instanceof Error ? err.message : String(err) }),
+      };
+      if (outcome === "failed") deps.logger.error(entry, "export");
+      else deps.logger.info(entry, "export");
+    },
+  };
+  return run;
+}
+
 /**
  * Answers 200 with `source` streamed. The first page is read before the answer starts, so a
  * database that cannot be read is still the API's 503 rather than a cut-short 200.
@@ -44,78 +84,30 @@ export async function exportResponse<R>(
   deps: Pick<AppDeps, "logger" | "metrics">,
   source: ExportSource<R>,
 ): Promise<Response> {
-  const startedMs = performance.now();
   const encoder = new TextEncoder();
-  const { name, pages } = source;
-  const counts = { pages: 0, rows: 0 };
-  let ended = false;
-  const end = (outcome: ExportOutcome, err?: unknown) => {
-    if (ended) return;
-    ended = true;
-    deps.metrics.observeExportEnd(name, outcome);
-    const entry = {
-      requestId: c.get("requestId"),
-      export: name,
-      format: source.format,
-      outcome,
-      pages: counts.pages,
-      rows: counts.rows,
-      durationMs: Math.round(performance.now() - startedMs),
-      ...(err === undefined ? {} : { err: err instanceof Error ? err.message : String(err) }),
-    };
-    if (outcome === "failed") deps.logger.error(entry, "export");
-    else deps.logger.info(entry, "export");
-  };
+  const run = exportRun(c, deps, source);
   /** The next page as bytes, or null after the last one. */
   const next = async (): Promise<Uint8Array | null> => {
-    const page = await pages.next();
+    const page = await source.pages.next();
     if (page.done) return null;
-    counts.pages++;
-    counts.rows += page.value.length;
-    deps.metrics.observeExportPage(name, page.value.length);
+    run.pages++;
+    run.rows += page.value.length;
+    deps.metrics.observeExportPage(source.name, page.value.length);
     return encoder.encode(await source.encode(page.value));
   };
   let first: Uint8Array | null;
   try {
     first = await next();
   } catch (err) {
-    end("failed", err);
+    run.end("failed", err);
     throw err;
   }
-  const body = new ReadableStream<Uint8Array>(
-    {
-      start(controller) {
-        controller.enqueue(encoder.encode(source.header));
-        if (first) controller.enqueue(first);
-        else {
-          controller.close();
-          end("completed");
-        }
-      },
-      async pull(controller) {
-        try {
-          const chunk = await next();
-          if (ended) return; // cancelled while the page was being read
-          if (chunk) controller.enqueue(chunk);
-          else {
-            controller.close();
-            end("completed");
-          }
-        } catch (err) {
-          if (ended) return;
-          end("failed", err);
-          // The client sees the answer cut short (no final chunk), never a partial file as whole.
-          controller.error(err);
-        }
-      },
-      cancel() {
-        end("cancelled");
-        // Ends the walk once a page being read has come back; no page is read after it.
-        pages.return().catch(() => {});
-      },
-    },
-    { highWaterMark: 0 },
-  );
+  const head = encoder.encode(source.header);
+  const start = first === null ? [head] : [head, first];
+  const body = pulledStream(start, first === null, next, run, () => {
+    // Ends the walk once a page being read has come back; no page is read after it.
+    source.pages.return().catch(() => {});
+  });
   return new Response(body, {
     status: 200,
     headers: {
@@ -125,6 +117,52 @@ export async function exportResponse<R>(
       "X-Content-Type-Options": "nosniff",
     },
   });
+}
+
+/**
+ * A stream of `start`'s chunks (all of it when `done`), then of `next()`'s until it gives null,
+ * each `next()` called only when the reader wants more (no queue: `highWaterMark` 0). A cancel (the client gone)
+ * ends `run` and calls `stop`; a failure of `next` ends `run` and errors the stream.
+ */
+function pulledStream(
+  start: Uint8Array[],
+  done: boolean,
+  next: () => Promise<Uint8Array | null>,
+  run: ExportRun,
+  stop: () => void,
+): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        for (const chunk of start) controller.enqueue(chunk);
+        if (done) {
+          controller.close();
+          run.end("completed");
+        }
+      },
+      async pull(controller) {
+        try {
+          const chunk = await next();
+          if (run.ended) return; // cancelled while the page was being read
+          if (chunk) controller.enqueue(chunk);
+          else {
+            controller.close();
+            run.end("completed");
+          }
+        } catch (err) {
+          if (run.ended) return;
+          run.end("failed", err);
+          // The client sees the answer cut short (no final chunk), never a partial file as whole.
+          controller.error(err);
+        }
+      },
+      cancel() {
+        run.end("cancelled");
+        stop();
+      },
+    },
+    { highWaterMark: 0 },
+  );
 }
 
 /**
