@@ -119,6 +119,45 @@ export async function call<T>(
   return parsed as T;
 }
 
+/**
+ * Downloads an export (`v1/transactions/export`, `v1/usage/export`; docs/api.md#exports) as a
+ * file. The key goes in the `X-API-Key` header of a `fetch`, never in a URL, so the file cannot
+ * be a plain link: the answer is read into a Blob and saved through an object URL, under the
+ * name the service's `Content-Disposition` gives.
+ * @returns the file's name
+ * @throws ApiError on any answer but 200 (after telling the app about a 401)
+ */
+export async function download(path: string, query: Query): Promise<string> {
+  const key = storedKey();
+  const headers: Record<string, string> = {};
+  if (key !== null) headers["X-API-Key"] = key;
+  const res = await fetch(urlOf(path, query), { headers, credentials: "omit", cache: "no-store" });
+  if (res.status !== 200) {
+    let parsed: unknown;
+    try {
+      parsed = parse(await res.text());
+    } catch {
+      parsed = undefined;
+    }
+    const err = errorOf(res.status, parsed);
+    if (res.status === 401) onUnauthorized(err);
+    throw err;
+  }
+  const blob = await res.blob();
+  const disposition = res.headers.get("Content-Disposition") ?? "";
+  const name = /filename="([^"]+)"/.exec(disposition)?.[1] ?? "export";
+  const href = URL.createObjectURL(blob);
+  const link = document.createElement("a");
+  link.href = href;
+  link.download = name;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  // The browser has taken the file once the click's task has run.
+  setTimeout(() => URL.revokeObjectURL(href), 1000);
+  return name;
+}
+
 /** A fresh `Idempotency-Key`: 128 random bits (works outside secure contexts too). */
 export function newIdempotencyKey(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(16));

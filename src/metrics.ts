@@ -36,6 +36,15 @@ export interface MetricsSources {
   webhookDeliveriesPending: () => Promise<number>;
 }
 
+/** The exports (docs/api.md#exports). */
+export type ExportName = "transactions" | "usage";
+
+/**
+ * How an export ended: every row sent, the client gone before that (the reading stopped), or a
+ * failure while reading (the response was cut short).
+ */
+export type ExportOutcome = "completed" | "cancelled" | "failed";
+
 /** How one webhook attempt ended: `retried` when it failed and attempts remain. */
 export type DeliveryOutcome = "delivered" | "retried" | "failed";
 
@@ -53,6 +62,10 @@ export interface Metrics {
   observeWebhookDelivery(outcome: DeliveryOutcome): void;
   /** Records one scheduled backup (`bytes`: the finished file's size, on success). */
   observeBackup(ok: boolean, seconds: number, endedAtMs: number, bytes?: number): void;
+  /** Records one page of `rows` rows read by an export (`name`: transactions or usage). */
+  observeExportPage(name: ExportName, rows: number): void;
+  /** Records how an export ended. */
+  observeExportEnd(name: ExportName, outcome: ExportOutcome): void;
   /** The exposition text of every metric. */
   render(): Promise<string>;
   contentType: string;
@@ -171,6 +184,25 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     },
   });
 
+  const exportPages = new Counter({
+    name: "ledger_export_pages_total",
+    help: "Keyset pages read from the database by exports, by export",
+    labelNames: ["export"] as const,
+    registers,
+  });
+  const exportRows = new Counter({
+    name: "ledger_export_rows_total",
+    help: "Rows read from the database by exports, by export",
+    labelNames: ["export"] as const,
+    registers,
+  });
+  const exportsEnded = new Counter({
+    name: "ledger_exports_total",
+    help: "Exports ended, by export and outcome: completed, cancelled (client gone), failed",
+    labelNames: ["export", "outcome"] as const,
+    registers,
+  });
+
   const requestSeries = new Map<
     string,
     { count: Counter.Internal; duration: Histogram.Internal<string> }
@@ -215,6 +247,13 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     observeBackup(ok, seconds, endedAtMs, bytes) {
       backups.observe({}, ok, seconds, endedAtMs);
       if (ok && bytes !== undefined) backupBytes.set(bytes);
+    },
+    observeExportPage(name, rows) {
+      exportPages.inc({ export: name });
+      exportRows.inc({ export: name }, rows);
+    },
+    observeExportEnd(name, outcome) {
+      exportsEnded.inc({ export: name, outcome });
     },
     render: () => registry.metrics(),
   };

@@ -104,7 +104,23 @@ export function toMicros(x: number): number | null {
 
 /** Integer micro-units → the exact decimal value (300000 → 0.3), for a JSON response. */
 export function fromMicros(micros: number): ExactDecimal {
-  return new ExactDecimal(scaledToLiteral(BigInt(micros), 6));
+  return new ExactDecimal(microsToLiteral(micros));
+}
+
+/**
+ * The exact decimal literal of integer micro-units (`8600000000000001` → "8600000000.000001"),
+ * as `scaledToLiteral` writes it. For a safe integer, in plain double arithmetic, which is exact
+ * there: `%` of integers is exact, and `(micros − frac) / 1e6` is a whole number below 2^53.
+ */
+export function microsToLiteral(micros: number): string {
+  if (!Number.isSafeInteger(micros)) return scaledToLiteral(BigInt(micros), 6);
+  const abs = Math.abs(micros);
+  const frac = abs % MICROS_PER_UNIT;
+  const whole = (abs - frac) / MICROS_PER_UNIT;
+  const sign = micros < 0 ? "-" : "";
+  if (frac === 0) return `${sign}${whole}`;
+  const digits = String(frac).padStart(6, "0").replace(/0+$/, "");
+  return `${sign}${whole}.${digits}`;
 }
 
 /** Integer micro-units of any size (a sum may pass 2^53) → the exact decimal value. */

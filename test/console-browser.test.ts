@@ -3,14 +3,14 @@
  * headless browser (Debian's chromium through playwright-core) against a real listening server:
  * sign-in with a wrong key and a right one, the accounts list with exact balances, search and
  * paging, an account's page (balances, grants, pending reservations, ledger with a date range,
- * the usage chart and the by-model table), add credits behind a confirmation (applied exactly
+ * the usage chart and the by-model table, the ledger and usage downloads), add credits behind a confirmation (applied exactly
  * once, with an Idempotency-Key), webhooks and their deliveries, models, another project's key,
  * and sign-out. Every request stays on the server's origin; nothing fails but the two answers the
  * walk asks for on purpose (the wrong key's 401, the other project's 404), which Chromium logs.
  *
  * Skipped only when /usr/bin/chromium is absent (CI: `apt-get install -y chromium`).
  */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
@@ -277,6 +277,36 @@ describe("the operator console in a headless browser", () => {
       const today = new Date(now).toISOString().slice(0, 10);
       expect(await rowCells(usage, twoDaysAgo)).toEqual([twoDaysAgo, "1", "0.6"]);
       expect(await rowCells(usage, today)).toEqual([today, "2", "1.40999875"]);
+
+      // Exports: downloads fetched with the key in a header and saved from a Blob.
+      const exportsRegion = page.getByRole("region", { name: "Exports" });
+      const saveFile = async (button: string) => {
+        const [file] = await Promise.all([
+          page.waitForEvent("download"),
+          exportsRegion.getByRole("button", { name: button }).click(),
+        ]);
+        return { name: file.suggestedFilename(), text: readFileSync(await file.path(), "utf8") };
+      };
+      const ledgerCsv = await saveFile("Download ledger (CSV)");
+      expect(ledgerCsv.name).toMatch(new RegExp(`^transactions-${big}-\\d{8}T\\d{6}Z\\.csv$`));
+      const records = ledgerCsv.text.split("\r\n");
+      expect(records[0]).toBe(
+        "id,createdAt,accountId,externalId,type,amount,balanceAfter,description,reservationId,metadata",
+      );
+      expect(records).toHaveLength(11); // the header, nine credits, the empty end
+      expect(records[9]).toMatch(
+        new RegExp(
+          `^txn_\\w+,[^,]+,${big},acct-big,credit,600000000\\.000001,8600000000\\.000001,top-up,,\\{\\}$`,
+        ),
+      );
+      await exportsRegion.getByRole("status").getByText(`Saved ${ledgerCsv.name}`).waitFor();
+      const usageLines = (await saveFile("Download usage (NDJSON)")).text.trim().split("\n");
+      expect(usageLines.map((line) => (JSON.parse(line) as { modelId: string }).modelId)).toEqual([
+        "gpt-4o",
+        "claude-sonnet-4-5",
+        "gpt-4o",
+      ]);
+      expect(requested).toContain(`${base}/v1/transactions/export?accountId=${big}&format=csv`);
 
       // Add credits: a confirmation, then exactly one credit of the exact amount.
       const adjust = page.getByRole("region", { name: "Adjust credits" });

@@ -61,6 +61,12 @@ const SPEC_ROUTES: [method: "get" | "post", path: string][] = [
   ["post", "/v1/webhooks/deliveries/retry"],
 ];
 
+/** The export routes (docs/api.md#exports): a file instead of a JSON body. */
+const EXPORT_ROUTES: [method: "get", path: string][] = [
+  ["get", "/v1/transactions/export"],
+  ["get", "/v1/usage/export"],
+];
+
 /** The routes outside /v1 that the document describes (no API key). */
 const SERVICE_ROUTES: [method: "get", path: string][] = [
   ["get", "/health"],
@@ -314,7 +320,7 @@ describe("GET /openapi.json", () => {
   });
 
   it("has every route of the specification, /health and /ready, and only routes that exist", () => {
-    const routes = [...SPEC_ROUTES, ...SERVICE_ROUTES];
+    const routes = [...SPEC_ROUTES, ...EXPORT_ROUTES, ...SERVICE_ROUTES];
     for (const [method, path] of routes) {
       expect(doc.paths[path]?.[method], `${method.toUpperCase()} ${path}`).toBeDefined();
     }
@@ -333,7 +339,9 @@ describe("GET /openapi.json", () => {
         Object.entries(ops).map(([method, op]) => ({ at: `webhook ${name} ${method}`, op })),
       ),
     ];
-    expect(operations.length).toBe(SPEC_ROUTES.length + SERVICE_ROUTES.length + EVENT_TYPES.length);
+    expect(operations.length).toBe(
+      SPEC_ROUTES.length + EXPORT_ROUTES.length + SERVICE_ROUTES.length + EVENT_TYPES.length,
+    );
     const ids = operations.map(({ at, op }) => {
       expect(op.operationId, at).toMatch(/^[a-z][a-zA-Z0-9]*$/);
       expect(op.description, at).toEqual(expect.stringMatching(/\S.{20,}/));
@@ -353,6 +361,8 @@ describe("GET /openapi.json", () => {
       "post /v1/reservations/create": "createReservation",
       "post /v1/reservations/confirm": "confirmReservation",
       "get /v1/transactions": "listTransactions",
+      "get /v1/transactions/export": "exportTransactions",
+      "get /v1/usage/export": "exportUsage",
       "post /v1/usage/record": "recordUsage",
       "get /health": "getHealth",
       "get /ready": "getReadiness",
@@ -439,6 +449,43 @@ describe("GET /openapi.json", () => {
     it("has an example for its error responses", () => {
       const responses = deref.paths[path]?.[method]?.responses ?? {};
       for (const status of ["400", "401", "500"]) {
+        expect(exampleOf(responses[status]?.content?.["application/json"]), status).toBeDefined();
+      }
+    });
+  });
+
+  describe.each(EXPORT_ROUTES)("%s %s", (method, path) => {
+    it("has a summary, a tag, and an example for each query parameter", () => {
+      const op = deref.paths[path]?.[method];
+      expect(op?.summary).toEqual(expect.any(String));
+      expect(op?.tags).toHaveLength(1);
+      expect(op?.requestBody).toBeUndefined();
+      const names = (op?.parameters ?? []).map((p) => p.name);
+      expect(names).toEqual(expect.arrayContaining(["accountId", "startDate", "format"]));
+      expect(names).not.toContain("limit");
+      for (const param of op?.parameters ?? []) {
+        expect(param.example ?? param.schema?.example, `parameter ${param.name}`).toBeDefined();
+      }
+    });
+
+    it("answers a CSV or NDJSON file whose examples start as a real export does", async () => {
+      const content = deref.paths[path]?.[method]?.responses["200"]?.content ?? {};
+      expect(Object.keys(content).sort()).toEqual(["application/x-ndjson", "text/csv"]);
+      const csv = exampleOf(content["text/csv"]);
+      const ndjson = exampleOf(content["application/x-ndjson"]);
+      expect(typeof csv === "string" && csv.endsWith("\r\n")).toBe(true);
+      expect(typeof ndjson === "string" && ndjson.endsWith("\n")).toBe(true);
+      const real = await t.app.request(path, { headers: { "X-API-Key": t.key } });
+      expect(real.status).toBe(200);
+      const header = (await real.text()).split("\r\n")[0];
+      expect(String(csv).split("\r\n")[0]).toBe(header);
+      for (const line of String(ndjson).trim().split("\n"))
+        expect(JSON.parse(line)).toBeTypeOf("object");
+    });
+
+    it("has an example for its error responses", () => {
+      const responses = deref.paths[path]?.[method]?.responses ?? {};
+      for (const status of ["400", "401", "404", "500"]) {
         expect(exampleOf(responses[status]?.content?.["application/json"]), status).toBeDefined();
       }
     });

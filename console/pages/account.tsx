@@ -1,12 +1,13 @@
 /**
  * One account: its balances, the add and deduct actions, its plan assignment, its usage of the
- * last 30 days, its grants, its pending reservations and its ledger. Every number comes from the
- * `/v1` API.
+ * last 30 days, its grants, its pending reservations, its ledger, and its exports as downloads.
+ * Every number comes from the `/v1` API.
  */
 import { useState } from "hono/jsx/dom";
 import { call } from "../api.ts";
 import { Amount, Pager, Status, useLoad, When } from "../components.tsx";
 import type { Account, Balance, Grant, Pagination, Reservation } from "../types.ts";
+import { ExportsSection } from "./account-exports.tsx";
 import { LedgerSection } from "./account-ledger.tsx";
 import { PlanSection } from "./account-plan.tsx";
 import { UsageSection } from "./account-usage.tsx";
@@ -224,6 +225,7 @@ export function AccountPage({ accountId }: { accountId: string }) {
           <Grants accountId={account.id} version={version} />
           <PendingReservations accountId={account.id} version={version} />
           <LedgerSection accountId={account.id} version={version} />
+          <ExportsSection accountId={account.id} />
         </>
       )}
     </main>

@@ -282,6 +282,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/transactions/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export ledger entries, oldest first, as CSV or NDJSON
+         * @description Streams every ledger entry the list's filters select (`accountId`/`externalId`, `startDate`, `endDate`), oldest first, without paging: `format=csv` (default; RFC 4180, formula-safe) or `format=ndjson` (each line the list's item). Entries committed after the export began are not in it.
+         */
+        get: operations["exportTransactions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/transactions/create": {
         parameters: {
             query?: never;
@@ -536,6 +556,26 @@ export interface paths {
          * @description Records one LLM call of a catalog model, costed exactly at its current prices (`cachedTokens` are part of `inputTokens`). By default it moves no credits; `transactionId` links it to the debit that paid for it. With `deduct: true` it also debits the usage's credit cost (USD cost × the project's `creditsPerUsd`, rounded up to the micro-credit) as a deduction, in the same transaction, and answers `creditsCharged`, `transactionId` and `balance`; when the credits fall short the answer is 402 and nothing is recorded.
          */
         post: operations["recordUsage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/usage/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export usage records, oldest first, as CSV or NDJSON
+         * @description Streams every usage record the list's filters select (account, `modelId`, `context`, `startDate`, `endDate`), oldest first, without paging: `format=csv` (default; RFC 4180, formula-safe) or `format=ndjson` (each line the list's item). Records committed after the export began are not in it.
+         */
+        get: operations["exportUsage"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -3150,14 +3190,14 @@ export interface operations {
                 externalId?: string;
                 /** @description Only credits or only debits (default: both) */
                 type?: "credit" | "debit";
-                /** @description 1-500, default 50 */
-                limit?: number;
-                /** @description default 0 */
-                offset?: number | null;
                 /** @description Inclusive */
                 startDate?: string;
                 /** @description Inclusive; a date covers the whole UTC day */
                 endDate?: string;
+                /** @description 1-500, default 50 */
+                limit?: number;
+                /** @description default 0 */
+                offset?: number | null;
                 /** @description Comma list of `reservation`, `usage`: audit data on each entry */
                 include?: string;
             };
@@ -3190,6 +3230,85 @@ export interface operations {
                             hasMore: boolean;
                         };
                     };
+                };
+            };
+            /** @description Invalid input: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key: `UNAUTHORIZED` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or one of another project: `ACCOUNT_NOT_FOUND` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure: `INTERNAL_ERROR` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable; safe to retry with the same Idempotency-Key: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportTransactions: {
+        parameters: {
+            query?: {
+                /** @description Internal id or externalId */
+                accountId?: string;
+                externalId?: string;
+                /** @description Only credits or only debits (default: both) */
+                type?: "credit" | "debit";
+                /** @description Inclusive */
+                startDate?: string;
+                /** @description Inclusive; a date covers the whole UTC day */
+                endDate?: string;
+                /** @description `csv` (default) or `ndjson` */
+                format?: "csv" | "ndjson";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Export ledger entries, oldest first, as CSV or NDJSON: a file, streamed */
+            200: {
+                headers: {
+                    "Content-Disposition": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                    "application/x-ndjson": string;
                 };
             };
             /** @description Invalid input: `VALIDATION_ERROR` */
@@ -4327,6 +4446,85 @@ export interface operations {
             };
             /** @description Conflict with the current state: `IDEMPOTENCY_KEY_REUSED` */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure: `INTERNAL_ERROR` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable; safe to retry with the same Idempotency-Key: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportUsage: {
+        parameters: {
+            query?: {
+                /** @description Internal id or externalId */
+                accountId?: string;
+                externalId?: string;
+                modelId?: string;
+                context?: "customer" | "system";
+                /** @description Inclusive */
+                startDate?: string;
+                /** @description Inclusive; a date covers the whole UTC day */
+                endDate?: string;
+                /** @description `csv` (default) or `ndjson` */
+                format?: "csv" | "ndjson";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Export usage records, oldest first, as CSV or NDJSON: a file, streamed */
+            200: {
+                headers: {
+                    "Content-Disposition": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description Invalid input: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key: `UNAUTHORIZED` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or one of another project: `ACCOUNT_NOT_FOUND` */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

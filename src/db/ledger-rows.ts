@@ -43,3 +43,30 @@ export function createdWithin<T extends LedgerTable>(
   if (period.endMs !== undefined) within = within.where("created_at_ms", "<=", period.endMs);
   return within;
 }
+
+/** A ledger-like row's place in oldest-first order: its creation time, then its `seq`. */
+export interface LedgerKey {
+  created_at_ms: number;
+  seq: number;
+}
+
+/**
+ * `rows` in oldest-first order (creation time, then `seq`), only those after `after` (strictly,
+ * by that order) and with `seq` at most `maxSeq`: one keyset page of an export, without its
+ * limit (docs/design.md#exports). Each row's key is unique and never changes, so consecutive
+ * pages neither repeat nor skip a row that existed when the walk began.
+ */
+export function oldestFirstAfter<T extends LedgerTable>(
+  rows: LedgerRows<T>,
+  after: LedgerKey | undefined,
+  maxSeq: number,
+): LedgerRows<T> {
+  const ledger: LedgerRows<LedgerTable> = rows;
+  let page = ledger.where("seq", "<=", maxSeq);
+  if (after !== undefined) {
+    page = page.where((eb) =>
+      eb(eb.refTuple("created_at_ms", "seq"), ">", eb.tuple(after.created_at_ms, after.seq)),
+    );
+  }
+  return page.orderBy("created_at_ms").orderBy("seq");
+}

@@ -1,7 +1,8 @@
 /**
  * Route definitions in the one shape every route of this API has (docs/api.md#endpoints): a JSON
- * query (GET) or body (POST), a 200 JSON response with its schema, and the error responses of
- * the codes it may answer, on top of those every route has. A POST also answers
+ * query (GET) or body (POST), a 200 JSON response with its schema (an export's: a CSV or NDJSON
+ * file, docs/api.md#exports), and the error responses of the codes it may answer, on top of
+ * those every route has. A POST also answers
  * `IDEMPOTENCY_KEY_REUSED`, since every POST takes an `Idempotency-Key`.
  *
  * The definitions are zod-openapi `createRoute` configs, so the same schemas validate requests,
@@ -12,7 +13,7 @@
  * it does (`description`), so a new route cannot reach the reference without them
  * (docs/api.md#openapi-document-and-typed-client).
  */
-import { createRoute, type RouteConfig, type z } from "@hono/zod-openapi";
+import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
 import type { ErrorCode } from "../errors.ts";
 import { errorResponses, jsonBody, okJson } from "./schemas.ts";
 import { declareInput } from "./strict-input.ts";
@@ -47,6 +48,45 @@ export function resourceRoutes<T>(tag: string, define: (route: RouteDefiners) =>
   return define(routeDefiners(tag));
 }
 
+/** The parts of an export route's definition (docs/api.md#exports). */
+interface DownloadDef<C extends ErrorCode> {
+  operationId: OperationId;
+  description: string;
+  /** What a CSV answer starts with: its header row and a record or two. */
+  csvExample: string;
+  /** An NDJSON answer's first line or two. */
+  ndjsonExample: string;
+  errors?: C[];
+}
+
+/**
+ * The 200 answer of an export: a CSV (`text/csv`) or NDJSON (`application/x-ndjson`) file
+ * offered as a download (`Content-Disposition: attachment`), streamed.
+ */
+function downloadResponse(summary: string, def: { csvExample: string; ndjsonExample: string }) {
+  return {
+    200: {
+      description: `${summary}: a file, streamed`,
+      headers: z.object({
+        "Content-Disposition": z
+          .string()
+          .openapi({ example: 'attachment; filename="transactions-all-20261121T082245Z.csv"' }),
+      }),
+      content: {
+        "text/csv": {
+          schema: z.string().openapi({ description: "format=csv", example: def.csvExample }),
+        },
+        "application/x-ndjson": {
+          schema: z.string().openapi({
+            description: "format=ndjson: one list item per line",
+            example: def.ndjsonExample,
+          }),
+        },
+      },
+    },
+  };
+}
+
 /** The route definers of one resource. */
 type RouteDefiners = ReturnType<typeof routeDefiners>;
 
@@ -70,6 +110,26 @@ function routeDefiners(tag: string) {
         request: { query: def.query },
         middleware: [declareInput({ query: def.query })],
         responses: { ...okJson(def.ok, summary), ...errorResponses(...(def.errors ?? [])) },
+      });
+    },
+    /**
+     * A GET answering a streamed file instead of JSON (an export): its errors are JSON as on
+     * every route.
+     */
+    download<const P extends string, Q extends QuerySchema, C extends ErrorCode = never>(
+      path: P,
+      summary: string,
+      def: DownloadDef<C> & { query: Q },
+    ) {
+      return createRoute({
+        method: "get",
+        path,
+        tags,
+        summary,
+        operationId: def.operationId,
+        description: def.description,
+        request: { query: def.query },
+        responses: { ...downloadResponse(summary, def), ...errorResponses(...(def.errors ?? [])) },
       });
     },
     post<

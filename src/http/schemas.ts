@@ -325,3 +325,12 @@ export const paginationSchema = z
 export const queryBoolean = z
   .enum(["true", "false", "1", "0"])
   .transform((v) => v === "true" || v === "1");
+
+/**
+ * `format` of an export (docs/api.md#exports): `csv` (RFC 4180, the default) or `ndjson` (one
+ * JSON object per line, each the list route's item).
+ */
+export const exportFormat = z
+  .enum(["csv", "ndjson"])
+  .default("csv")
+  .openapi({ description: "`csv` (default) or `ndjson`", example: "csv" });

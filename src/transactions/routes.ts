@@ -1,24 +1,51 @@
 /** Routes of the transaction list and of manual transactions (docs/api.md#endpoints). */
 import type { z } from "@hono/zod-openapi";
-import { resolveAccount } from "../accounts/service.ts";
-import { dateRangeMs } from "../dates.ts";
 import { mapPlain } from "../db/write-path.ts";
+import { csvLine } from "../exports/csv.ts";
+import { exportFilename, exportResponse } from "../exports/stream.ts";
 import type { App, AppDeps } from "../http/context.ts";
+import { ex, exampleAddTransaction, exampleConfirmTransaction } from "../http/examples.ts";
 import { paged, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
+import { stringifyJson } from "../json.ts";
 import type { PostedEntry } from "../ledger/core.ts";
 import { plainDebit } from "../ledger/plain-debit.ts";
 import { debitOf, grantTerms, moveCredits } from "../ledger/service.ts";
+import { ExactDecimal } from "../money.ts";
+import { TRANSACTION_CSV_COLUMNS, transactionExport } from "./export.ts";
 import {
   createTransactionBody,
   createTransactionResponse,
+  exportTransactionsQuery,
   listTransactionsQuery,
   listTransactionsResponse,
   transactionItemJson,
   transactionJson,
 } from "./schemas.ts";
-import { listTransactions, readAuditData } from "./service.ts";
+import { listTransactions, readAuditData, transactionFilterOf } from "./service.ts";
+
+/** The start of a transaction export of the example account, as CSV and as NDJSON. */
+const exampleEntries = [exampleAddTransaction, exampleConfirmTransaction];
+const exampleCsv =
+  csvLine(TRANSACTION_CSV_COLUMNS) +
+  exampleEntries
+    .map((e) =>
+      csvLine([
+        e.id,
+        e.createdAt,
+        e.accountId,
+        ex.externalId,
+        e.type,
+        new ExactDecimal(String(e.amount)),
+        new ExactDecimal(String(e.balanceAfter)),
+        e.description,
+        e.type === "debit" ? ex.reservationId : null,
+        stringifyJson(e.metadata),
+      ]),
+    )
+    .join("");
+const exampleNdjson = exampleEntries.map((e) => `${stringifyJson(e)}\n`).join("");
 
 /** The movement of a manual transaction, but for a credit's grant terms. */
 function manual(body: z.output<typeof createTransactionBody>) {
@@ -45,6 +72,22 @@ export const transactionRoutes = resourceRoutes("Transactions", (route) => ({
     ok: listTransactionsResponse,
     errors: ["ACCOUNT_NOT_FOUND"],
   }),
+  export: route.download(
+    "/v1/transactions/export",
+    "Export ledger entries, oldest first, as CSV or NDJSON",
+    {
+      operationId: "exportTransactions",
+      description:
+        "Streams every ledger entry the list's filters select (`accountId`/`externalId`, " +
+        "`startDate`, `endDate`), oldest first, without paging: `format=csv` (default; RFC " +
+        "4180, formula-safe) or `format=ndjson` (each line the list's item). Entries committed " +
+        "after the export began are not in it.",
+      query: exportTransactionsQuery,
+      csvExample: exampleCsv,
+      ndjsonExample: exampleNdjson,
+      errors: ["ACCOUNT_NOT_FOUND"],
+    },
+  ),
   create: route.post(
     "/v1/transactions/create",
     "Create a manual transaction (adjustment, refund, migration)",
@@ -66,10 +109,7 @@ export function registerTransactionRoutes(app: App, deps: AppDeps): void {
   app.openapi(r.list, async (c) => {
     const q = c.req.valid("query");
     const projectId = c.get("projectId");
-    const { startMs, endMs } = dateRangeMs(q.startDate, q.endDate);
-    const named = q.accountId !== undefined || q.externalId !== undefined;
-    const account = named ? await resolveAccount(deps.db.read, projectId, q) : undefined;
-    const filter = { accountId: account?.id, type: q.type, startMs, endMs };
+    const { filter } = await transactionFilterOf(deps.db.read, projectId, q);
     const { rows, pagination } = await paged(q, (page) =>
       listTransactions(deps.db.read, projectId, { ...filter, ...page }),
     );
@@ -78,6 +118,18 @@ export function registerTransactionRoutes(app: App, deps: AppDeps): void {
     const audit = await readAuditData(deps.db.read, rows, include, deps.clock());
     const items = rows.map((row) => transactionItemJson(row, audit));
     return ok(c, r.list, { items, pagination });
+  });
+
+  app.openapi(r.export, async (c) => {
+    const q = c.req.valid("query");
+    const projectId = c.get("projectId");
+    const { filter, account } = await transactionFilterOf(deps.db.read, projectId, q);
+    const filename = exportFilename("transactions", account?.id, q.format, deps.clock());
+    const source = await transactionExport(deps.db.read, projectId, filter, {
+      format: q.format,
+      filename,
+    });
+    return exportResponse(c, deps, source);
   });
 
   /** The 200 body of a manual transaction that stored `row`. */

@@ -21,6 +21,7 @@ import {
   datesInOrder,
   datesInOrderError,
   descriptionString,
+  exportFormat,
   idString,
   metadataSchema,
   pageQuery,
@@ -61,18 +62,32 @@ export const transactionSchema = z
     },
   });
 
+/**
+ * The filters of the transaction list, which its export takes too (docs/api.md#exports): one
+ * account (`accountId` or `externalId`) or the whole project, credits or debits or both, and a
+ * period.
+ */
+const transactionFilterShape = {
+  accountId: idString
+    .optional()
+    .openapi({ description: "Internal id or externalId", example: ex.externalId }),
+  externalId: idString.optional().openapi({ example: ex.externalId }),
+  type: z
+    .enum(["credit", "debit"])
+    .optional()
+    .openapi({ description: "Only credits or only debits (default: both)", example: "debit" }),
+  ...dateRangeQuery,
+};
+
+/** The query of `GET /v1/transactions/export`: the list's filters and `format`, no paging. */
+export const exportTransactionsQuery = z
+  .object({ ...transactionFilterShape, format: exportFormat })
+  .refine(datesInOrder, datesInOrderError);
+
 export const listTransactionsQuery = z
   .object({
-    accountId: idString
-      .optional()
-      .openapi({ description: "Internal id or externalId", example: ex.externalId }),
-    externalId: idString.optional().openapi({ example: ex.externalId }),
-    type: z
-      .enum(["credit", "debit"])
-      .optional()
-      .openapi({ description: "Only credits or only debits (default: both)", example: "debit" }),
+    ...transactionFilterShape,
     ...pageQuery(50, 500),
-    ...dateRangeQuery,
     include: z
       .string()
       .max(100)

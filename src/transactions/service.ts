@@ -3,26 +3,65 @@
  * (docs/api.md#audit-data): reads on the read connection.
  */
 import type { Kysely } from "kysely";
+import { resolveAccount } from "../accounts/service.ts";
+import { dateRangeMs } from "../dates.ts";
 import { createdWithin, ofProjectOrAccount } from "../db/ledger-rows.ts";
 import { newestFirstPage } from "../db/paging.ts";
-import type { DB, TransactionRow, UsageRecordRow } from "../db/schema.ts";
+import type { AccountRow, DB, TransactionRow, UsageRecordRow } from "../db/schema.ts";
 import type { AuditData } from "./schemas.ts";
 
+/** Which of the project's transactions a list or an export selects. */
 export interface TransactionFilter {
+  /** One account's (its internal id), or every account's when undefined. */
   accountId?: string | undefined;
   /** Only credits or only debits (docs/api.md#transaction-list); both when undefined. */
   type?: "credit" | "debit" | undefined;
+  /** Created at or after, epoch ms. */
   startMs?: number | undefined;
+  /** Created at or before, epoch ms. */
   endMs?: number | undefined;
-  limit: number;
-  offset: number;
+}
+
+/** The filter parameters of the transaction list and its export, as validated. */
+export interface TransactionQuery {
+  accountId?: string | undefined;
+  externalId?: string | undefined;
+  type?: "credit" | "debit" | undefined;
+  startDate?: string | undefined;
+  endDate?: string | undefined;
+}
+
+/**
+ * The filter a validated list or export query selects by: its account resolved within the
+ * project, its dates as inclusive epoch-ms bounds.
+ * @returns the filter, and the account when the query names one
+ * @throws ApiError as `resolveAccount` (ACCOUNT_NOT_FOUND, VALIDATION_ERROR)
+ */
+export async function transactionFilterOf(
+  db: Kysely<DB>,
+  projectId: string,
+  q: TransactionQuery,
+): Promise<{ filter: TransactionFilter; account: AccountRow | undefined }> {
+  const { startMs, endMs } = dateRangeMs(q.startDate, q.endDate);
+  const named = q.accountId !== undefined || q.externalId !== undefined;
+  const account = named ? await resolveAccount(db, projectId, q) : undefined;
+  return { filter: { accountId: account?.id, type: q.type, startMs, endMs }, account };
+}
+
+/** The project's transactions that `f` selects (the list's and the export's). */
+export function filteredTransactions(db: Kysely<DB>, projectId: string, f: TransactionFilter) {
+  const all = ofProjectOrAccount(db.selectFrom("transactions"), projectId, f.accountId);
+  const rows = f.type === undefined ? all : all.where("type", "=", f.type);
+  return createdWithin(rows, f);
 }
 
 /** A page of the project's transactions, newest first (ties by insertion order), with total. */
-export async function listTransactions(db: Kysely<DB>, projectId: string, f: TransactionFilter) {
-  const all = ofProjectOrAccount(db.selectFrom("transactions"), projectId, f.accountId);
-  const rows = f.type === undefined ? all : all.where("type", "=", f.type);
-  return newestFirstPage(createdWithin(rows, f), f);
+export async function listTransactions(
+  db: Kysely<DB>,
+  projectId: string,
+  f: TransactionFilter & { limit: number; offset: number },
+) {
+  return newestFirstPage(filteredTransactions(db, projectId, f), f);
 }
 
 /**

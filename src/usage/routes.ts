@@ -1,20 +1,24 @@
 /** Routes of docs/api.md#endpoints: record usage, list usage records, and the usage summary. */
-import { resolveAccount } from "../accounts/service.ts";
-import { dateRangeMs } from "../dates.ts";
+import { csvLine } from "../exports/csv.ts";
+import { exportFilename, exportResponse } from "../exports/stream.ts";
 import type { App, AppDeps } from "../http/context.ts";
+import { ex, exampleUsageRecord } from "../http/examples.ts";
 import { paged, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
-import { fromMicros } from "../money.ts";
+import { stringifyJson } from "../json.ts";
+import { ExactDecimal, fromMicros } from "../money.ts";
 import { chargeUsage } from "./charge.ts";
+import { USAGE_CSV_COLUMNS, usageExport } from "./export.ts";
 import {
+  exportUsageQuery,
   recordBody,
   recordResponse,
   usageQuery,
   usageRecordJson,
   usageResponse,
 } from "./schemas.ts";
-import { listUsage, recordUsage } from "./service.ts";
+import { listUsage, recordUsage, usageFilterOf } from "./service.ts";
 import { summarizeUsage } from "./summary.ts";
 
 /** The usage routes. */
@@ -56,6 +60,38 @@ export const usageRoutes = resourceRoutes("Usage", (route) => ({
       errors: ["ACCOUNT_NOT_FOUND"],
     },
   ),
+  export: route.download(
+    "/v1/usage/export",
+    "Export usage records, oldest first, as CSV or NDJSON",
+    {
+      operationId: "exportUsage",
+      description:
+        "Streams every usage record the list's filters select (account, `modelId`, " +
+        "`context`, `startDate`, `endDate`), oldest first, without paging: `format=csv` " +
+        "(default; RFC 4180, formula-safe) or `format=ndjson` (each line the list's item). " +
+        "Records committed after the export began are not in it.",
+      query: exportUsageQuery,
+      csvExample:
+        csvLine(USAGE_CSV_COLUMNS) +
+        csvLine([
+          exampleUsageRecord.id,
+          exampleUsageRecord.createdAt,
+          exampleUsageRecord.context,
+          exampleUsageRecord.accountId,
+          ex.externalId,
+          exampleUsageRecord.modelId,
+          exampleUsageRecord.usageType,
+          exampleUsageRecord.inputTokens,
+          exampleUsageRecord.cachedTokens,
+          exampleUsageRecord.outputTokens,
+          new ExactDecimal(String(exampleUsageRecord.estimatedCostUsd)),
+          exampleUsageRecord.transactionId,
+          null,
+        ]),
+      ndjsonExample: `${stringifyJson(exampleUsageRecord)}\n`,
+      errors: ["ACCOUNT_NOT_FOUND"],
+    },
+  ),
 }));
 
 export function registerUsageRoutes(app: App, deps: AppDeps): void {
@@ -86,21 +122,22 @@ export function registerUsageRoutes(app: App, deps: AppDeps): void {
     });
   });
 
+  app.openapi(r.export, async (c) => {
+    const q = c.req.valid("query");
+    const projectId = c.get("projectId");
+    const filter = await usageFilterOf(deps.db.read, projectId, q);
+    const filename = exportFilename("usage", filter.accountId, q.format, deps.clock());
+    const source = await usageExport(deps.db.read, projectId, filter, {
+      format: q.format,
+      filename,
+    });
+    return exportResponse(c, deps, source);
+  });
+
   app.openapi(r.list, async (c) => {
     const q = c.req.valid("query");
     const projectId = c.get("projectId");
-    const { startMs, endMs } = dateRangeMs(q.startDate, q.endDate);
-    const account =
-      q.accountId === undefined && q.externalId === undefined
-        ? undefined
-        : await resolveAccount(deps.db.read, projectId, q);
-    const filter = {
-      accountId: account?.id,
-      modelId: q.modelId,
-      context: q.context,
-      startMs,
-      endMs,
-    };
+    const filter = await usageFilterOf(deps.db.read, projectId, q);
     if (q.summary) {
       const summary = await summarizeUsage(deps.db.read, projectId, filter, q.groupBy);
       return ok(c, r.list, { success: true, summary });

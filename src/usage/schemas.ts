@@ -11,6 +11,7 @@ import {
   dateRangeQuery,
   datesInOrder,
   datesInOrderError,
+  exportFormat,
   idString,
   metadataSchema,
   pageQuery,
@@ -136,12 +137,25 @@ export const usageGroupSchema = z
   })
   .openapi("UsageGroup");
 
+/**
+ * The filters of the usage list and summary, which the usage export takes too
+ * (docs/api.md#exports): one account or all, a model, a context, and a period.
+ */
+const usageFilterShape = {
+  ...accountRefFields,
+  modelId: idString.optional().openapi({ example: ex.modelId }),
+  context: usageContext.optional(),
+  ...dateRangeQuery,
+};
+
+/** The query of `GET /v1/usage/export`: the list's filters and `format`, no paging. */
+export const exportUsageQuery = z
+  .object({ ...usageFilterShape, format: exportFormat })
+  .refine(datesInOrder, datesInOrderError);
+
 export const usageQuery = z
   .object({
-    ...accountRefFields,
-    modelId: idString.optional().openapi({ example: ex.modelId }),
-    context: usageContext.optional(),
-    ...dateRangeQuery,
+    ...usageFilterShape,
     summary: queryBoolean
       .optional()
       .openapi({ description: "Totals instead of records", example: "false" }),

@@ -5,6 +5,8 @@
  */
 import type { Kysely, Transaction } from "kysely";
 import { findAccount } from "../accounts/lookup.ts";
+import { resolveAccount } from "../accounts/service.ts";
+import { dateRangeMs } from "../dates.ts";
 import { createdWithin, ofProjectOrAccount } from "../db/ledger-rows.ts";
 import { newestFirstPage } from "../db/paging.ts";
 import { argValues, prepared } from "../db/prepared.ts";
@@ -150,12 +152,42 @@ const insertUsageQuery = prepared<NewUsageRecord, unknown>((db, arg) =>
   db.insertInto("usage_records").values(argValues(arg, USAGE_COLUMNS)),
 );
 
+/** Which of the project's usage records a list, a summary or an export selects. */
 export interface UsageFilter {
+  /** One account's (its internal id), or every record's when undefined. */
   accountId?: string | undefined;
   modelId?: string | undefined;
   context?: UsageContext | undefined;
+  /** Created at or after, epoch ms. */
   startMs?: number | undefined;
+  /** Created at or before, epoch ms. */
   endMs?: number | undefined;
+}
+
+/** The filter parameters of the usage list, summary and export, as validated. */
+export interface UsageQuery {
+  accountId?: string | undefined;
+  externalId?: string | undefined;
+  modelId?: string | undefined;
+  context?: UsageContext | undefined;
+  startDate?: string | undefined;
+  endDate?: string | undefined;
+}
+
+/**
+ * The filter a validated usage query selects by: its account resolved within the project, its
+ * dates as inclusive epoch-ms bounds.
+ * @throws ApiError as `resolveAccount` (ACCOUNT_NOT_FOUND, VALIDATION_ERROR)
+ */
+export async function usageFilterOf(
+  db: Kysely<DB>,
+  projectId: string,
+  q: UsageQuery,
+): Promise<UsageFilter> {
+  const { startMs, endMs } = dateRangeMs(q.startDate, q.endDate);
+  const named = q.accountId !== undefined || q.externalId !== undefined;
+  const account = named ? await resolveAccount(db, projectId, q) : undefined;
+  return { accountId: account?.id, modelId: q.modelId, context: q.context, startMs, endMs };
 }
 
 /** The project's usage records that `f` selects (the list's and the summary's filters). */
