@@ -9,6 +9,8 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
 import { registerAccountRoutes } from "./accounts/routes.ts";
+import { registerBatchRoutes } from "./batch/routes.ts";
+import { BATCH_BODY_LIMIT_BYTES } from "./batch/schemas.ts";
 import { registerConsole } from "./console/routes.ts";
 import { describeDatabaseError } from "./db/storage-errors.ts";
 import { ApiError, errorResponse, validationHook } from "./errors.ts";
@@ -132,7 +134,11 @@ export function createApp(deps: AppDeps): App {
   registerDocs(app);
   registerConsole(app);
   app.use("/v1/*", requireApiKey(deps.db.read));
-  app.use("/v1/*", jsonBodyChecks(deps.config.BODY_LIMIT_BYTES));
+  const batchLimit = Math.max(BATCH_BODY_LIMIT_BYTES, deps.config.BODY_LIMIT_BYTES);
+  app.use(
+    "/v1/*",
+    jsonBodyChecks(deps.config.BODY_LIMIT_BYTES, new Map([["/v1/batch", batchLimit]])),
+  );
   registerAccountRoutes(app, deps);
   registerLedgerRoutes(app, deps);
   registerTransactionRoutes(app, deps);
@@ -141,6 +147,8 @@ export function createApp(deps: AppDeps): App {
   registerUsageRoutes(app, deps);
   registerModelRoutes(app, deps);
   registerWebhookRoutes(app, deps);
+  // After the write routes: a batch runs the ones they registered.
+  registerBatchRoutes(app, deps);
   registerEventWebhooks(app);
   app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
     type: "apiKey",
