@@ -30,7 +30,9 @@ import LibsqlDatabase from "libsql";
 import pg from "pg";
 import {
   ACCOUNTS,
+  BATCH_SIZE,
   balanceRead,
+  batchDeduct,
   deduct,
   fund,
   type Requests,
@@ -79,12 +81,17 @@ const json = (body: unknown) => JSON.stringify(body);
  * Drives every URL at once for `seconds`, the connections split between them.
  * @returns req/s summed, the worst p50 and p99 of them, errors and 2xx answers summed
  */
-async function drive(urls: string[], requests: Requests, seconds: number) {
+async function drive(
+  urls: string[],
+  requests: Requests,
+  seconds: number,
+  connections = CONNECTIONS,
+) {
   const runs = await Promise.all(
     urls.map((url) =>
       autocannon({
         url,
-        connections: Math.ceil(CONNECTIONS / urls.length),
+        connections: Math.ceil(connections / urls.length),
         duration: seconds,
         headers: { "X-API-Key": apiKey, "Content-Type": "application/json" },
         requests,
@@ -109,20 +116,26 @@ function pipelines(): number {
     .filter((l) => l.includes('"pipeline"')).length;
 }
 
-/** Runs a warm-up and a measured run; `perOp` divides req/s for multi-request scenarios. */
+/**
+ * Runs a warm-up and a measured run; `perOp` divides req/s for multi-request scenarios, and
+ * `opsPerRequest` multiplies it for batches (the row's rate is then operations per second);
+ * `connections` replaces the 50.
+ */
 async function scenario(
   name: string,
   target: string | string[],
   requests: Requests,
   perOp = 1,
+  options: { opsPerRequest?: number; connections?: number } = {},
 ): Promise<Row> {
   const urls = typeof target === "string" ? [target] : target;
   const pipelinesBefore = pipelines();
-  const warm = await drive(urls, requests, WARMUP_SECONDS);
-  const r = await drive(urls, requests, SECONDS);
+  const { opsPerRequest = 1, connections = CONNECTIONS } = options;
+  const warm = await drive(urls, requests, WARMUP_SECONDS, connections);
+  const r = await drive(urls, requests, SECONDS, connections);
   const row = {
     scenario: name,
-    reqPerSec: Math.round(r.reqPerSec / perOp),
+    reqPerSec: Math.round((r.reqPerSec * opsPerRequest) / perOp),
     p50Ms: r.p50Ms,
     p99Ms: r.p99Ms,
     errors: r.errors,
@@ -159,6 +172,7 @@ async function acknowledgedWrites(base: string) {
     add: count("/v1/accounts/credits/add"),
     deduct: count("/v1/accounts/credits/deduct"),
     confirm: count("/v1/reservations/confirm"),
+    batch: count("/v1/batch"),
     failedTransactions: failed ? Number(failed.split(" ").at(-1)) : 0,
   };
 }
@@ -227,7 +241,8 @@ async function main(): Promise<void> {
   const baseOf = (s: { port: number }) => `http://127.0.0.1:${s.port}`;
   const rows: Row[] = [];
   const counter = { confirmed: 0 };
-  const writes = { add: 0, deduct: 0, confirm: 0, failedTransactions: 0 };
+  const writes = { add: 0, deduct: 0, confirm: 0, batch: 0, failedTransactions: 0 };
+  const batches = { incomplete: 0 };
   try {
     process.stdout.write(`funding ${ACCOUNTS} accounts (${ENGINE})...\n`);
     await fund(baseOf(services[0] as { port: number }), apiKey);
@@ -242,6 +257,20 @@ async function main(): Promise<void> {
       const urls = services.map(baseOf);
       const label = (name: string) => (ENGINE === "postgres" ? `${name}, ${processes} proc` : name);
       rows.push(await scenario(label("deduct"), urls, deduct));
+      if (processes === 1) {
+        rows.push(
+          await scenario(
+            label(`batch of ${BATCH_SIZE} deducts, 4 conn`),
+            urls,
+            batchDeduct(batches),
+            1,
+            {
+              opsPerRequest: BATCH_SIZE,
+              connections: 4,
+            },
+          ),
+        );
+      }
       rows.push(await scenario(label("reserve+confirm (pairs)"), urls, reserveConfirm(counter), 2));
       rows.push(await scenario(label("balance read"), urls, balanceRead));
       if (processes > 1) continue;
@@ -253,6 +282,7 @@ async function main(): Promise<void> {
       writes.add += w.add;
       writes.deduct += w.deduct;
       writes.confirm += w.confirm;
+      writes.batch += w.batch;
       writes.failedTransactions += w.failedTransactions;
     }
   } finally {
@@ -298,14 +328,17 @@ async function main(): Promise<void> {
   // Successful writes as the service counted its 200 answers (ledger_http_requests_total): the
   // client's own count misses requests still in flight when autocannon stops, which the
   // service did commit and answer. pgbench's committed transactions add their own rows.
-  const expectedRows = writes.add + writes.deduct + writes.confirm + pgbenchRows;
+  // Every batch commits all its deductions (the accounts hold far more than the run spends);
+  // one that did not is counted in `batches.incomplete` and fails the run.
+  const batchRows = writes.batch * BATCH_SIZE;
+  const expectedRows = writes.add + writes.deduct + writes.confirm + batchRows + pgbenchRows;
   const n = (await ledgerFacts(database.url)).rows;
   const rowsMatch = n === expectedRows;
   process.stdout.write(
     `write transactions that did not commit (retried conflicts and 503s): ${writes.failedTransactions}\n`,
   );
   process.stdout.write(
-    `ledger rows ${n}, successful writes ${expectedRows} (${writes.add} adds + ${writes.deduct} deducts + ${writes.confirm} confirms answered 200${pgbenchRows ? ` + ${pgbenchRows} pgbench deductions` : ""}): ${rowsMatch ? "equal" : "MISMATCH"}\n`,
+    `ledger rows ${n}, successful writes ${expectedRows} (${writes.add} adds + ${writes.deduct} deducts + ${writes.confirm} confirms + ${batchRows} batch deductions answered 200${pgbenchRows ? ` + ${pgbenchRows} pgbench deductions` : ""}): ${rowsMatch ? "equal" : "MISMATCH"}\n`,
   );
   const outDir = here("../../bench-results");
   mkdirSync(outDir, { recursive: true });
@@ -327,7 +360,10 @@ async function main(): Promise<void> {
   process.stdout.write(`results: ${file}\n`);
   await database.drop();
   rmSync(dir, { recursive: true, force: true });
-  if (verify.status !== 0 || !rowsMatch) process.exitCode = 1;
+  if (batches.incomplete > 0) {
+    process.stdout.write(`batches that did not commit every deduction: ${batches.incomplete}\n`);
+  }
+  if (verify.status !== 0 || !rowsMatch || batches.incomplete > 0) process.exitCode = 1;
 }
 
 main().catch((err) => {

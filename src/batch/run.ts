@@ -179,7 +179,17 @@ function answer(atomic: boolean, results: OperationResult[]): BatchAnswer {
 }
 
 /**
- * Runs the batch as one unit of the write path (see the module comment).
+ * Thrown out of an independent batch's first pass, which runs without savepoints, when an
+ * operation fails: that pass rolls back whole and the batch runs again with a savepoint per
+ * operation.
+ */
+class NeedsSavepoints extends Error {}
+
+/**
+ * Runs the batch as one unit of the write path (see the module comment). An independent batch
+ * first runs without a savepoint per operation (two statements fewer each): when every
+ * operation succeeds that pass commits; when one fails it rolls back whole and the batch runs
+ * again with savepoints, so that only the failures roll back.
  * @returns the answer, or the stored answer of the batch's own Idempotency-Key
  * @throws what the write path throws for the whole unit (503 when the database cannot write
  *   or be reached, or when conflicts outlasted the retries); nothing of the batch is kept then
@@ -190,26 +200,37 @@ export async function runBatch(
   ops: Prepared[],
 ): Promise<BatchAnswer | ReplayedBatch> {
   try {
-    return await ctx.queue.run(async (trx, nowMs) => {
-      if (ctx.keyed) {
-        const stored = await findStored(trx, nowMs, ctx.keyed);
-        if (stored !== null) return { replayed: true as const, text: stored };
-      }
-      const refs = ops.flatMap((op) => ("refs" in op ? op.refs : []));
-      await lockBatchAccounts(trx, ctx.projectId, refs);
-      const results = atomic
-        ? await runAtomic(trx, nowMs, ops)
-        : await runIndependent(trx, nowMs, ops, ctx.logger);
-      const done = answer(atomic, results);
-      if (ctx.keyed && results.every((r) => r.status === 200)) {
-        await storeAnswer(trx, nowMs, ctx.keyed, stringifyJson(done));
-      }
-      return done;
-    });
+    return await runPass(ctx, atomic, ops, false);
   } catch (err) {
     if (err instanceof BatchAborted) return aborted(ops.length, err, ctx.logger);
+    if (err instanceof NeedsSavepoints) return runPass(ctx, atomic, ops, true);
     throw err;
   }
+}
+
+/** One pass of the batch in one unit: `savepoints` for the independent batch's second pass. */
+function runPass(
+  ctx: BatchContext,
+  atomic: boolean,
+  ops: Prepared[],
+  savepoints: boolean,
+): Promise<BatchAnswer | ReplayedBatch> {
+  return ctx.queue.run(async (trx, nowMs) => {
+    if (ctx.keyed) {
+      const stored = await findStored(trx, nowMs, ctx.keyed);
+      if (stored !== null) return { replayed: true as const, text: stored };
+    }
+    const refs = ops.flatMap((op) => ("refs" in op ? op.refs : []));
+    await lockBatchAccounts(trx, ctx.projectId, refs);
+    const results = atomic
+      ? await runAtomic(trx, nowMs, ops)
+      : await runIndependent(trx, nowMs, ops, ctx.logger, savepoints);
+    const done = answer(atomic, results);
+    if (ctx.keyed && results.every((r) => r.status === 200)) {
+      await storeAnswer(trx, nowMs, ctx.keyed, stringifyJson(done));
+    }
+    return done;
+  });
 }
 
 /** Each operation in order, stopping the unit at the first failure (`BatchAborted`). */
@@ -235,18 +256,31 @@ async function runAtomic(
   return results;
 }
 
-/** Each operation in its own savepoint: a failure rolls back that operation alone. */
+/**
+ * Each operation in its own savepoint, so that a failure rolls back that operation alone; or,
+ * without `savepoints`, each as it is, a failure ending the pass (`NeedsSavepoints`).
+ */
 async function runIndependent(
   trx: Transaction<DB>,
   nowMs: number,
   ops: Prepared[],
   logger: Logger,
+  savepoints: boolean,
 ): Promise<OperationResult[]> {
   const results: OperationResult[] = [];
   for (const op of ops) {
     if ("error" in op) {
       results.push(failed(op.index, op.error, logger));
       continue;
+    }
+    if (!savepoints) {
+      try {
+        results.push({ index: op.index, status: 200, ...(await runOperation(trx, nowMs, op)) });
+        continue;
+      } catch (error) {
+        if (endsUnit(error)) throw error;
+        throw new NeedsSavepoints();
+      }
     }
     const outcome = await inSavepoint(trx, "batch_op", () => runOperation(trx, nowMs, op));
     if (outcome.ok) {
