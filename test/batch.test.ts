@@ -316,6 +316,51 @@ describe("batches", () => {
     expect(await balanceOf("max")).toBe(4.25);
   });
 
+  it("is described as a union discriminated by path, which the typed client checks", async () => {
+    const doc = (await t.api("GET", "/openapi.json", { key: null })).body as {
+      paths: Record<string, { post?: { operationId?: string; requestBody?: unknown } }>;
+      components: { schemas: Record<string, { properties?: Record<string, unknown> }> };
+    };
+    expect(doc.paths["/v1/batch"]?.post?.operationId).toBe("runBatch");
+    const operations = doc.components.schemas.BatchRequest?.properties?.operations as {
+      items: {
+        discriminator: { propertyName: string };
+        oneOf: { properties: { path: { enum: string[] }; body: { $ref: string } } }[];
+      };
+    };
+    expect(operations.items.discriminator.propertyName).toBe("path");
+    const byPath = Object.fromEntries(
+      operations.items.oneOf.map((o) => [o.properties.path.enum[0], o.properties.body.$ref]),
+    );
+    expect(byPath).toEqual({
+      "/v1/accounts/create": "#/components/schemas/CreateAccountRequest",
+      "/v1/accounts/update": "#/components/schemas/UpdateAccountRequest",
+      "/v1/accounts/credits/add": "#/components/schemas/AddCreditsRequest",
+      "/v1/accounts/credits/deduct": "#/components/schemas/DeductCreditsRequest",
+      "/v1/transactions/create": "#/components/schemas/CreateTransactionRequest",
+      "/v1/reservations/create": "#/components/schemas/CreateReservationRequest",
+      "/v1/reservations/confirm": "#/components/schemas/ConfirmReservationRequest",
+      "/v1/reservations/cancel": "#/components/schemas/CancelReservationRequest",
+      "/v1/usage/record": "#/components/schemas/RecordUsageRequest",
+    });
+
+    await fundedAccount(t, "typed", 3);
+    const client = t.clientFor(t.key, base);
+    const { data } = await client.POST("/v1/batch", {
+      body: { operations: [{ path: DEDUCT, body: { accountId: "typed", amount: 1 } }] },
+    });
+    expect(data?.results[0]?.status).toBe(200);
+    expect(data?.committed).toBe(1);
+    const wrong = () =>
+      client.POST("/v1/batch", {
+        body: {
+          // @ts-expect-error: a deduction's body has no externalId and needs accountId and amount
+          operations: [{ path: DEDUCT, body: { externalId: "typed" } }],
+        },
+      });
+    expect(typeof wrong).toBe("function");
+  });
+
   it("never double-spends under 10 concurrent batches on one account", async () => {
     await fundedAccount(t, "hot", 100);
     const deductions = (n: number) =>

@@ -51,6 +51,7 @@ const SPEC_ROUTES: [method: "get" | "post", path: string][] = [
   ["get", "/v1/webhooks"],
   ["post", "/v1/webhooks/delete"],
   ["get", "/v1/webhooks/deliveries"],
+  ["post", "/v1/batch"],
 ];
 
 /** The routes outside /v1 that the document describes (no API key). */
@@ -340,6 +341,7 @@ describe("GET /openapi.json", () => {
       "post /v1/reservations/confirm": "confirmReservation",
       "get /v1/transactions": "listTransactions",
       "post /v1/usage/record": "recordUsage",
+      "post /v1/batch": "runBatch",
       "get /health": "getHealth",
       "get /ready": "getReadiness",
     });

@@ -94,17 +94,19 @@ export const batchBody = z
     }),
     operations: z
       .array(
-        z.discriminatedUnion("path", [
-          operationOf(accountRoutes.create),
-          operationOf(accountRoutes.update),
-          operationOf(ledgerRoutes.add),
-          operationOf(ledgerRoutes.deduct),
-          operationOf(transactionRoutes.create),
-          operationOf(reservationRoutes.create),
-          operationOf(reservationRoutes.confirm),
-          operationOf(reservationRoutes.cancel),
-          operationOf(usageRoutes.record),
-        ]),
+        z
+          .discriminatedUnion("path", [
+            operationOf(accountRoutes.create),
+            operationOf(accountRoutes.update),
+            operationOf(ledgerRoutes.add),
+            operationOf(ledgerRoutes.deduct),
+            operationOf(transactionRoutes.create),
+            operationOf(reservationRoutes.create),
+            operationOf(reservationRoutes.confirm),
+            operationOf(reservationRoutes.cancel),
+            operationOf(usageRoutes.record),
+          ])
+          .openapi({ discriminator: { propertyName: "path" } }),
       )
       .min(1)
       .max(MAX_BATCH_OPERATIONS),
