@@ -86,6 +86,7 @@ async function drive(
   requests: Requests,
   seconds: number,
   connections = CONNECTIONS,
+  timeoutSeconds = 10,
 ) {
   const runs = await Promise.all(
     urls.map((url) =>
@@ -93,6 +94,7 @@ async function drive(
         url,
         connections: Math.ceil(connections / urls.length),
         duration: seconds,
+        timeout: timeoutSeconds,
         headers: { "X-API-Key": apiKey, "Content-Type": "application/json" },
         requests,
       }),
@@ -119,20 +121,20 @@ function pipelines(): number {
 /**
  * Runs a warm-up and a measured run; `perOp` divides req/s for multi-request scenarios, and
  * `opsPerRequest` multiplies it for batches (the row's rate is then operations per second);
- * `connections` replaces the 50.
+ * `connections` replaces the 50, `timeoutSeconds` autocannon's 10 s per request.
  */
 async function scenario(
   name: string,
   target: string | string[],
   requests: Requests,
   perOp = 1,
-  options: { opsPerRequest?: number; connections?: number } = {},
+  options: { opsPerRequest?: number; connections?: number; timeoutSeconds?: number } = {},
 ): Promise<Row> {
   const urls = typeof target === "string" ? [target] : target;
   const pipelinesBefore = pipelines();
-  const { opsPerRequest = 1, connections = CONNECTIONS } = options;
-  const warm = await drive(urls, requests, WARMUP_SECONDS, connections);
-  const r = await drive(urls, requests, SECONDS, connections);
+  const { opsPerRequest = 1, connections = CONNECTIONS, timeoutSeconds } = options;
+  const warm = await drive(urls, requests, WARMUP_SECONDS, connections, timeoutSeconds);
+  const r = await drive(urls, requests, SECONDS, connections, timeoutSeconds);
   const row = {
     scenario: name,
     reqPerSec: Math.round((r.reqPerSec * opsPerRequest) / perOp),
@@ -175,6 +177,21 @@ async function acknowledgedWrites(base: string) {
     batch: count("/v1/batch"),
     failedTransactions: failed ? Number(failed.split(" ").at(-1)) : 0,
   };
+}
+
+/** Waits until no service of `urls` has a write waiting or running (`ledger_write_queue_depth`). */
+async function writesIdle(urls: string[]): Promise<void> {
+  for (;;) {
+    const depths = await Promise.all(
+      urls.map(async (base) => {
+        const text = await (await fetch(`${base}/metrics`)).text();
+        const line = text.split("\n").find((l) => l.startsWith("ledger_write_queue_depth "));
+        return line ? Number(line.split(" ").at(-1)) : 0;
+      }),
+    );
+    if (depths.every((d) => d === 0)) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 /**
@@ -267,9 +284,13 @@ async function main(): Promise<void> {
             {
               opsPerRequest: BATCH_SIZE,
               connections: 4,
+              timeoutSeconds: 60,
             },
           ),
         );
+        // Batches the run stopped waiting for still hold the writer (SQLite) or their accounts'
+        // locks (PostgreSQL): the next scenario starts once the service has finished them.
+        await writesIdle(urls);
       }
       rows.push(await scenario(label("reserve+confirm (pairs)"), urls, reserveConfirm(counter), 2));
       rows.push(await scenario(label("balance read"), urls, balanceRead));

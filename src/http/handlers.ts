@@ -119,6 +119,7 @@ function bodySchemaOf(route: RouteConfig): z.ZodType {
   return schema;
 }
 
+/** Records `route` with its unit and options as a `WriteOperation` of `app` (`writeRoute`). */
 function registerOperation<R extends RouteConfig>(
   app: App,
   route: R,
