@@ -33,6 +33,7 @@ import {
   BATCH_SIZE,
   balanceRead,
   batchDeduct,
+  cpuOf,
   deduct,
   fund,
   type Requests,
@@ -73,7 +74,12 @@ interface Row {
   errors: number;
   ok: number;
   ofCeiling?: number;
+  /** CPU the service processes spent per operation in the measured run, in µs. */
+  serviceCpuUsPerOp?: number;
 }
+
+/** The service processes' pids, whose CPU each scenario's row reports. */
+const servicePids: number[] = [];
 
 const json = (body: unknown) => JSON.stringify(body);
 
@@ -134,7 +140,10 @@ async function scenario(
   const pipelinesBefore = pipelines();
   const { opsPerRequest = 1, connections = CONNECTIONS, timeoutSeconds } = options;
   const warm = await drive(urls, requests, WARMUP_SECONDS, connections, timeoutSeconds);
+  const cpuBefore = servicePids.reduce((sum, pid) => sum + cpuOf(pid), 0);
   const r = await drive(urls, requests, SECONDS, connections, timeoutSeconds);
+  const cpuSeconds = servicePids.reduce((sum, pid) => sum + cpuOf(pid), 0) - cpuBefore;
+  const ops = (r.ok * opsPerRequest) / perOp;
   const row = {
     scenario: name,
     reqPerSec: Math.round((r.reqPerSec * opsPerRequest) / perOp),
@@ -142,6 +151,9 @@ async function scenario(
     p99Ms: r.p99Ms,
     errors: r.errors,
     ok: r.ok + warm.ok,
+    ...(name.startsWith("ceiling") || ops === 0
+      ? {}
+      : { serviceCpuUsPerOp: Math.round((cpuSeconds * 1e6) / ops) }),
     ...(ENGINE === "libsql" && !name.startsWith("ceiling")
       ? { roundTrips: Math.round(((pipelines() - pipelinesBefore) / (r.ok + warm.ok)) * 10) / 10 }
       : {}),
@@ -254,7 +266,12 @@ async function main(): Promise<void> {
     LEDGER_BOOTSTRAP_API_KEY: apiKey,
     LOG_LEVEL: "warn",
   };
-  const services = [await start([cli, "serve"], env)];
+  const track = (service: { proc: { pid?: number | undefined } }) => {
+    if (service.proc.pid !== undefined) servicePids.push(service.proc.pid);
+  };
+  const first = await start([cli, "serve"], env);
+  track(first);
+  const services = [first];
   const baseOf = (s: { port: number }) => `http://127.0.0.1:${s.port}`;
   const rows: Row[] = [];
   const counter = { confirmed: 0 };
@@ -270,7 +287,11 @@ async function main(): Promise<void> {
     );
     rows.push(ceilingRow);
     for (const processes of ENGINE === "postgres" ? [1, 2] : [1]) {
-      while (services.length < processes) services.push(await start([cli, "serve"], env));
+      while (services.length < processes) {
+        const service = await start([cli, "serve"], env);
+        services.push(service);
+        track(service);
+      }
       const urls = services.map(baseOf);
       const label = (name: string) => (ENGINE === "postgres" ? `${name}, ${processes} proc` : name);
       rows.push(await scenario(label("deduct"), urls, deduct));
@@ -337,11 +358,11 @@ async function main(): Promise<void> {
   for (const row of rows)
     row.ofCeiling = Math.round((row.reqPerSec / (rows[0]?.reqPerSec ?? 1)) * 1000) / 1000;
   console.log(
-    `\n${ENGINE}: scenario${" ".repeat(24 - ENGINE.length)} req/s     p50 ms  p99 ms  errors  of ceiling`,
+    `\n${ENGINE}: scenario${" ".repeat(24 - ENGINE.length)} req/s     p50 ms  p99 ms  errors  of ceiling  svc CPU µs/op`,
   );
   for (const r of rows) {
     console.log(
-      `${r.scenario.padEnd(32)} ${String(r.reqPerSec).padStart(7)} ${String(r.p50Ms).padStart(9)} ${String(r.p99Ms).padStart(7)} ${String(r.errors).padStart(7)} ${String(r.ofCeiling).padStart(11)}${r.roundTrips === undefined ? "" : `  ${r.roundTrips} round trips`}`,
+      `${r.scenario.padEnd(32)} ${String(r.reqPerSec).padStart(7)} ${String(r.p50Ms).padStart(9)} ${String(r.p99Ms).padStart(7)} ${String(r.errors).padStart(7)} ${String(r.ofCeiling).padStart(11)}${String(r.serviceCpuUsPerOp ?? "").padStart(15)}${r.roundTrips === undefined ? "" : `  ${r.roundTrips} round trips`}`,
     );
   }
   const verify = spawnSync(process.execPath, [cli, "verify"], { env, encoding: "utf8" });
