@@ -30,7 +30,10 @@ import LibsqlDatabase from "libsql";
 import pg from "pg";
 import {
   ACCOUNTS,
+  BATCH_SIZE,
   balanceRead,
+  batchDeduct,
+  cpuOf,
   deduct,
   fund,
   type Requests,
@@ -73,7 +76,12 @@ interface Row {
   errors: number;
   ok: number;
   ofCeiling?: number;
+  /** CPU the service processes spent per operation in the measured run, in µs. */
+  serviceCpuUsPerOp?: number;
 }
+
+/** The service processes' pids, whose CPU each scenario's row reports. */
+const servicePids: number[] = [];
 
 const json = (body: unknown) => JSON.stringify(body);
 
@@ -81,13 +89,20 @@ const json = (body: unknown) => JSON.stringify(body);
  * Drives every URL at once for `seconds`, the connections split between them.
  * @returns req/s summed, the worst p50 and p99 of them, errors and 2xx answers summed
  */
-async function drive(urls: string[], requests: Requests, seconds: number) {
+async function drive(
+  urls: string[],
+  requests: Requests,
+  seconds: number,
+  connections = CONNECTIONS,
+  timeoutSeconds = 10,
+) {
   const runs = await Promise.all(
     urls.map((url) =>
       autocannon({
         url,
-        connections: Math.ceil(CONNECTIONS / urls.length),
+        connections: Math.ceil(connections / urls.length),
         duration: seconds,
+        timeout: timeoutSeconds,
         headers: { "X-API-Key": apiKey, "Content-Type": "application/json" },
         requests,
       }),
@@ -111,24 +126,36 @@ function pipelines(): number {
     .filter((l) => l.includes('"pipeline"')).length;
 }
 
-/** Runs a warm-up and a measured run; `perOp` divides req/s for multi-request scenarios. */
+/**
+ * Runs a warm-up and a measured run; `perOp` divides req/s for multi-request scenarios, and
+ * `opsPerRequest` multiplies it for batches (the row's rate is then operations per second);
+ * `connections` replaces the 50, `timeoutSeconds` autocannon's 10 s per request.
+ */
 async function scenario(
   name: string,
   target: string | string[],
   requests: Requests,
   perOp = 1,
+  options: { opsPerRequest?: number; connections?: number; timeoutSeconds?: number } = {},
 ): Promise<Row> {
   const urls = typeof target === "string" ? [target] : target;
   const pipelinesBefore = pipelines();
-  const warm = await drive(urls, requests, WARMUP_SECONDS);
-  const r = await drive(urls, requests, SECONDS);
+  const { opsPerRequest = 1, connections = CONNECTIONS, timeoutSeconds } = options;
+  const warm = await drive(urls, requests, WARMUP_SECONDS, connections, timeoutSeconds);
+  const cpuBefore = servicePids.reduce((sum, pid) => sum + cpuOf(pid), 0);
+  const r = await drive(urls, requests, SECONDS, connections, timeoutSeconds);
+  const cpuSeconds = servicePids.reduce((sum, pid) => sum + cpuOf(pid), 0) - cpuBefore;
+  const ops = (r.ok * opsPerRequest) / perOp;
   const row = {
     scenario: name,
-    reqPerSec: Math.round(r.reqPerSec / perOp),
+    reqPerSec: Math.round((r.reqPerSec * opsPerRequest) / perOp),
     p50Ms: r.p50Ms,
     p99Ms: r.p99Ms,
     errors: r.errors,
     ok: r.ok + warm.ok,
+    ...(name.startsWith("ceiling") || ops === 0
+      ? {}
+      : { serviceCpuUsPerOp: Math.round((cpuSeconds * 1e6) / ops) }),
     ...(ENGINE === "libsql" && !name.startsWith("ceiling")
       ? { roundTrips: Math.round(((pipelines() - pipelinesBefore) / (r.ok + warm.ok)) * 10) / 10 }
       : {}),
@@ -162,8 +189,24 @@ async function acknowledgedWrites(base: string) {
     deduct: count("/v1/accounts/credits/deduct"),
     confirm: count("/v1/reservations/confirm"),
     usage: count("/v1/usage/record"),
+    batch: count("/v1/batch"),
     failedTransactions: failed ? Number(failed.split(" ").at(-1)) : 0,
   };
+}
+
+/** Waits until no service of `urls` has a write waiting or running (`ledger_write_queue_depth`). */
+async function writesIdle(urls: string[]): Promise<void> {
+  for (;;) {
+    const depths = await Promise.all(
+      urls.map(async (base) => {
+        const text = await (await fetch(`${base}/metrics`)).text();
+        const line = text.split("\n").find((l) => l.startsWith("ledger_write_queue_depth "));
+        return line ? Number(line.split(" ").at(-1)) : 0;
+      }),
+    );
+    if (depths.every((d) => d === 0)) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 /**
@@ -253,11 +296,17 @@ async function main(): Promise<void> {
     LEDGER_BOOTSTRAP_API_KEY: apiKey,
     LOG_LEVEL: "warn",
   };
-  const services = [await start([cli, "serve"], env)];
+  const track = (service: { proc: { pid?: number | undefined } }) => {
+    if (service.proc.pid !== undefined) servicePids.push(service.proc.pid);
+  };
+  const first = await start([cli, "serve"], env);
+  track(first);
+  const services = [first];
   const baseOf = (s: { port: number }) => `http://127.0.0.1:${s.port}`;
   const rows: Row[] = [];
   const counter = { confirmed: 0 };
-  const writes = { add: 0, deduct: 0, confirm: 0, usage: 0, failedTransactions: 0 };
+  const writes = { add: 0, deduct: 0, confirm: 0, usage: 0, batch: 0, failedTransactions: 0 };
+  const batches = { incomplete: 0 };
   try {
     process.stdout.write(`funding ${ACCOUNTS} accounts (${ENGINE})...\n`);
     await fund(baseOf(services[0] as { port: number }), apiKey);
@@ -269,7 +318,11 @@ async function main(): Promise<void> {
     );
     rows.push(ceilingRow);
     for (const processes of ENGINE === "postgres" ? [1, 2] : [1]) {
-      while (services.length < processes) services.push(await start([cli, "serve"], env));
+      while (services.length < processes) {
+        const service = await start([cli, "serve"], env);
+        services.push(service);
+        track(service);
+      }
       const urls = services.map(baseOf);
       const label = (name: string) => (ENGINE === "postgres" ? `${name}, ${processes} proc` : name);
       const deducted = await scenario(label("deduct"), urls, deduct);
@@ -278,6 +331,24 @@ async function main(): Promise<void> {
       process.stdout.write(
         `  usage+deduct / deduct: ${(charged.reqPerSec / deducted.reqPerSec).toFixed(2)}\n`,
       );
+      if (processes === 1) {
+        rows.push(
+          await scenario(
+            label(`batch of ${BATCH_SIZE} deducts, 4 conn`),
+            urls,
+            batchDeduct(batches),
+            1,
+            {
+              opsPerRequest: BATCH_SIZE,
+              connections: 4,
+              timeoutSeconds: 60,
+            },
+          ),
+        );
+        // Batches the run stopped waiting for still hold the writer (SQLite) or their accounts'
+        // locks (PostgreSQL): the next scenario starts once the service has finished them.
+        await writesIdle(urls);
+      }
       rows.push(await scenario(label("reserve+confirm (pairs)"), urls, reserveConfirm(counter), 2));
       rows.push(await scenario(label("balance read"), urls, balanceRead));
       if (processes > 1) continue;
@@ -290,6 +361,7 @@ async function main(): Promise<void> {
       writes.deduct += w.deduct;
       writes.confirm += w.confirm;
       writes.usage += w.usage;
+      writes.batch += w.batch;
       writes.failedTransactions += w.failedTransactions;
     }
   } finally {
@@ -323,11 +395,11 @@ async function main(): Promise<void> {
   for (const row of rows)
     row.ofCeiling = Math.round((row.reqPerSec / (rows[0]?.reqPerSec ?? 1)) * 1000) / 1000;
   console.log(
-    `\n${ENGINE}: scenario${" ".repeat(24 - ENGINE.length)} req/s     p50 ms  p99 ms  errors  of ceiling`,
+    `\n${ENGINE}: scenario${" ".repeat(24 - ENGINE.length)} req/s     p50 ms  p99 ms  errors  of ceiling  svc CPU µs/op`,
   );
   for (const r of rows) {
     console.log(
-      `${r.scenario.padEnd(32)} ${String(r.reqPerSec).padStart(7)} ${String(r.p50Ms).padStart(9)} ${String(r.p99Ms).padStart(7)} ${String(r.errors).padStart(7)} ${String(r.ofCeiling).padStart(11)}${r.roundTrips === undefined ? "" : `  ${r.roundTrips} round trips`}`,
+      `${r.scenario.padEnd(32)} ${String(r.reqPerSec).padStart(7)} ${String(r.p50Ms).padStart(9)} ${String(r.p99Ms).padStart(7)} ${String(r.errors).padStart(7)} ${String(r.ofCeiling).padStart(11)}${String(r.serviceCpuUsPerOp ?? "").padStart(15)}${r.roundTrips === undefined ? "" : `  ${r.roundTrips} round trips`}`,
     );
   }
   const verify = spawnSync(process.execPath, [cli, "verify"], { env, encoding: "utf8" });
@@ -336,17 +408,20 @@ async function main(): Promise<void> {
   // client's own count misses requests still in flight when autocannon stops, which the
   // service did commit and answer. pgbench's committed transactions add their own rows, and
   // each usage record charged with deduct: true its debit (the bench's other usage records
-  // name no transaction); every usage record answered 200 must be stored.
+  // name no transaction); every usage record answered 200 must be stored. Every batch commits
+  // all its deductions (the accounts hold far more than the run spends); one that did not is
+  // counted in `batches.incomplete` and fails the run.
   const facts = await ledgerFacts(database.url);
+  const batchRows = writes.batch * BATCH_SIZE;
   const expectedRows =
-    writes.add + writes.deduct + writes.confirm + facts.chargedRecords + pgbenchRows;
+    writes.add + writes.deduct + writes.confirm + facts.chargedRecords + batchRows + pgbenchRows;
   const n = facts.rows;
   const rowsMatch = n === expectedRows && facts.usageRecords === writes.usage;
   process.stdout.write(
     `write transactions that did not commit (retried conflicts and 503s): ${writes.failedTransactions}\n`,
   );
   process.stdout.write(
-    `ledger rows ${n}, successful writes ${expectedRows} (${writes.add} adds + ${writes.deduct} deducts + ${writes.confirm} confirms answered 200 + ${facts.chargedRecords} charged usage records${pgbenchRows ? ` + ${pgbenchRows} pgbench deductions` : ""}); usage records ${facts.usageRecords}, answered 200 ${writes.usage}: ${rowsMatch ? "equal" : "MISMATCH"}\n`,
+    `ledger rows ${n}, successful writes ${expectedRows} (${writes.add} adds + ${writes.deduct} deducts + ${writes.confirm} confirms answered 200 + ${facts.chargedRecords} charged usage records + ${batchRows} batch deductions${pgbenchRows ? ` + ${pgbenchRows} pgbench deductions` : ""}); usage records ${facts.usageRecords}, answered 200 ${writes.usage}: ${rowsMatch ? "equal" : "MISMATCH"}\n`,
   );
   const outDir = here("../../bench-results");
   mkdirSync(outDir, { recursive: true });
@@ -368,7 +443,10 @@ async function main(): Promise<void> {
   process.stdout.write(`results: ${file}\n`);
   await database.drop();
   rmSync(dir, { recursive: true, force: true });
-  if (verify.status !== 0 || !rowsMatch) process.exitCode = 1;
+  if (batches.incomplete > 0) {
+    process.stdout.write(`batches that did not commit every deduction: ${batches.incomplete}\n`);
+  }
+  if (verify.status !== 0 || !rowsMatch || batches.incomplete > 0) process.exitCode = 1;
 }
 
 main().catch((err) => {

@@ -9,9 +9,11 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
 import { matchedRoutes } from "hono/route";
 import { registerAccountRoutes } from "./accounts/routes.ts";
+import { registerBatchRoutes } from "./batch/routes.ts";
+import { BATCH_BODY_LIMIT_BYTES } from "./batch/schemas.ts";
 import { registerConsole } from "./console/routes.ts";
 import { describeDatabaseError } from "./db/storage-errors.ts";
-import { ApiError, errorResponse, validationHook } from "./errors.ts";
+import { ApiError, errorResponse } from "./errors.ts";
 import { registerEventWebhooks } from "./event-webhooks.ts";
 import { requireApiKey } from "./http/auth.ts";
 import { jsonBodyChecks } from "./http/body.ts";
@@ -21,6 +23,7 @@ import { exactJsonResponses } from "./http/json.ts";
 import { unmatchedRequest } from "./http/method-not-allowed.ts";
 import { nodeOutgoing } from "./http/node-env.ts";
 import { registerProbes } from "./http/probes.ts";
+import { validationHook } from "./http/strict-input.ts";
 import { registerLedgerRoutes } from "./ledger/routes.ts";
 import { registerModelRoutes } from "./models/routes.ts";
 import { registerPlanRoutes } from "./plans/routes.ts";
@@ -146,7 +149,11 @@ export function createApp(deps: AppDeps): App {
   registerDocs(app);
   registerConsole(app);
   app.use("/v1/*", requireApiKey(deps.db.read));
-  app.use("/v1/*", jsonBodyChecks(deps.config.BODY_LIMIT_BYTES));
+  const batchLimit = Math.max(BATCH_BODY_LIMIT_BYTES, deps.config.BODY_LIMIT_BYTES);
+  app.use(
+    "/v1/*",
+    jsonBodyChecks(deps.config.BODY_LIMIT_BYTES, new Map([["/v1/batch", batchLimit]])),
+  );
   registerProjectRoutes(app, deps);
   registerAccountRoutes(app, deps);
   registerLedgerRoutes(app, deps);
@@ -156,6 +163,8 @@ export function createApp(deps: AppDeps): App {
   registerUsageRoutes(app, deps);
   registerModelRoutes(app, deps);
   registerWebhookRoutes(app, deps);
+  // After the write routes: a batch runs the ones they registered.
+  registerBatchRoutes(app, deps);
   registerEventWebhooks(app);
   app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", {
     type: "apiKey",

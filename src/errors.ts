@@ -6,7 +6,6 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ZodError } from "zod";
-import { declaredPart, isMissing, unknownFields } from "./http/strict-input.ts";
 
 /** Every error code with its HTTP status (docs/api.md#errors). */
 export const ERROR_STATUS = {
@@ -28,6 +27,7 @@ export const ERROR_STATUS = {
   ACCOUNT_PLAN_NOT_ACTIVE: 409,
   BALANCE_LIMIT_EXCEEDED: 409,
   IDEMPOTENCY_KEY_REUSED: 409,
+  BATCH_ABORTED: 409,
   WEBHOOK_LIMIT_REACHED: 409,
   DELIVERY_NOT_FAILED: 409,
   METHOD_NOT_ALLOWED: 405,
@@ -112,24 +112,6 @@ export function validationError(
   const first = issues[0];
   const message = first ? `Invalid ${first.path}: ${first.message}` : "Invalid request";
   return new ApiError("VALIDATION_ERROR", message, issues);
-}
-
-/**
- * The zod-openapi default hook: a failed validation, or a field or parameter the route does not
- * define (src/http/strict-input.ts), becomes a 400 in the API's error format.
- */
-export async function validationHook(
-  result: { target: string } & ({ success: true } | { success: false; error: ZodError }),
-  c: Context,
-): Promise<Response | undefined> {
-  const part = await declaredPart(c, result.target);
-  const unknown = part ? unknownFields(part.shape, part.value) : [];
-  if (result.success && unknown.length === 0) return undefined;
-  const missing = (path: readonly PropertyKey[]) =>
-    part !== undefined && isMissing(part.shape, part.value, path);
-  const target = result.target === "json" ? "body" : result.target;
-  const err = validationError(target, result.success ? undefined : result.error, unknown, missing);
-  return c.json(err.toBody(), err.status);
 }
 
 /**

@@ -59,6 +59,7 @@ const SPEC_ROUTES: [method: "get" | "post", path: string][] = [
   ["post", "/v1/webhooks/rotate-secret"],
   ["post", "/v1/webhooks/test"],
   ["post", "/v1/webhooks/deliveries/retry"],
+  ["post", "/v1/batch"],
 ];
 
 /** The export routes (docs/api.md#exports): a file instead of a JSON body. */
@@ -364,6 +365,7 @@ describe("GET /openapi.json", () => {
       "get /v1/transactions/export": "exportTransactions",
       "get /v1/usage/export": "exportUsage",
       "post /v1/usage/record": "recordUsage",
+      "post /v1/batch": "runBatch",
       "get /health": "getHealth",
       "get /ready": "getReadiness",
       "post /v1/webhooks/update": "updateWebhook",

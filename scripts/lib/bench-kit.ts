@@ -104,6 +104,37 @@ export const deduct: Requests = [
   },
 ];
 
+/** Deductions in one batch of the batch scenario. */
+export const BATCH_SIZE = 1000;
+/** Accounts the batch scenario spreads its deductions over. */
+const BATCH_ACCOUNTS = 100;
+
+/**
+ * A batch (`POST /v1/batch`) of BATCH_SIZE deductions of 0.5 credits over the first 100 bench
+ * accounts, each drawn at random; a 200 whose `committed` is not BATCH_SIZE, or any other
+ * answer, counts in `count.incomplete`.
+ */
+export function batchDeduct(count: { incomplete: number }): Requests {
+  return [
+    {
+      method: "POST",
+      path: "/v1/batch",
+      setupRequest: (req) => {
+        const operations = Array.from({ length: BATCH_SIZE }, () => ({
+          path: "/v1/accounts/credits/deduct",
+          body: { accountId: `bench-${Math.floor(Math.random() * BATCH_ACCOUNTS)}`, amount: 0.5 },
+        }));
+        return { ...req, body: json({ operations }) };
+      },
+      onResponse: (status, body) => {
+        const committed =
+          status === 200 ? (JSON.parse(body) as { committed?: number }).committed : 0;
+        if (committed !== BATCH_SIZE) count.incomplete++;
+      },
+    },
+  ];
+}
+
 /** A hold of 2 credits, then its confirm at 1.5; `counter.confirmed` counts the confirms. */
 export function reserveConfirm(counter: { confirmed: number }): Requests {
   return [

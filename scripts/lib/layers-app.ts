@@ -26,10 +26,10 @@ import { balanceView } from "../../src/accounts/service.ts";
 import { observe, requestId } from "../../src/app.ts";
 import { loadConfig } from "../../src/config.ts";
 import { filePathOf } from "../../src/db/client.ts";
-import { validationHook } from "../../src/errors.ts";
 import { requireApiKey } from "../../src/http/auth.ts";
 import type { AppEnv } from "../../src/http/context.ts";
 import { exactJsonResponses } from "../../src/http/json.ts";
+import { validationHook } from "../../src/http/strict-input.ts";
 import { openLedger } from "../../src/runtime.ts";
 
 const layers = new Set((process.env.LAYERS ?? "").split(",").filter(Boolean));

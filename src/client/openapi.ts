@@ -802,6 +802,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run many write operations in one request
+         * @description Runs 1 to 1,000 operations of the write routes in array order, each validated and executed exactly as its route would with `idempotencyKey` as its Idempotency-Key; an operation sees the effects of those before it. `results` holds each operation's own status and body. With `atomic: true` all commit together or none does: the failing operation answers its error and every other one 409 `BATCH_ABORTED`. A malformed batch is a 400 and nothing runs. The body may be up to 1 MiB.
+         */
+        post: operations["runBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "balance.low": {
@@ -2342,6 +2362,117 @@ export interface components {
         RetryDeliveryRequest: {
             /** @example whd_01M7YKQ4A0T6S9C2H4Q7ZV1N8K */
             deliveryId: string;
+        };
+        /**
+         * @example {
+         *       "atomic": false,
+         *       "operations": [
+         *         {
+         *           "path": "/v1/accounts/create",
+         *           "body": {
+         *             "externalId": "customer-43"
+         *           },
+         *           "idempotencyKey": "import-2026-11-21-0001"
+         *         },
+         *         {
+         *           "path": "/v1/accounts/credits/add",
+         *           "body": {
+         *             "accountId": "customer-43",
+         *             "amount": 10
+         *           },
+         *           "idempotencyKey": "import-2026-11-21-0002"
+         *         }
+         *       ]
+         *     }
+         */
+        BatchRequest: {
+            /**
+             * @description All operations commit together or none does (default false: each on its own)
+             * @example false
+             */
+            atomic?: boolean;
+            operations: ({
+                /** @enum {string} */
+                path: "/v1/accounts/create";
+                body: components["schemas"]["CreateAccountRequest"];
+                /**
+                 * @description The operation's Idempotency-Key (same key space as the header of single requests)
+                 * @example import-2026-11-21-0001
+                 */
+                idempotencyKey?: string;
+            } | {
+                /** @enum {string} */
+                path: "/v1/accounts/update";
+                body: components["schemas"]["UpdateAccountRequest"];
+                /**
+                 * @description The operation's Idempotency-Key (same key space as the header of single requests)
+                 * @example import-2026-11-21-0001
+                 */
+                idempotencyKey?: string;
+            } | {
+                /** @enum {string} */
+                path: "/v1/accounts/credits/add";
+                body: components["schemas"]["AddCreditsRequest"];
+                /**
+                 * @description The operation's Idempotency-Key (same key space as the header of single requests)
+                 * @example import-2026-11-21-0001
+                 */
+                idempotencyKey?: string;
+            } | {
+                /** @enum {string} */
+                path: "/v1/accounts/credits/deduct";
+                body: components["schemas"]["DeductCreditsRequest"];
+                /**
+                 * @description The operation's Idempotency-Key (same key space as the header of single requests)
+                 * @example import-2026-11-21-0001
+                 */
+                idempotencyKey?: string;
+            } | {
+                /** @enum {string} */
+                path: "/v1/transactions/create";
+                body: components["schemas"]["CreateTransactionRequest"];
+                /**
+                 * @description The operation's Idempotency-Key (same key space as the header of single requests)
+                 * @example import-2026-11-21-0001
+                 */
+                idempotencyKey?: string;
+            } | {
+                /** @enum {string} */
+                path: "/v1/reservations/create";
+                body: components["schemas"]["CreateReservationRequest"];
+                /**
+                 * @description The operation's Idempotency-Key (same key space as the header of single requests)
+                 * @example import-2026-11-21-0001
+                 */
+                idempotencyKey?: string;
+            } | {
+                /** @enum {string} */
+                path: "/v1/reservations/confirm";
+                body: components["schemas"]["ConfirmReservationRequest"];
+                /**
+                 * @description The operation's Idempotency-Key (same key space as the header of single requests)
+                 * @example import-2026-11-21-0001
+                 */
+                idempotencyKey?: string;
+            } | {
+                /** @enum {string} */
+                path: "/v1/reservations/cancel";
+                body: components["schemas"]["CancelReservationRequest"];
+                /**
+                 * @description The operation's Idempotency-Key (same key space as the header of single requests)
+                 * @example import-2026-11-21-0001
+                 */
+                idempotencyKey?: string;
+            } | {
+                /** @enum {string} */
+                path: "/v1/usage/record";
+                body: components["schemas"]["RecordUsageRequest"];
+                /**
+                 * @description The operation's Idempotency-Key (same key space as the header of single requests)
+                 * @example import-2026-11-21-0001
+                 */
+                idempotencyKey?: string;
+            })[];
         };
     };
     responses: never;
@@ -5455,6 +5586,194 @@ export interface operations {
             };
             /** @description Unknown id, or one of another project: `WEBHOOK_NOT_FOUND` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure: `INTERNAL_ERROR` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable; safe to retry with the same Idempotency-Key: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    runBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BatchRequest"];
+            };
+        };
+        responses: {
+            /** @description Run many write operations in one request */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        atomic: boolean;
+                        /** @description Operations whose effects are now in the database (replays not counted) */
+                        committed: number;
+                        results: {
+                            /** @example 0 */
+                            index: number;
+                            /**
+                             * @description The route's own HTTP status
+                             * @example 200
+                             */
+                            status: number;
+                            /**
+                             * @description True when `idempotencyKey` replayed a stored answer (nothing ran)
+                             * @example false
+                             */
+                            replayed: boolean;
+                            /** @description The route's own 200 body, or the error body of a failure */
+                            body: {
+                                /** @enum {boolean} */
+                                success: true;
+                                account: components["schemas"]["Account"];
+                            } | {
+                                /** @enum {boolean} */
+                                success: true;
+                                account: components["schemas"]["Account"];
+                            } | {
+                                /** @enum {boolean} */
+                                success: true;
+                                accountId: string;
+                                externalId: string;
+                                balance: Amount;
+                                added: Amount;
+                                transactionId: string;
+                                /** @description The grant these credits make */
+                                grantId: string;
+                            } | {
+                                /** @enum {boolean} */
+                                success: true;
+                                accountId: string;
+                                externalId: string;
+                                balance: Amount;
+                                deducted: Amount;
+                                transactionId: string;
+                            } | {
+                                /** @enum {boolean} */
+                                success: true;
+                                transaction: {
+                                    id: string;
+                                    accountId: string;
+                                    /** @enum {string} */
+                                    type: "credit" | "debit";
+                                    amount: Amount;
+                                    balanceAfter: Amount;
+                                    createdAt: string;
+                                    description: string;
+                                    metadata: {
+                                        [key: string]: unknown;
+                                    };
+                                };
+                                /** @description A credit: the grant it makes (docs/api.md#grants) */
+                                grantId?: string;
+                            } | {
+                                /** @enum {boolean} */
+                                success: true;
+                                reservation: components["schemas"]["Reservation"];
+                            } | {
+                                /** @enum {boolean} */
+                                success: true;
+                                reservationId: string;
+                                transactionId: string;
+                                reservedAmount: Amount;
+                                actualAmount: Amount;
+                                balance: Amount;
+                                amountReleased: Amount;
+                                usageRecord?: components["schemas"]["UsageRecord"] & unknown;
+                                /**
+                                 * @description With usage: the credits debited (the usage's credit cost)
+                                 * @example 6.96
+                                 */
+                                creditsCharged?: Amount;
+                            } | {
+                                /** @enum {boolean} */
+                                success: true;
+                                reservationId: string;
+                                amountReleased: Amount;
+                                accountId: string;
+                            } | {
+                                /** @enum {boolean} */
+                                success: true;
+                                usageRecord: components["schemas"]["UsageRecord"];
+                                /**
+                                 * @description With deduct: true: the credits debited (0 when the cost was 0)
+                                 * @example 6.96
+                                 */
+                                creditsCharged?: Amount;
+                                /**
+                                 * @description With deduct: true: the debit's transaction (null when the cost was 0)
+                                 * @example txn_01M7YK2064JJQ7EFFNV4KHAQMR
+                                 */
+                                transactionId?: string | null;
+                                /**
+                                 * @description With deduct: true: the account's balance afterwards
+                                 * @example 18.54
+                                 */
+                                balance?: Amount;
+                            } | components["schemas"]["Error"];
+                        }[];
+                    };
+                };
+            };
+            /** @description Invalid input: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key: `UNAUTHORIZED` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state: `IDEMPOTENCY_KEY_REUSED` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over 64 KiB: `PAYLOAD_TOO_LARGE` */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -90,19 +90,33 @@ function provideJson(req: HonoRequest, value: unknown): void {
   Object.defineProperty(req, "json", { value: () => Promise.resolve(value) });
 }
 
-/** The body checks, as middleware for `/v1/*` (GETs pass through). */
-export function jsonBodyChecks(limitBytes: number): MiddlewareHandler<AppEnv> {
-  const standardLimit = bodyLimit({
-    maxSize: limitBytes,
-    onError: () => {
-      throw tooLarge(limitBytes);
-    },
-  });
+/**
+ * The body checks, as middleware for `/v1/*` (GETs pass through).
+ * @param larger paths whose body may be larger than `limitBytes`, with their limit in bytes
+ *   (`/v1/batch`: 1 MiB, docs/api.md#batches)
+ */
+export function jsonBodyChecks(
+  defaultLimitBytes: number,
+  larger: ReadonlyMap<string, number> = new Map(),
+): MiddlewareHandler<AppEnv> {
+  const standardLimit = (limitBytes: number) =>
+    bodyLimit({
+      maxSize: limitBytes,
+      onError: () => {
+        throw tooLarge(limitBytes);
+      },
+    });
+  const standardLimits = new Map<number, MiddlewareHandler>();
+  for (const limitBytes of [defaultLimitBytes, ...larger.values()]) {
+    standardLimits.set(limitBytes, standardLimit(limitBytes));
+  }
   return async (c, next) => {
     if (c.req.method !== "POST") return next();
+    const limitBytes = larger.get(c.req.path) ?? defaultLimitBytes;
     const incoming = nodeIncoming(c.env);
     if (!incoming) {
-      return standardLimit(c, async () => {
+      const limit = standardLimits.get(limitBytes) ?? standardLimit(limitBytes);
+      return limit(c, async () => {
         requireJsonType(c.req.header("Content-Type") ?? "");
         provideJson(c.req, parseRequestJson(new Uint8Array(await c.req.arrayBuffer())));
         await next();

@@ -267,6 +267,10 @@ export const exampleErrors: Record<ErrorCode, { message: string; details?: unkno
   ACCOUNT_PLAN_NOT_ACTIVE: { message: "The assignment is no longer active" },
   BALANCE_LIMIT_EXCEEDED: { message: "The balance would exceed 9e9 credits" },
   IDEMPOTENCY_KEY_REUSED: { message: "This Idempotency-Key was used with another path or body" },
+  BATCH_ABORTED: {
+    message: "Not run: operation 3 of this atomic batch failed",
+    details: { failedIndex: 3 },
+  },
   WEBHOOK_LIMIT_REACHED: {
     message: "A project has at most 50 active webhooks; delete one first",
     details: { limit: 50 },

@@ -2,14 +2,16 @@
  * The handler shapes routes share: a POST whose effect is one write unit (`writeRoute`), and a
  * list that answers one page with its `pagination` object (`paged`).
  */
-import type { RouteConfig, z } from "@hono/zod-openapi";
+import { type RouteConfig, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Transaction } from "kysely";
 import type { DB } from "../db/schema.ts";
-import type { PlainWrite } from "../db/write-path.ts";
+import type { PlainWrite, WriteUnit } from "../db/write-path.ts";
+import { validationError } from "../errors.ts";
 import type { App, AppDeps, AppEnv } from "./context.ts";
 import { runWrite } from "./idempotency.ts";
-import type { Replied, Reply } from "./respond.ts";
+import { type Replied, type Reply, replyFor } from "./respond.ts";
+import { inputShape, isMissing, unknownFields } from "./strict-input.ts";
 
 /** The validated JSON body of a route. */
 type BodyOf<R> = R extends {
@@ -64,6 +66,7 @@ export function writeRoute<R extends RouteConfig & { method: "post" }>(
   unit: (input: WriteInput<R>) => Promise<Replied<R>>,
   options: WriteRouteOptions<R> = {},
 ): void {
+  registerOperation(app, route, unit, options);
   app.openapi(route, async (c: Context<AppEnv, string, { out: { json: BodyOf<R> } }>) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
@@ -77,6 +80,66 @@ export function writeRoute<R extends RouteConfig & { method: "post" }>(
       plain ? (reply) => plain({ body, projectId, reply }) : undefined,
     );
   });
+}
+
+/**
+ * A write route as a batch runs it (src/batch/run.ts, docs/api.md#batches): the route's own
+ * definition, body schema, `check` and unit, registered by `writeRoute`, so that a batch
+ * operation is validated and executed by the code that serves the route alone.
+ */
+export interface WriteOperation {
+  route: RouteConfig;
+  /**
+   * Validates `raw`, a body as sent, with the route's body schema (as the route's validator
+   * does) and runs the route's `check`.
+   * @returns the route's write unit for that body and project, answering the route's 200 body
+   * @throws ApiError VALIDATION_ERROR (`details` name `body.<field>`, as the route alone
+   *   answers), or whatever `check` throws
+   */
+  prepare(raw: unknown, projectId: string): Promise<WriteUnit<unknown>>;
+}
+
+const operationsOf = new WeakMap<App, Map<string, WriteOperation>>();
+
+/** The write routes `writeRoute` registered on `app`, by path (`/v1/accounts/create`). */
+export function writeOperations(app: App): ReadonlyMap<string, WriteOperation> {
+  return operationsOf.get(app) ?? new Map();
+}
+
+/** The JSON body schema of a POST route. */
+function bodySchemaOf(route: RouteConfig): z.ZodType {
+  const media = route.request?.body?.content["application/json"];
+  const schema = media && "schema" in media ? media.schema : undefined;
+  if (!(schema instanceof z.ZodType)) throw new Error(`${route.path} has no JSON body schema`);
+  return schema;
+}
+
+/** Records `route` with its unit and options as a `WriteOperation` of `app` (`writeRoute`). */
+function registerOperation<R extends RouteConfig>(
+  app: App,
+  route: R,
+  unit: (input: WriteInput<R>) => Promise<Replied<R>>,
+  options: WriteRouteOptions<R>,
+): void {
+  const schema = bodySchemaOf(route);
+  const shape = inputShape(schema);
+  const reply = replyFor(route);
+  const prepare = async (raw: unknown, projectId: string): Promise<WriteUnit<unknown>> => {
+    // Strict input, as the route's own validation hook applies it (docs/api.md#strict-input).
+    const parsed = await schema.safeParseAsync(raw);
+    const unknown = unknownFields(shape, raw);
+    if (!parsed.success || unknown.length > 0) {
+      const error = parsed.success ? undefined : parsed.error;
+      throw validationError("body", error, unknown, (path) => isMissing(shape, raw, path));
+    }
+    // The route's own schema made this value: it is the body its handler would be given.
+    const body = parsed.data as BodyOf<R>;
+    if (options.check) await options.check(body);
+    return async (trx, nowMs) => (await unit({ trx, nowMs, body, projectId, reply })).body;
+  };
+  const operations = operationsOf.get(app) ?? new Map<string, WriteOperation>();
+  operations.set(route.path, { route, prepare });
+  operationsOf.set(app, operations);
 }
 
 /** A page of a list: `limit` rows from `offset`. */

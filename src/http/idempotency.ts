@@ -58,12 +58,13 @@ export function canonicalJson(value: unknown): string {
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
 }
 
-function requestHash(body: unknown): string {
+/** The hash a stored response is matched by: SHA-256 of the body's canonical JSON. */
+export function requestHash(body: unknown): string {
   return createHash("sha256").update(canonicalJson(body)).digest("hex");
 }
 
 /** The request's Idempotency-Key, validated (1–255 characters), or undefined. */
-function idempotencyKeyOf(c: Context<AppEnv>): string | undefined {
+export function idempotencyKeyOf(c: Context<AppEnv>): string | undefined {
   const key = c.req.header("Idempotency-Key");
   if (key === undefined) return undefined;
   if (key.length < 1 || key.length > 255) {
@@ -106,39 +107,12 @@ export async function runWrite<R extends RouteConfig>(
   const projectId = c.get("projectId");
   const path = c.req.path;
   const hash = requestHash(await c.req.json());
+  const request = { projectId, key, path, hash };
   const result = await queue.run(async (trx, nowMs) => {
-    // Two processes may receive one key at once: on PostgreSQL the second waits here for the
-    // first to commit, then finds its stored response (a no-op on SQLite's serial queue).
-    await lockKey(trx, projectId, key);
-    const stored = (await trx.executeQuery(storedResponse(trx, { projectId, key }))).rows[0];
-    if (stored && stored.created_at_ms > nowMs - IDEMPOTENCY_TTL_MS) {
-      if (stored.request_path !== path || stored.request_hash !== hash) {
-        throw new ApiError(
-          "IDEMPOTENCY_KEY_REUSED",
-          "This Idempotency-Key was used with another path or body",
-        );
-      }
-      return { replayed: true as const, text: stored.response_body };
-    }
-    if (stored) {
-      await trx
-        .deleteFrom("idempotency_keys")
-        .where("project_id", "=", projectId)
-        .where("idempotency_key", "=", key)
-        .execute();
-    }
+    const stored = await findStored(trx, nowMs, request);
+    if (stored !== null) return { replayed: true as const, text: stored };
     const { body } = await queue.unitOf(write)(trx, nowMs);
-    const text = stringifyJson(body);
-    await trx.executeQuery(
-      storeResponse(trx, {
-        project_id: projectId,
-        idempotency_key: key,
-        request_path: path,
-        request_hash: hash,
-        response_body: text,
-        created_at_ms: nowMs,
-      }),
-    );
+    await storeAnswer(trx, nowMs, request, stringifyJson(body));
     return { replayed: false as const, body };
   });
   if (!result.replayed) return ok(c, route, result.body);
@@ -147,6 +121,69 @@ export async function runWrite<R extends RouteConfig>(
   // path is part of the check above), so it has the route's body type; it is parsed verbatim so
   // that the replay is the same text.
   return ok(c, route, parseJsonVerbatim(result.text) as RouteBody<R>);
+}
+
+/** A keyed request: its project, key, path and `requestHash` of its raw body. */
+export interface KeyedRequest {
+  projectId: string;
+  key: string;
+  path: string;
+  hash: string;
+}
+
+/**
+ * The first step of a keyed write, inside its unit: locks the key (PostgreSQL: a second request
+ * with it waits for the first to commit), and finds the response stored under it within 24
+ * hours; an older one is deleted, so the key is free again.
+ * @returns the stored response's text to replay, or null (the write runs, then `storeAnswer`)
+ * @throws ApiError IDEMPOTENCY_KEY_REUSED when the key was stored with another path or body
+ */
+export async function findStored(
+  trx: Transaction<DB>,
+  nowMs: number,
+  request: KeyedRequest,
+): Promise<string | null> {
+  const { projectId, key, path, hash } = request;
+  // Two processes may receive one key at once: on PostgreSQL the second waits here for the
+  // first to commit, then finds its stored response (a no-op on SQLite's serial queue).
+  await lockKey(trx, projectId, key);
+  const stored = (await trx.executeQuery(storedResponse(trx, { projectId, key }))).rows[0];
+  if (stored && stored.created_at_ms > nowMs - IDEMPOTENCY_TTL_MS) {
+    if (stored.request_path !== path || stored.request_hash !== hash) {
+      throw new ApiError(
+        "IDEMPOTENCY_KEY_REUSED",
+        "This Idempotency-Key was used with another path or body",
+      );
+    }
+    return stored.response_body;
+  }
+  if (stored) {
+    await trx
+      .deleteFrom("idempotency_keys")
+      .where("project_id", "=", projectId)
+      .where("idempotency_key", "=", key)
+      .execute();
+  }
+  return null;
+}
+
+/** Stores `text`, the 200 response of `request`, in the unit's transaction (after `findStored`). */
+export async function storeAnswer(
+  trx: Transaction<DB>,
+  nowMs: number,
+  request: KeyedRequest,
+  text: string,
+): Promise<void> {
+  await trx.executeQuery(
+    storeResponse(trx, {
+      project_id: request.projectId,
+      idempotency_key: request.key,
+      request_path: request.path,
+      request_hash: request.hash,
+      response_body: text,
+      created_at_ms: nowMs,
+    }),
+  );
 }
 
 /** Deletes stored responses older than 24 hours. @returns how many were deleted. */

@@ -8,6 +8,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import type { Context, MiddlewareHandler } from "hono";
+import type { ZodError } from "zod";
 import { validationError } from "../errors.ts";
 import { isLosslessNumber } from "../json.ts";
 
@@ -168,4 +169,22 @@ export async function declaredPart(
     return { shape: declared.json, value: await c.req.json() };
   if (target === "query" && declared?.query) return { shape: declared.query, value: c.req.query() };
   return undefined;
+}
+
+/**
+ * The zod-openapi default hook: a failed validation, or a field or parameter the route does not
+ * define, becomes a 400 in the API's error format.
+ */
+export async function validationHook(
+  result: { target: string } & ({ success: true } | { success: false; error: ZodError }),
+  c: Context,
+): Promise<Response | undefined> {
+  const part = await declaredPart(c, result.target);
+  const unknown = part ? unknownFields(part.shape, part.value) : [];
+  if (result.success && unknown.length === 0) return undefined;
+  const missing = (path: readonly PropertyKey[]) =>
+    part !== undefined && isMissing(part.shape, part.value, path);
+  const target = result.target === "json" ? "body" : result.target;
+  const err = validationError(target, result.success ? undefined : result.error, unknown, missing);
+  return c.json(err.toBody(), err.status);
 }
