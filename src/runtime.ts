@@ -7,7 +7,8 @@ import { type Database, openDatabase } from "./db/client.ts";
 import { migrateToLatest } from "./db/migrator.ts";
 import type { BatchStats, Clock, WriteQueue } from "./db/write-path.ts";
 import { createWriteQueue } from "./db/write-queue.ts";
-import { type AppDeps, type Logger, silentLogger } from "./http/context.ts";
+import type { AppDeps } from "./http/context.ts";
+import { type Logger, silentLogger } from "./logger.ts";
 import {
   countPendingDeliveries,
   countReservationsByStatus,

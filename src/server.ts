@@ -6,11 +6,12 @@
  */
 import { createApp } from "./app.ts";
 import { startConfiguredBackups } from "./backup/scheduled.ts";
-import { bootstrapProject, seedModelsIfEmpty } from "./bootstrap.ts";
+import { bootstrapProject } from "./bootstrap.ts";
 import type { Config } from "./config.ts";
 import { runtimeDescription, serveHttp } from "./http/serve.ts";
 import { startScheduler } from "./jobs/scheduler.ts";
 import { createLogger } from "./logger.ts";
+import { seedModelsIfEmpty } from "./models/seed.ts";
 import { openLedger } from "./runtime.ts";
 import { startDeliveryWorker } from "./webhooks/delivery.ts";
 

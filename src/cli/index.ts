@@ -7,13 +7,14 @@
 import { Command } from "commander";
 import { embeddedDatabasePath, writeBackup } from "../backup/backup.ts";
 import { restoreBackup } from "../backup/restore.ts";
-import { createProjectKey, seedModels } from "../bootstrap.ts";
 import { loadConfig } from "../config.ts";
+import { createProjectKey, listKeys, revokeKey } from "../db/api-keys.ts";
 import { verifyLedger } from "../ledger/verify.ts";
+import { seedModels } from "../models/seed.ts";
 import { readPricingFile, upsertModels } from "../models/service.ts";
 import { openLedger } from "../runtime.ts";
 import { startServer } from "../server.ts";
-import { formatKeyTable, listKeys, revokeKey } from "./keys.ts";
+import { formatKeyTable } from "./keys.ts";
 
 /** Runs `fn` over an opened ledger and closes it. */
 async function withLedger<T>(fn: (ledger: Awaited<ReturnType<typeof openLedger>>) => Promise<T>) {
