@@ -35,13 +35,19 @@ function nameOf(node: ts.Node): string {
   if (ts.isVariableDeclaration(parent) || ts.isPropertyAssignment(parent)) {
     return parent.name.getText();
   }
-  if (ts.isCallExpression(parent)) return `(argument of ${parent.expression.getText().slice(0, 40)})`;
+  if (ts.isCallExpression(parent))
+    return `(argument of ${parent.expression.getText().slice(0, 40)})`;
   return "(anonymous)";
 }
 
 const found: { lines: number; where: string; name: string }[] = [];
 for (const file of sourceFiles(positionals[0] ?? "src")) {
-  const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
+  const source = ts.createSourceFile(
+    file,
+    readFileSync(file, "utf8"),
+    ts.ScriptTarget.Latest,
+    true,
+  );
   const visit = (node: ts.Node): void => {
     if (ts.isFunctionLike(node) && "body" in node && node.body) {
       const start = source.getLineAndCharacterOfPosition(node.getStart(source)).line;
