@@ -35,12 +35,9 @@ const spawning = readdirSync(testDir).filter(
 export default mergeConfig(
   suite,
   defineConfig({
-    test: {
-      exclude: [...configDefaults.exclude, ...spawning.map((name) => `test/${name}`)],
-      // The files of a worker share one module graph instead of importing the service afresh
-      // each (78 s of a 272 s run, against 10 s): no test file mocks modules or stubs
-      // globals, and each opens its own ledger. A file that must be isolated belongs to `npm test`.
-      isolate: false,
-    },
+    // Each file keeps its own module graph (vitest's default): sharing one per worker
+    // (`isolate: false`) halves the run, but test/embedded-assets.test.ts sets module state
+    // (`setEmbeddedAssets`) that would then leak into the files after it.
+    test: { exclude: [...configDefaults.exclude, ...spawning.map((name) => `test/${name}`)] },
   }),
 );
