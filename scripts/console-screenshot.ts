@@ -14,9 +14,10 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { chromium } from "playwright-core";
 import { createApp } from "../src/app.ts";
-import { createProjectKey, seedModels } from "../src/bootstrap.ts";
 import { loadConfig } from "../src/config.ts";
+import { createProjectKey } from "../src/db/api-keys.ts";
 import { serveHttp } from "../src/http/serve.ts";
+import { seedModels } from "../src/models/seed.ts";
 import { openLedger } from "../src/runtime.ts";
 import { recordUsage } from "../src/usage/service.ts";
 

@@ -38,6 +38,12 @@ export type IdPrefix =
   | "evt"
   | "whd";
 
+/**
+ * Prefix of every generated API key (a secret, not an id, made in src/db/api-keys.ts), so that
+ * a leaked key is recognisable, and the logger can mask anything shaped like one.
+ */
+export const API_KEY_PREFIX = "ldg_";
+
 /** A new id with the given prefix: `${prefix}_${ULID}`. */
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid()}`;

@@ -7,7 +7,22 @@
  */
 import { type DestinationStream, type Logger as PinoLogger, pino } from "pino";
 import type { Config } from "./config.ts";
-import { API_KEY_PREFIX } from "./http/auth.ts";
+import { API_KEY_PREFIX } from "./ids.ts";
+
+/**
+ * A structured logger (a pino-like subset: what the service logs through); `createApp` never
+ * logs secrets through it. `createLogger`'s pino logger is one.
+ */
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+  /** pino's `debug`, when the logger has one (probe requests and idle jobs log at it). */
+  debug?(obj: object, msg?: string): void;
+}
+
+/** A silent logger for tests and tools. */
+export const silentLogger: Logger = { info() {}, warn() {}, error() {} };
 
 const REDACT = [
   "apiKey",

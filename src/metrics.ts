@@ -81,22 +81,87 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
   const registry = new Registry();
   if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry });
   const registers = [registry];
+  const observeRequest = httpSeries(registers);
+  const observeBatch = writeSeries(registers, options.queueDepth);
+  reservationGauge(registers, options.reservationsByStatus);
+  const jobs = runSeries(registers, "ledger_job", ["job"], JOB_SECONDS, {
+    runs: "Scheduler job runs, failed ones included",
+    failures: "Scheduler job runs that failed",
+    duration: "Duration of a scheduler job run",
+    lastSuccess: "Unix time of the job's last successful run",
+  });
+  const observeBackup = backupSeries(registers);
+  const observeWebhookDelivery = webhookSeries(registers, options.webhookDeliveriesPending);
+  const exports = exportSeries(registers);
+  return {
+    registry,
+    contentType: registry.contentType,
+    observeRequest,
+    observeBatch,
+    declareJob(job) {
+      jobs.declare({ job });
+    },
+    observeJob(job, ok, seconds, endedAtMs) {
+      jobs.observe({ job }, ok, seconds, endedAtMs);
+    },
+    observeWebhookDelivery,
+    observeBackup,
+    ...exports,
+    render: () => registry.metrics(),
+  };
+}
 
+/**
+ * `ledger_http_requests_total` and `ledger_http_request_duration_seconds`, by method, route
+ * pattern and status. @returns `Metrics.observeRequest`
+ */
+function httpSeries(registers: Registry[]): Metrics["observeRequest"] {
+  const labelNames = ["method", "route", "status"] as const;
   const httpRequests = new Counter({
     name: "ledger_http_requests_total",
     help: "HTTP requests answered, by method, route pattern and status",
-    labelNames: ["method", "route", "status"] as const,
+    labelNames,
     registers,
   });
   const httpDuration = new Histogram({
     name: "ledger_http_request_duration_seconds",
     help: "Time to answer an HTTP request, by method, route pattern and status",
-    labelNames: ["method", "route", "status"] as const,
+    labelNames,
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers,
   });
+  const requestSeries = new Map<
+    string,
+    { count: Counter.Internal; duration: Histogram.Internal<string> }
+  >();
+  return (method, route, status, seconds) => {
+    // The label sets are few (route patterns × statuses): keep each one's children, so a
+    // request does not hash its labels twice.
+    const key = `${method} ${route} ${status}`;
+    let series = requestSeries.get(key);
+    if (!series) {
+      const labels = {
+        method: HTTP_METHODS.has(method) ? method : "OTHER",
+        route,
+        status: String(status),
+      };
+      series = { count: httpRequests.labels(labels), duration: httpDuration.labels(labels) };
+      requestSeries.set(key, series);
+    }
+    series.count.inc();
+    series.duration.observe(seconds);
+  };
+}
 
-  const { queueDepth, reservationsByStatus, webhookDeliveriesPending } = options;
+/**
+ * The write path's series: the queue's depth (read at scrape time from `queueDepth`), each
+ * transaction's duration and units, and the units that rolled back alone.
+ * @returns `Metrics.observeBatch`
+ */
+function writeSeries(
+  registers: Registry[],
+  queueDepth: MetricsSources["queueDepth"] | undefined,
+): Metrics["observeBatch"] {
   new Gauge({
     name: "ledger_write_queue_depth",
     help: "Write units waiting for a transaction (not counting the batch being committed)",
@@ -123,7 +188,19 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     help: "Write units that threw and rolled back alone (402, 404, 409, …)",
     registers,
   });
+  return (stats) => {
+    const outcome = stats.committed ? "committed" : "failed";
+    batchDuration.observe({ outcome }, stats.durationMs / 1000);
+    batchUnits.observe(stats.units);
+    if (stats.failedUnits > 0) failedUnits.inc(stats.failedUnits);
+  };
+}
 
+/** `ledger_reservations` by effective status, read at scrape time from `reservationsByStatus`. */
+function reservationGauge(
+  registers: Registry[],
+  reservationsByStatus: MetricsSources["reservationsByStatus"] | undefined,
+): void {
   new Gauge({
     name: "ledger_reservations",
     help: "Reservations by effective status (a pending hold past expiresAt counts as expired)",
@@ -141,26 +218,17 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       for (const status of RESERVATION_STATUSES) this.set({ status }, counts[status] ?? 0);
     },
   });
+}
 
-  const jobs = runSeries(registers, "ledger_job", ["job"], JOB_SECONDS, {
-    runs: "Scheduler job runs, failed ones included",
-    failures: "Scheduler job runs that failed",
-    duration: "Duration of a scheduler job run",
-    lastSuccess: "Unix time of the job's last successful run",
-  });
-
-  const backups = runSeries(registers, "ledger_backup", [], BACKUP_SECONDS, {
-    runs: "Scheduled backups attempted, failed ones included",
-    failures: "Scheduled backups that failed (no file was written or removed)",
-    duration: "Duration of a scheduled backup: copy, checks and placement",
-    lastSuccess: "Unix time of the last successful scheduled backup (0: none yet)",
-  });
-  const backupBytes = new Gauge({
-    name: "ledger_backup_size_bytes",
-    help: "Size of the last successful scheduled backup",
-    registers,
-  });
-
+/**
+ * Webhook attempts by outcome (each outcome's series at 0 from the start), and the deliveries
+ * pending, read at scrape time from `webhookDeliveriesPending`.
+ * @returns `Metrics.observeWebhookDelivery`
+ */
+function webhookSeries(
+  registers: Registry[],
+  webhookDeliveriesPending: MetricsSources["webhookDeliveriesPending"] | undefined,
+): Metrics["observeWebhookDelivery"] {
   const webhookDeliveries = new Counter({
     name: "ledger_webhook_deliveries_total",
     help: "Webhook attempts by outcome: delivered, retried (failed, attempts remain), failed (the last)",
@@ -183,7 +251,17 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
       }
     },
   });
+  return (outcome) => webhookDeliveries.inc({ outcome });
+}
 
+/**
+ * An export's series (docs/api.md#exports): keyset pages and rows read, by export, and how
+ * exports ended (completed, cancelled: the client went away, failed).
+ * @returns `Metrics.observeExportPage` and `Metrics.observeExportEnd`
+ */
+function exportSeries(
+  registers: Registry[],
+): Pick<Metrics, "observeExportPage" | "observeExportEnd"> {
   const exportPages = new Counter({
     name: "ledger_export_pages_total",
     help: "Keyset pages read from the database by exports, by export",
@@ -202,52 +280,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     labelNames: ["export", "outcome"] as const,
     registers,
   });
-
-  const requestSeries = new Map<
-    string,
-    { count: Counter.Internal; duration: Histogram.Internal<string> }
-  >();
   return {
-    registry,
-    contentType: registry.contentType,
-    observeRequest(method, route, status, seconds) {
-      // The label sets are few (route patterns × statuses): keep each one's children, so a
-      // request does not hash its labels twice.
-      const key = `${method} ${route} ${status}`;
-      let series = requestSeries.get(key);
-      if (!series) {
-        const labels = {
-          method: HTTP_METHODS.has(method) ? method : "OTHER",
-          route,
-          status: String(status),
-        };
-        series = { count: httpRequests.labels(labels), duration: httpDuration.labels(labels) };
-        requestSeries.set(key, series);
-      }
-      series.count.inc();
-      series.duration.observe(seconds);
-    },
-    observeBatch(stats) {
-      batchDuration.observe(
-        { outcome: stats.committed ? "committed" : "failed" },
-        stats.durationMs / 1000,
-      );
-      batchUnits.observe(stats.units);
-      if (stats.failedUnits > 0) failedUnits.inc(stats.failedUnits);
-    },
-    declareJob(job) {
-      jobs.declare({ job });
-    },
-    observeJob(job, ok, seconds, endedAtMs) {
-      jobs.observe({ job }, ok, seconds, endedAtMs);
-    },
-    observeWebhookDelivery(outcome) {
-      webhookDeliveries.inc({ outcome });
-    },
-    observeBackup(ok, seconds, endedAtMs, bytes) {
-      backups.observe({}, ok, seconds, endedAtMs);
-      if (ok && bytes !== undefined) backupBytes.set(bytes);
-    },
     observeExportPage(name, rows) {
       exportPages.inc({ export: name });
       exportRows.inc({ export: name }, rows);
@@ -255,7 +288,28 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     observeExportEnd(name, outcome) {
       exportsEnded.inc({ export: name, outcome });
     },
-    render: () => registry.metrics(),
+  };
+}
+
+/**
+ * A scheduled backup's series: runs, failures, duration and last success (`runSeries`), and the
+ * size of the last file. @returns `Metrics.observeBackup`
+ */
+function backupSeries(registers: Registry[]): Metrics["observeBackup"] {
+  const backups = runSeries(registers, "ledger_backup", [], BACKUP_SECONDS, {
+    runs: "Scheduled backups attempted, failed ones included",
+    failures: "Scheduled backups that failed (no file was written or removed)",
+    duration: "Duration of a scheduled backup: copy, checks and placement",
+    lastSuccess: "Unix time of the last successful scheduled backup (0: none yet)",
+  });
+  const backupBytes = new Gauge({
+    name: "ledger_backup_size_bytes",
+    help: "Size of the last successful scheduled backup",
+    registers,
+  });
+  return (ok, seconds, endedAtMs, bytes) => {
+    backups.observe({}, ok, seconds, endedAtMs);
+    if (ok && bytes !== undefined) backupBytes.set(bytes);
   };
 }
 

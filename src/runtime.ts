@@ -8,7 +8,8 @@ import { migrateToLatest } from "./db/migrator.ts";
 import { isUnreachableAtStart, unreachableAtStart } from "./db/remote-libsql.ts";
 import type { BatchStats, Clock, WriteQueue } from "./db/write-path.ts";
 import { createWriteQueue } from "./db/write-queue.ts";
-import { type AppDeps, type Logger, silentLogger } from "./http/context.ts";
+import type { AppDeps } from "./http/context.ts";
+import { type Logger, silentLogger } from "./logger.ts";
 import {
   countPendingDeliveries,
   countReservationsByStatus,

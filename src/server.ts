@@ -5,14 +5,15 @@
  * webhook worker, close the database, all within SHUTDOWN_TIMEOUT_SECONDS.
  */
 import { createApp } from "./app.ts";
-import { startConfiguredBackups } from "./backup/scheduled.ts";
-import { bootstrapProject, seedModelsIfEmpty } from "./bootstrap.ts";
+import { type BackupSchedule, startConfiguredBackups } from "./backup/scheduled.ts";
+import { bootstrapProject } from "./bootstrap.ts";
 import type { Config } from "./config.ts";
-import { runtimeDescription, serveHttp } from "./http/serve.ts";
-import { startScheduler } from "./jobs/scheduler.ts";
-import { createLogger } from "./logger.ts";
-import { openLedger } from "./runtime.ts";
-import { startDeliveryWorker } from "./webhooks/delivery.ts";
+import { type HttpServer, runtimeDescription, serveHttp } from "./http/serve.ts";
+import { type JobLogger, type Scheduler, startScheduler } from "./jobs/scheduler.ts";
+import { createLogger, type Logger } from "./logger.ts";
+import { seedModelsIfEmpty } from "./models/seed.ts";
+import { type Ledger, openLedger } from "./runtime.ts";
+import { type DeliveryWorker, startDeliveryWorker } from "./webhooks/delivery.ts";
 
 export interface RunningServer {
   port: number;
@@ -24,56 +25,17 @@ export interface RunningServer {
 export async function startServer(config: Config): Promise<RunningServer> {
   const logger = createLogger(config.LOG_LEVEL);
   const ledger = await openLedger(config, { logger });
-  const boot = await bootstrapProject(
-    ledger.db.read,
-    ledger.queue,
-    config.LEDGER_BOOTSTRAP_API_KEY,
-  );
-  if (boot) {
-    // The one place a key is printed: plain text for the operator, never a JSON log line, and
-    // not at all when the operator chose the key.
-    process.stdout.write(
-      config.LEDGER_BOOTSTRAP_API_KEY
-        ? `\nCreated project "default" (${boot.projectId}) with the key of LEDGER_BOOTSTRAP_API_KEY.\n\n`
-        : `\nCreated project "default" (${boot.projectId}). Its API key, shown only this once:\n\n  ${boot.apiKey}\n\n`,
-    );
-  }
-  const seeded = await seedModelsIfEmpty(ledger.db.read, ledger.queue);
-  if (seeded > 0) logger.info({ models: seeded }, "model catalog seeded");
+  await firstStart(ledger, config, logger);
   const app = createApp(ledger.deps);
-  const scheduler = config.SCHEDULER_ENABLED
-    ? startScheduler({
-        queue: ledger.queue,
-        clock: ledger.deps.clock,
-        logger,
-        expireCron: config.EXPIRE_CRON,
-        grantCron: config.GRANT_CRON,
-        retentionCron: config.RETENTION_CRON,
-        webhookRetentionDays: config.WEBHOOK_RETENTION_DAYS,
-        metrics: ledger.deps.metrics,
-      })
-    : undefined;
-  const backups = startConfiguredBackups(config, { logger, metrics: ledger.deps.metrics });
-  const webhooks = startDeliveryWorker({
-    db: ledger.db,
-    queue: ledger.queue,
-    clock: ledger.deps.clock,
-    logger,
-    metrics: ledger.deps.metrics,
-    retrySeconds: config.WEBHOOK_RETRY_SECONDS,
-    timeoutSeconds: config.WEBHOOK_TIMEOUT_SECONDS,
-    concurrency: config.WEBHOOK_CONCURRENCY,
-    pollMs: config.WEBHOOK_POLL_MS,
-    targets: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE },
-  });
+  const background = startBackground(ledger, config, logger);
   const server = await serveHttp({
     fetch: app.fetch,
     port: config.PORT,
     hostname: config.HOST,
   }).catch(async (err: unknown) => {
-    scheduler?.stop();
-    await webhooks.stop();
-    await backups?.stop();
+    background.scheduler?.stop();
+    await background.webhooks.stop();
+    await background.backups?.stop();
     await ledger.close();
     throw err;
   });
@@ -96,20 +58,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
 
   let stopping: Promise<void> | undefined;
   const stop = () => {
-    stopping ??= (async () => {
-      logger.info({}, "shutting down");
-      scheduler?.stop();
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const timeout = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, config.SHUTDOWN_TIMEOUT_SECONDS * 1000);
-      });
-      await Promise.race([Promise.all([server.close(), backups?.stop()]), timeout]);
-      clearTimeout(timer);
-      // Attempts on the wire are aborted and their deliveries handed back before the database
-      // closes; a delivery whose hand-back is lost is attempted again once its lease runs out.
-      await webhooks.stop();
-      await ledger.close();
-    })();
+    stopping ??= stopGracefully({ server, background, ledger, config, logger });
     return stopping;
   };
   return { port, stop };
@@ -127,6 +76,93 @@ export function listenUrls(address: string, port: number) {
   const wildcard = address === "0.0.0.0" || address === "::";
   const local = wildcard ? `http://${address === "::" ? "[::1]" : "127.0.0.1"}:${port}` : url;
   return { url, console: `${local}/console`, docs: `${local}/docs` };
+}
+
+/**
+ * On a fresh database: the `default` project and its key (printed once), and the shipped model
+ * catalog when the catalog is empty.
+ */
+async function firstStart(ledger: Ledger, config: Config, logger: Logger): Promise<void> {
+  const chosenKey = config.LEDGER_BOOTSTRAP_API_KEY;
+  const boot = await bootstrapProject(ledger.db.read, ledger.queue, chosenKey);
+  if (boot) {
+    // The one place a key is printed: plain text for the operator, never a JSON log line, and
+    // not at all when the operator chose the key.
+    process.stdout.write(
+      chosenKey
+        ? `\nCreated project "default" (${boot.projectId}) with the key of LEDGER_BOOTSTRAP_API_KEY.\n\n`
+        : `\nCreated project "default" (${boot.projectId}). Its API key, shown only this once:\n\n  ${boot.apiKey}\n\n`,
+    );
+  }
+  const seeded = await seedModelsIfEmpty(ledger.db.read, ledger.queue);
+  if (seeded > 0) logger.info({ models: seeded }, "model catalog seeded");
+}
+
+/** What a server runs beside answering requests. */
+interface Background {
+  /** The job scheduler, unless SCHEDULER_ENABLED=false. */
+  scheduler: Scheduler | undefined;
+  /** Scheduled backups, when BACKUP_DIR is set. */
+  backups: BackupSchedule | undefined;
+  webhooks: DeliveryWorker;
+}
+
+/** Starts the scheduler, the scheduled backups and the webhook delivery worker, as configured. */
+function startBackground(ledger: Ledger, config: Config, logger: JobLogger): Background {
+  const { clock, metrics } = ledger.deps;
+  const scheduler = config.SCHEDULER_ENABLED
+    ? startScheduler({
+        queue: ledger.queue,
+        clock,
+        logger,
+        expireCron: config.EXPIRE_CRON,
+        grantCron: config.GRANT_CRON,
+        retentionCron: config.RETENTION_CRON,
+        webhookRetentionDays: config.WEBHOOK_RETENTION_DAYS,
+        metrics,
+      })
+    : undefined;
+  const backups = startConfiguredBackups(config, { logger, metrics });
+  const webhooks = startDeliveryWorker({
+    db: ledger.db,
+    queue: ledger.queue,
+    clock,
+    logger,
+    metrics,
+    retrySeconds: config.WEBHOOK_RETRY_SECONDS,
+    timeoutSeconds: config.WEBHOOK_TIMEOUT_SECONDS,
+    concurrency: config.WEBHOOK_CONCURRENCY,
+    pollMs: config.WEBHOOK_POLL_MS,
+    targets: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE },
+  });
+  return { scheduler, backups, webhooks };
+}
+
+/**
+ * The graceful stop (SIGTERM, SIGINT): the scheduler first; then the HTTP server (requests in
+ * flight answer) and a backup in progress, for at most SHUTDOWN_TIMEOUT_SECONDS; then the
+ * webhook worker and the database.
+ */
+async function stopGracefully(running: {
+  server: HttpServer;
+  background: Background;
+  ledger: Ledger;
+  config: Config;
+  logger: Logger;
+}): Promise<void> {
+  const { server, background, ledger, config, logger } = running;
+  logger.info({}, "shutting down");
+  background.scheduler?.stop();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, config.SHUTDOWN_TIMEOUT_SECONDS * 1000);
+  });
+  await Promise.race([Promise.all([server.close(), background.backups?.stop()]), timeout]);
+  clearTimeout(timer);
+  // Attempts on the wire are aborted and their deliveries handed back before the database
+  // closes; a delivery whose hand-back is lost is attempted again once its lease runs out.
+  await background.webhooks.stop();
+  await ledger.close();
 }
 
 function redactUrl(url: string): string {

@@ -7,10 +7,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "kysely";
 import { afterAll, describe, expect, it } from "vitest";
-import { seedModelsIfEmpty } from "../src/bootstrap.ts";
 import { loadConfig } from "../src/config.ts";
 import { readMigrationFiles } from "../src/db/migrator.ts";
 import { embeddedAssets, setEmbeddedAssets } from "../src/embedded-assets.ts";
+import { seedModelsIfEmpty } from "../src/models/seed.ts";
 import { openLedger } from "../src/runtime.ts";
 
 const repo = (path: string) => new URL(`../${path}`, import.meta.url).pathname;

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config.ts";
-import { projectOfKey } from "../src/http/auth.ts";
+import { projectOfKey } from "../src/db/api-keys.ts";
 import { openLedger } from "../src/runtime.ts";
 import { runCli } from "./processes.ts";
 

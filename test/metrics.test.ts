@@ -6,9 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { accountRoutes } from "../src/accounts/routes.ts";
-import { silentLogger } from "../src/http/context.ts";
 import { startScheduler } from "../src/jobs/scheduler.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
+import { silentLogger } from "../src/logger.ts";
 import { createMetrics } from "../src/metrics.ts";
 import { reservationRoutes } from "../src/reservations/routes.ts";
 import { expectError } from "./contract.ts";

@@ -11,8 +11,8 @@ import { createServer, type Server, type Socket, connect as tcpConnect } from "n
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { accountRoutes } from "../src/accounts/routes.ts";
 import { createApp } from "../src/app.ts";
-import { createProjectKey } from "../src/bootstrap.ts";
 import { loadConfig } from "../src/config.ts";
+import { createProjectKey } from "../src/db/api-keys.ts";
 import type { App } from "../src/http/context.ts";
 import { type Ledger, openLedger } from "../src/runtime.ts";
 import { transactionRoutes } from "../src/transactions/routes.ts";

@@ -14,7 +14,7 @@ import { createApp, openApiDocument } from "../../src/app.ts";
 import type { DB } from "../../src/db/schema.ts";
 import { WriteHealth } from "../../src/db/write-health.ts";
 import type { WriteQueue } from "../../src/db/write-path.ts";
-import { silentLogger } from "../../src/http/context.ts";
+import { silentLogger } from "../../src/logger.ts";
 import { createMetrics } from "../../src/metrics.ts";
 
 /** The document `GET /openapi.json` serves, as a plain JSON value. */

@@ -10,7 +10,7 @@ import { readdir, unlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { Cron } from "croner";
 import type { Config } from "../config.ts";
-import type { Logger } from "../http/context.ts";
+import type { Logger } from "../logger.ts";
 import type { Metrics } from "../metrics.ts";
 import { type BackupResult, embeddedDatabasePath, writeBackup } from "./backup.ts";
 import { fsyncPath, utcStamp } from "./sqlite-file.ts";

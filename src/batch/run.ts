@@ -17,10 +17,10 @@ import type { DB } from "../db/schema.ts";
 import { isStorageFailure } from "../db/storage-errors.ts";
 import type { WriteQueue, WriteUnit } from "../db/write-path.ts";
 import { ApiError } from "../errors.ts";
-import type { Logger } from "../http/context.ts";
 import type { WriteOperation } from "../http/handlers.ts";
 import { findStored, type KeyedRequest, requestHash, storeAnswer } from "../http/idempotency.ts";
 import { parseJsonVerbatim, stringifyJson } from "../json.ts";
+import type { Logger } from "../logger.ts";
 import { lockBatchAccounts } from "./locks.ts";
 import type { BatchEnvelope } from "./schemas.ts";
 

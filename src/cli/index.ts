@@ -10,16 +10,17 @@
 import { Command } from "commander";
 import { embeddedDatabasePath, writeBackup } from "../backup/backup.ts";
 import { restoreBackup } from "../backup/restore.ts";
-import { createProjectKey, seedModels } from "../bootstrap.ts";
 import { loadConfig } from "../config.ts";
+import { createProjectKey, listKeys, revokeKey } from "../db/api-keys.ts";
 import { verifyLedger } from "../ledger/verify.ts";
+import { seedModels } from "../models/seed.ts";
 import { readPricingFile, upsertModels } from "../models/service.ts";
 import { fromMicros } from "../money.ts";
 import { openLedger } from "../runtime.ts";
 import { startServer } from "../server.ts";
 import { ledgerVersion } from "../version.ts";
 import { announceDatabase } from "./database.ts";
-import { formatKeyTable, listKeys, revokeKey } from "./keys.ts";
+import { formatKeyTable } from "./keys.ts";
 import { setProjectPrice } from "./project.ts";
 
 /**

@@ -1,64 +1,20 @@
 /**
- * API keys (docs/api.md#authentication-and-projects): random 256-bit secrets shown once, stored
- * only as SHA-256 hashes. `X-API-Key` or `Authorization: Bearer` → project; a missing, unknown or
- * revoked key is 401 UNAUTHORIZED.
+ * The API key check of `/v1` (docs/api.md#authentication-and-projects): `X-API-Key` or
+ * `Authorization: Bearer` → project; a missing, unknown or revoked key is 401 UNAUTHORIZED. The
+ * keys themselves (generating, hashing, storing, revoking) are src/db/api-keys.ts's.
  *
  * A process remembers the keys it found active for `KEY_TRUST_MS` (docs/design.md#api-key-cache),
  * so a request with a known key reads nothing: a key revoked by another process (`ledger keys
  * revoke`, another server) is refused here at most that long after, and one revoked by this
- * process (`revokeKey`, which calls `forgetCheckedKeys`) at once. Unknown keys are never
+ * process (`revokeKey`, which changes `keyRevocations`) at once. Unknown keys are never
  * remembered, so a new key works at once.
  */
-import { createHash, randomBytes } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import type { Kysely } from "kysely";
-import { prepared } from "../db/prepared.ts";
+import { keyRevocations, projectOfKey } from "../db/api-keys.ts";
 import type { DB } from "../db/schema.ts";
 import { ApiError, UNAUTHORIZED_MESSAGE } from "../errors.ts";
-import { newId } from "../ids.ts";
 import type { AppEnv } from "./context.ts";
-
-/** Prefix of every generated key, so that a leaked key is recognisable. */
-export const API_KEY_PREFIX = "ldg_";
-
-/** A new API key: `ldg_` and 43 base64url characters (256 random bits). */
-export function generateApiKey(): string {
-  return `${API_KEY_PREFIX}${randomBytes(32).toString("base64url")}`;
-}
-
-/** The stored form of a key: its SHA-256, hex. */
-export function hashApiKey(key: string): string {
-  return createHash("sha256").update(key).digest("hex");
-}
-
-/** Stores the hash of `apiKey` for `projectId`. @returns the key's id. */
-export async function storeApiKey(
-  db: Kysely<DB>,
-  projectId: string,
-  apiKey: string,
-  nowMs: number,
-): Promise<string> {
-  const id = newId("key");
-  await db
-    .insertInto("api_keys")
-    .values({ id, project_id: projectId, key_hash: hashApiKey(apiKey), created_at_ms: nowMs })
-    .execute();
-  return id;
-}
-
-const activeKey = prepared<{ keyHash: string }, { project_id: string }>((db, arg) =>
-  db
-    .selectFrom("api_keys")
-    .select("project_id")
-    .where("key_hash", "=", arg("keyHash"))
-    .where("revoked_at_ms", "is", null),
-);
-
-/** The project of an active key, or null. */
-export async function projectOfKey(db: Kysely<DB>, apiKey: string): Promise<string | null> {
-  const { rows } = await db.executeQuery(activeKey(db, { keyHash: hashApiKey(apiKey) }));
-  return rows[0]?.project_id ?? null;
-}
 
 /**
  * Milliseconds a process trusts a key it found active without reading it again: well inside the
@@ -67,14 +23,6 @@ export async function projectOfKey(db: Kysely<DB>, apiKey: string): Promise<stri
 export const KEY_TRUST_MS = 2000;
 /** Most keys one middleware remembers; past it the oldest are forgotten first. */
 const MAX_TRUSTED_KEYS = 10_000;
-
-/** Bumped by every revocation in this process: keys checked before it are read again. */
-let revocations = 0;
-
-/** Makes every middleware of this process read each key again (after a revocation here). */
-export function forgetCheckedKeys(): void {
-  revocations++;
-}
 
 /** A key found active: its project, when it was read (monotonic ms), and the revocations then. */
 interface Trusted {
@@ -92,10 +40,10 @@ function trustedKeys(db: Kysely<DB>) {
   return async (apiKey: string): Promise<string | null> => {
     const now = performance.now();
     const known = trusted.get(apiKey);
-    if (known && now - known.checkedAt < KEY_TRUST_MS && known.revocations === revocations) {
+    if (known && now - known.checkedAt < KEY_TRUST_MS && known.revocations === keyRevocations()) {
       return known.projectId;
     }
-    const seen = revocations;
+    const seen = keyRevocations();
     const projectId = await projectOfKey(db, apiKey);
     trusted.delete(apiKey);
     if (projectId === null) return null;

@@ -5,18 +5,10 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Config } from "../config.ts";
 import type { Database } from "../db/client.ts";
 import type { Clock, WriteQueue } from "../db/write-path.ts";
+import type { Logger } from "../logger.ts";
 import type { Metrics } from "../metrics.ts";
 import type { ResolveHost } from "../resolve-host.ts";
 import type { DeclaredInput } from "./strict-input.ts";
-
-/** A structured logger (a pino-like subset); `createApp` never logs secrets through it. */
-export interface Logger {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-  /** pino's `debug`, when the logger has one (probe requests and idle jobs log at it). */
-  debug?(obj: object, msg?: string): void;
-}
 
 export interface AppDeps {
   db: Database;
@@ -47,6 +39,3 @@ export interface AppEnv {
 }
 
 export type App = OpenAPIHono<AppEnv>;
-
-/** A silent logger for tests and tools. */
-export const silentLogger: Logger = { info() {}, warn() {}, error() {} };

@@ -13,8 +13,8 @@
 import { Cron } from "croner";
 import { CannotWriteError, describeDatabaseError } from "../db/storage-errors.ts";
 import type { UnitRunner } from "../db/write-path.ts";
-import type { Logger } from "../http/context.ts";
 import { purgeIdempotencyKeys } from "../http/idempotency.ts";
+import type { Logger } from "../logger.ts";
 import type { Metrics } from "../metrics.ts";
 import { runExpireGrants } from "./expire-grants.ts";
 import { runExpireReservations } from "./expire-reservations.ts";

@@ -13,11 +13,10 @@
  * The ledger is read in `seq` order: on PostgreSQL too, an account's entries ascend in seq along
  * their balanceAfter chain, since each is inserted under the account's row lock.
  */
-import { type Kysely, sql } from "kysely";
+import type { Kysely } from "kysely";
 import { reservedMicros } from "../accounts/lookup.ts";
-import { engineOf } from "../db/engine.ts";
-import { UNBOUNDED_STATEMENT } from "../db/postgres.ts";
 import type { DB } from "../db/schema.ts";
+import { inReadSnapshot } from "../db/snapshot.ts";
 import { fromMicros, MAX_BALANCE_MICROS } from "../money.ts";
 
 export interface VerifyReport {
@@ -69,19 +68,11 @@ async function checkChains(db: Kysely<DB>, balances: Map<string, number>, proble
 
 /**
  * Runs every check at `nowMs`. Read-only. On PostgreSQL every check reads one snapshot (a
- * REPEATABLE READ, READ ONLY transaction without statement timeouts), so it may run while
- * service processes write.
+ * REPEATABLE READ, READ ONLY transaction without statement timeouts: `inReadSnapshot`,
+ * src/db/snapshot.ts), so it may run while service processes write.
  */
 export async function verifyLedger(db: Kysely<DB>, nowMs: number): Promise<VerifyReport> {
-  if (engineOf(db) !== "postgres") return checkLedger(db, nowMs);
-  return db
-    .transaction()
-    .setIsolationLevel("repeatable read")
-    .setAccessMode("read only")
-    .execute(async (trx) => {
-      await sql`${sql.raw(UNBOUNDED_STATEMENT)}SET LOCAL statement_timeout = 0`.execute(trx);
-      return checkLedger(trx, nowMs);
-    });
+  return inReadSnapshot(db, (snapshot) => checkLedger(snapshot, nowMs));
 }
 
 async function checkLedger(db: Kysely<DB>, nowMs: number): Promise<VerifyReport> {

@@ -28,8 +28,8 @@ import {
   setPlanActive,
 } from "./service.ts";
 
-/** The plan and assignment routes. */
-export const planRoutes = resourceRoutes("Plans", (route) => {
+/** The routes of plans themselves: list, create, archive, activate. */
+const planOnlyRoutes = resourceRoutes("Plans", (route) => {
   /** A route that archives or activates a plan. */
   const stateRoute = <const P extends string>(
     path: P,
@@ -68,48 +68,55 @@ export const planRoutes = resourceRoutes("Plans", (route) => {
       operationId: "activatePlan",
       description: "Sets `isActive` back to true, so the plan can be assigned again.",
     }),
-    listAssigned: route.get(
-      "/v1/accounts/plans",
-      "List an account's plan assignments, active and historical",
-      {
-        operationId: "listAccountPlans",
-        description:
-          "Lists every assignment of one account, newest first, with its schedule " +
-          "(`nextGrantAt`, `grantsMade`, `expiresAt`, `cancelledAt`) and its plan.",
-        query: listAccountPlansQuery,
-        ok: listAccountPlansResponse,
-        errors: ["ACCOUNT_NOT_FOUND"],
-      },
-    ),
-    assign: route.post(
-      "/v1/accounts/plans/assign",
-      "Assign a plan to an account (replaces its active plan)",
-      {
-        operationId: "assignPlan",
-        description:
-          "Starts the plan's schedule of grants for the account, replacing its active " +
-          "assignment. `startMode: immediate` (the default) grants the first period at once; " +
-          "`next_interval` grants nothing now and carries the replaced schedule over.",
-        body: assignPlanBody,
-        ok: assignPlanResponse,
-        errors: ["ACCOUNT_NOT_FOUND", "PLAN_NOT_FOUND", "PLAN_INACTIVE", "BALANCE_LIMIT_EXCEEDED"],
-      },
-    ),
-    cancel: route.post(
-      "/v1/accounts/plans/cancel",
-      "Cancel an active assignment (granted credits stay)",
-      {
-        operationId: "cancelAccountPlan",
-        description:
-          "Ends an active assignment: periods already due are granted first, and credits " +
-          "already granted stay. 409 `ACCOUNT_PLAN_NOT_ACTIVE` when it is no longer active.",
-        body: cancelAccountPlanBody,
-        ok: cancelAccountPlanResponse,
-        errors: ["ACCOUNT_PLAN_NOT_FOUND", "ACCOUNT_PLAN_NOT_ACTIVE"],
-      },
-    ),
   };
 });
+
+/** The routes of an account's plan assignments: list, assign, cancel. */
+const assignmentRoutes = resourceRoutes("Plans", (route) => ({
+  listAssigned: route.get(
+    "/v1/accounts/plans",
+    "List an account's plan assignments, active and historical",
+    {
+      operationId: "listAccountPlans",
+      description:
+        "Lists every assignment of one account, newest first, with its schedule " +
+        "(`nextGrantAt`, `grantsMade`, `expiresAt`, `cancelledAt`) and its plan.",
+      query: listAccountPlansQuery,
+      ok: listAccountPlansResponse,
+      errors: ["ACCOUNT_NOT_FOUND"],
+    },
+  ),
+  assign: route.post(
+    "/v1/accounts/plans/assign",
+    "Assign a plan to an account (replaces its active plan)",
+    {
+      operationId: "assignPlan",
+      description:
+        "Starts the plan's schedule of grants for the account, replacing its active " +
+        "assignment. `startMode: immediate` (the default) grants the first period at once; " +
+        "`next_interval` grants nothing now and carries the replaced schedule over.",
+      body: assignPlanBody,
+      ok: assignPlanResponse,
+      errors: ["ACCOUNT_NOT_FOUND", "PLAN_NOT_FOUND", "PLAN_INACTIVE", "BALANCE_LIMIT_EXCEEDED"],
+    },
+  ),
+  cancel: route.post(
+    "/v1/accounts/plans/cancel",
+    "Cancel an active assignment (granted credits stay)",
+    {
+      operationId: "cancelAccountPlan",
+      description:
+        "Ends an active assignment: periods already due are granted first, and credits " +
+        "already granted stay. 409 `ACCOUNT_PLAN_NOT_ACTIVE` when it is no longer active.",
+      body: cancelAccountPlanBody,
+      ok: cancelAccountPlanResponse,
+      errors: ["ACCOUNT_PLAN_NOT_FOUND", "ACCOUNT_PLAN_NOT_ACTIVE"],
+    },
+  ),
+}));
+
+/** The plan and assignment routes. */
+export const planRoutes = { ...planOnlyRoutes, ...assignmentRoutes };
 
 export function registerPlanRoutes(app: App, deps: AppDeps): void {
   const r = planRoutes;

@@ -14,7 +14,7 @@ import { externalIdOf } from "../accounts/lookup.ts";
 import { checkLowBalance } from "../accounts/low-balance.ts";
 import { iso } from "../dates.ts";
 import type { AccountPlanRow, DB, PlanRow } from "../db/schema.ts";
-import { postEntry } from "../ledger/core.ts";
+import { type PostedEntry, postEntry } from "../ledger/core.ts";
 import { bookDueExpiries } from "../ledger/expiry.ts";
 import { DEFAULT_PRIORITY, PLAN_PRIORITY } from "../ledger/grants.ts";
 import { fromMicros } from "../money.ts";
@@ -38,72 +38,13 @@ export async function grantNextPeriod(
   nowMs: number,
 ): Promise<AccountPlanRow> {
   const period = ap.grants_made;
-  const dueMs = nextGrantAt(ap.anchor_at_ms, plan.interval, period, plan.occurrences) ?? nowMs;
   const done = await trx
     .selectFrom("plan_grants")
     .select("transaction_id")
     .where("account_plan_id", "=", ap.id)
     .where("period_index", "=", period)
     .executeTakeFirst();
-  if (!done) {
-    const account = { projectId: ap.project_id, accountId: ap.account_id };
-    const due = await bookDueExpiries(trx, account, nowMs);
-    const rolls = plan.accumulate !== 0;
-    const tx = await postEntry(trx, {
-      projectId: ap.project_id,
-      accountId: ap.account_id,
-      type: "credit",
-      amountMicros: plan.credits_micros,
-      description: `Plan ${plan.name}: grant ${period + 1}`,
-      metadata: {
-        reason: "plan_grant",
-        planId: plan.id,
-        accountPlanId: ap.id,
-        period: period + 1,
-        periodStart: iso(dueMs),
-      },
-      source: "plan_grant",
-      accountPlanId: ap.id,
-      nowMs,
-      grant: rolls
-        ? { priority: DEFAULT_PRIORITY, expiresAtMs: null }
-        : {
-            priority: PLAN_PRIORITY,
-            expiresAtMs: addIntervals(ap.anchor_at_ms, plan.interval, period + 1),
-          },
-    });
-    await planGranted.emit(trx, {
-      projectId: ap.project_id,
-      nowMs,
-      data: async (make) =>
-        make({
-          accountId: ap.account_id,
-          externalId: await externalIdOf(trx, ap.account_id),
-          accountPlanId: ap.id,
-          planId: plan.id,
-          transactionId: tx.id,
-          amount: fromMicros(tx.amount_micros),
-          balance: fromMicros(tx.balance_after_micros),
-          periodStart: iso(dueMs),
-        }),
-    });
-    const lowered = due.expiredMicros - plan.credits_micros;
-    await checkLowBalance(
-      trx,
-      { id: ap.account_id, project_id: ap.project_id },
-      { nowMs, loweredByMicros: lowered, transactionId: tx.id },
-    );
-    await trx
-      .insertInto("plan_grants")
-      .values({
-        account_plan_id: ap.id,
-        period_index: period,
-        due_at_ms: dueMs,
-        transaction_id: tx.id,
-        granted_at_ms: nowMs,
-      })
-      .execute();
-  }
+  if (!done) await grantPeriod(trx, { ap, plan, period }, nowMs);
   const grantsMade = period + 1;
   const next = nextGrantAt(ap.anchor_at_ms, plan.interval, grantsMade, plan.occurrences);
   await trx
@@ -112,6 +53,90 @@ export async function grantNextPeriod(
     .where("id", "=", ap.id)
     .execute();
   return { ...ap, grants_made: grantsMade, next_grant_at_ms: next };
+}
+
+/** One period of an assignment: `period` counts from 0. */
+interface PlanPeriod {
+  ap: AccountPlanRow;
+  plan: PlanRow;
+  period: number;
+}
+
+/**
+ * Books the grant of one period not granted yet: the account's due expiries first, then the
+ * credit and its credit grant, the `plan.granted` event, the low-balance check, and the
+ * `plan_grants` row that makes it happen once.
+ * @throws ApiError BALANCE_LIMIT_EXCEEDED when the grant would pass 9e9 credits
+ */
+async function grantPeriod(trx: Transaction<DB>, grant: PlanPeriod, nowMs: number): Promise<void> {
+  const { ap, plan, period } = grant;
+  const dueMs = nextGrantAt(ap.anchor_at_ms, plan.interval, period, plan.occurrences) ?? nowMs;
+  const account = { projectId: ap.project_id, accountId: ap.account_id };
+  const due = await bookDueExpiries(trx, account, nowMs);
+  const rolls = plan.accumulate !== 0;
+  const tx = await postEntry(trx, {
+    projectId: ap.project_id,
+    accountId: ap.account_id,
+    type: "credit",
+    amountMicros: plan.credits_micros,
+    description: `Plan ${plan.name}: grant ${period + 1}`,
+    metadata: {
+      reason: "plan_grant",
+      planId: plan.id,
+      accountPlanId: ap.id,
+      period: period + 1,
+      periodStart: iso(dueMs),
+    },
+    source: "plan_grant",
+    accountPlanId: ap.id,
+    nowMs,
+    grant: rolls
+      ? { priority: DEFAULT_PRIORITY, expiresAtMs: null }
+      : {
+          priority: PLAN_PRIORITY,
+          expiresAtMs: addIntervals(ap.anchor_at_ms, plan.interval, period + 1),
+        },
+  });
+  await emitPlanGranted(trx, grant, { tx, dueMs, nowMs });
+  const lowered = due.expiredMicros - plan.credits_micros;
+  await checkLowBalance(
+    trx,
+    { id: ap.account_id, project_id: ap.project_id },
+    { nowMs, loweredByMicros: lowered, transactionId: tx.id },
+  );
+  await trx
+    .insertInto("plan_grants")
+    .values({
+      account_plan_id: ap.id,
+      period_index: period,
+      due_at_ms: dueMs,
+      transaction_id: tx.id,
+      granted_at_ms: nowMs,
+    })
+    .execute();
+}
+
+/** Emits `plan.granted` for the grant `tx` of a period that began at `dueMs`. */
+async function emitPlanGranted(
+  trx: Transaction<DB>,
+  { ap, plan }: PlanPeriod,
+  { tx, dueMs, nowMs }: { tx: PostedEntry; dueMs: number; nowMs: number },
+): Promise<void> {
+  await planGranted.emit(trx, {
+    projectId: ap.project_id,
+    nowMs,
+    data: async (make) =>
+      make({
+        accountId: ap.account_id,
+        externalId: await externalIdOf(trx, ap.account_id),
+        accountPlanId: ap.id,
+        planId: plan.id,
+        transactionId: tx.id,
+        amount: fromMicros(tx.amount_micros),
+        balance: fromMicros(tx.balance_after_micros),
+        periodStart: iso(dueMs),
+      }),
+  });
 }
 
 /**

@@ -28,7 +28,7 @@
 import { randomUUID } from "node:crypto";
 import type { Database } from "../db/client.ts";
 import type { Clock, WriteQueue } from "../db/write-path.ts";
-import type { Logger } from "../http/context.ts";
+import type { Logger } from "../logger.ts";
 import type { DeliveryOutcome, Metrics } from "../metrics.ts";
 import {
   anyDue,

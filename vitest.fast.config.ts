@@ -1,0 +1,43 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { configDefaults, defineConfig, mergeConfig } from "vitest/config";
+import suite from "./vitest.config.ts";
+
+/**
+ * `npm run test:fast`: the suite, on the engines vitest.config.ts chooses, without the tests that
+ * start processes (the compiled `ledger` command, servers in child processes, browsers, `mount`),
+ * which need `npm run build` and most of the suite's time; `npm test` runs them all.
+ *
+ * The list is derived, not kept by hand: a test file starts processes when it, or a file of this
+ * repository that it imports directly (test/processes.ts, scripts/lib/hrana/process.ts, …),
+ * imports `node:child_process` or `playwright-core`. One level only: test/pg-harness.ts, which
+ * every test reaches, starts a process only for the remote libSQL run.
+ */
+const STARTS_PROCESSES = /from "(node:child_process|playwright-core)"/;
+const RELATIVE_IMPORT = /from "(\.\.?\/[^"]+\.ts)"/g;
+
+const testDir = new URL("./test/", import.meta.url);
+const read = (url: URL) => readFileSync(url, "utf8");
+
+/** True when test file `name` or a file it imports directly starts processes. */
+function startsProcesses(name: string): boolean {
+  const url = new URL(name, testDir);
+  const text = read(url);
+  if (STARTS_PROCESSES.test(text)) return true;
+  return [...text.matchAll(RELATIVE_IMPORT)].some(([, path = ""]) =>
+    STARTS_PROCESSES.test(read(new URL(path, url))),
+  );
+}
+
+const spawning = readdirSync(testDir).filter(
+  (name) => name.endsWith(".test.ts") && startsProcesses(name),
+);
+
+export default mergeConfig(
+  suite,
+  defineConfig({
+    // Each file keeps its own module graph (vitest's default): sharing one per worker
+    // (`isolate: false`) halves the run, but test/embedded-assets.test.ts sets module state
+    // (`setEmbeddedAssets`) that would then leak into the files after it.
+    test: { exclude: [...configDefaults.exclude, ...spawning.map((name) => `test/${name}`)] },
+  }),
+);
