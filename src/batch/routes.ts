@@ -39,7 +39,10 @@ export const batchRoutes = resourceRoutes("Batches", (route) => ({
  */
 export function registerBatchRoutes(app: App, deps: AppDeps): void {
   const r = batchRoutes;
-  app.openAPIRegistry.registerPath(r.run);
+  // The document describes the route; its `middleware` (strict input's declaration, for routes
+  // the validation hook checks) is not part of the OpenAPI operation.
+  const { middleware: _declared, ...documented } = r.run;
+  app.openAPIRegistry.registerPath(documented);
   app.post(r.run.path, async (c) => {
     const raw: unknown = await c.req.json();
     const envelope = batchEnvelope.safeParse(raw);
