@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { listenUrls } from "../src/server.ts";
-import { type FreshDatabase, freshDatabase, TEST_ENGINE } from "./pg-harness.ts";
+import { type FreshDatabase, freshDatabase, TEST_TARGET } from "./pg-harness.ts";
 import { jsonLines, runCli, spawnServer } from "./processes.ts";
 
 let dir: string;
@@ -34,6 +34,8 @@ const run = (...args: string[]) => runCli(args, env);
 
 describe("ledger --version", () => {
   it("prints the package's version and touches no database", () => {
+    // The test database's own files (remote libSQL keeps its server's file here) stay as they are.
+    const before = readdirSync(dir);
     const { version } = JSON.parse(
       readFileSync(new URL("../package.json", import.meta.url), "utf8"),
     ) as { version: string };
@@ -43,7 +45,7 @@ describe("ledger --version", () => {
       expect(r.stdout.trim()).toBe(version);
       expect(r.stderr).toBe("");
     }
-    expect(readdirSync(dir)).toEqual([]);
+    expect(readdirSync(dir)).toEqual(before);
   });
 });
 
@@ -52,8 +54,11 @@ describe("the database a command uses", () => {
     const r = run("migrate");
     expect(r.status).toBe(0);
     const named = /ledger: database: (.*)/.exec(r.stderr)?.[1];
-    if (TEST_ENGINE === "sqlite") {
+    if (TEST_TARGET === "sqlite") {
       expect(named).toBe(`SQLite file ${join(dir, "ledger.db")}`);
+    } else if (TEST_TARGET === "libsql") {
+      const url = new URL(database.url);
+      expect(named).toBe(`remote libSQL database at ${url.hostname}:${url.port}`);
     } else {
       const url = new URL(database.url);
       const name = url.pathname.slice(1);
@@ -70,7 +75,7 @@ describe("the database a command uses", () => {
   });
 });
 
-describe.runIf(TEST_ENGINE === "sqlite")("a missing database file", () => {
+describe.runIf(TEST_TARGET === "sqlite")("a missing database file", () => {
   it("is refused by verify, keys list/revoke, models, backup and restore, creating nothing", () => {
     const file = join(dir, "elsewhere", "ledger.db");
     env = { ...env, DATABASE_URL: `file:${file}` };

@@ -80,7 +80,7 @@ describe("GET /docs in a headless browser", () => {
         "Create an account",
         "Hold credits before an expensive operation",
         "Record LLM usage; the cost is computed from the model's current prices",
-        "Estimate a call's cost in USD without recording usage",
+        "Estimate a call's cost in USD and in credits without recording usage",
       ]) {
         await page.getByText(summary, { exact: true }).first().waitFor({ timeout: 20_000 });
       }

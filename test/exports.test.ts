@@ -20,7 +20,10 @@ const DAY_MS = 86_400_000;
 const START = Date.parse("2026-10-01T00:00:00Z");
 /** Rows of the big account: about 20 MB of CSV, far more than the socket buffers take at once. */
 const BIG_ROWS = 10_000;
-const PAD = "p".repeat(2000);
+// Each big-export row carries about 7 KB, so that its 10,000 rows (about 70 MB) are more than
+// loopback's socket buffers can hold (up to 32 MiB received and 4 MiB sent here): a paused
+// client then really holds the export back.
+const PAD = "p".repeat(7000);
 
 /** A raw answer of a GET over HTTP. */
 interface Raw {

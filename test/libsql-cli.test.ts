@@ -109,7 +109,7 @@ describe.runIf(TEST_TARGET === "sqlite").each(["ws", "http"] as const)(
         expect(r.status).toBe(1);
         expect(r.stderr).toMatch(
           new RegExp(
-            `^ledger: cannot reach the database at ${scheme}://127\\.0\\.0\\.1:${port}/ \\(.+\\); check DATABASE_URL and that the server is running\n$`,
+            `^ledger: database: [^\\n]+\nledger: cannot reach the database at ${scheme}://127\\.0\\.0\\.1:${port}/ \\(.+\\); check DATABASE_URL and that the server is running\n$`,
           ),
         );
         expect(r.stderr).not.toMatch(/Idempotency-Key|retry later/);
