@@ -1,3 +1,10 @@
--- 0008 for SQLite: nothing to create. PostgreSQL's 0008 replaces its plain confirm function;
--- on SQLite the plain debit is `postEntry`'s conditional move in the write unit
--- (src/ledger/core.ts, src/ledger/plain-debit.ts), run by the one writer.
+-- 0008 for SQLite: one debit rule (docs/design.md#plain-writes). Frozen once merged: changes go
+-- in a new file.
+--
+-- A hold carries the description and metadata text of the entry that will confirm it, written
+-- with the hold by the service (src/reservations/confirm-debit.ts `confirmEntry`), so that both paths
+-- of a confirm store that very text (PostgreSQL's plain confirm reads it under the hold's lock,
+-- in the one statement of its confirm). A hold made before this migration has none: its confirm
+-- takes the general path, which builds the text then.
+ALTER TABLE reservations ADD COLUMN confirm_description TEXT;
+ALTER TABLE reservations ADD COLUMN confirm_metadata TEXT;

@@ -46,6 +46,14 @@ export function stringifyJson(value: unknown): string {
   return stringify(value, undefined, undefined, exactNumbers) ?? "null";
 }
 
+/**
+ * JSON text this service wrote earlier, to be stored again exactly as it is (a confirm's entry
+ * metadata, written with its hold: docs/design.md#plain-writes).
+ */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
 /** Parses a stored JSON object column (null stays null). */
 export function parseJsonColumn(text: string | null): Record<string, unknown> | null {
   if (text === null) return null;

@@ -29,6 +29,8 @@ interface Case {
   grants: { amount: number; priority?: number; expiresInHours?: number }[];
   /** The holds made after the grants. */
   holds?: { amount: number; ttlSeconds?: number; metadata?: Record<string, unknown> }[];
+  /** The first hold made as before migration 0008: without its confirm's text. */
+  before0008?: boolean;
   /** Hours the clock moves after the holds, before the write. */
   advanceHours?: number;
   /** The write compared: a deduction, a manual debit, a confirm of the first hold, a hold. */
@@ -161,6 +163,14 @@ const CASES: Case[] = [
     holds: [{ amount: 40 }],
     write: { confirm: 55 },
     key: true,
+    plain: false,
+  },
+  {
+    name: "confirm a hold made before migration 0008",
+    grants: [{ amount: 100 }],
+    holds: [{ amount: 40, metadata: { model: "m" } }],
+    before0008: true,
+    write: { confirm: 25 },
     plain: false,
   },
   {
@@ -303,6 +313,7 @@ async function runCase(s: Side, c: Case, n: number) {
     const made = await call("/v1/reservations/create", { accountId, ...h });
     holds.push(made.reservation?.id ?? "none");
   }
+  if (c.before0008) await withoutConfirmText(s.t, holds[0] ?? "none");
   s.t.advance((c.advanceHours ?? 0) * HOUR);
   s.count.made = 0;
   const [path, body] =
@@ -318,6 +329,16 @@ async function runCase(s: Side, c: Case, n: number) {
   const plainMade = s.count.made;
   if (key !== undefined) await call(path, body, key);
   return { answers, plainMade, stored: await stored(s.t, ext) };
+}
+
+/** Removes the confirm's text stored with the hold `id`, as a hold made before migration 0008. */
+async function withoutConfirmText(t: TestLedger, id: string) {
+  const removed = await t.ledger.db.write
+    .updateTable("reservations")
+    .set({ confirm_description: null, confirm_metadata: null })
+    .where("id", "=", id)
+    .executeTakeFirst();
+  expect(removed.numUpdatedRows).toBe(1n);
 }
 
 /**
@@ -396,6 +417,38 @@ describe(`one debit rule, plain path against general path (${TEST_ENGINE})`, () 
     expect(viaGeneral.plainMade).toBe(0);
     expect(viaPlain.plainMade, "the plain path made the write").toBe(c.plain ? 1 : 0);
     expect(await plain.t.verify()).toEqual([]);
+  });
+
+  it("a hold made before migration 0008 is confirmed with the text a hold stores now", async () => {
+    const ext = "eq-before-0008";
+    await post(plain, "/v1/accounts/create", { externalId: ext, name: "Before 0008" });
+    await post(plain, "/v1/accounts/credits/add", { accountId: ext, amount: 100 });
+    const hold = { accountId: ext, amount: 12.5, model: "m", metadata: { a: [1, 2.5] } };
+    const made = await post(plain, "/v1/reservations/create", hold);
+    const id = (made.body as { reservation: { id: string } }).reservation.id;
+    const db = plain.t.ledger.db.read;
+    const text = await db
+      .selectFrom("reservations")
+      .select(["confirm_description", "confirm_metadata"])
+      .where("id", "=", id)
+      .executeTakeFirstOrThrow();
+    expect(text.confirm_metadata).toBe(
+      `{"a":[1,2.5],"model":"m","reservationId":"${id}","reservedAmount":12.5}`,
+    );
+    await withoutConfirmText(plain.t, id);
+    plain.count.made = 0;
+    const confirm = { reservationId: id, actualAmount: 10 };
+    expect((await post(plain, "/v1/reservations/confirm", confirm)).status).toBe(200);
+    expect(plain.count.made, "no stored text: the general path").toBe(0);
+    const entry = await db
+      .selectFrom("transactions")
+      .select(["description", "metadata"])
+      .where("reservation_id", "=", id)
+      .executeTakeFirstOrThrow();
+    expect(entry).toEqual({
+      description: text.confirm_description,
+      metadata: text.confirm_metadata,
+    });
   });
 
   it.runIf(TEST_ENGINE === "postgres")(

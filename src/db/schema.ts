@@ -56,6 +56,13 @@ export interface ReservationsTable {
   settled_at_ms: number | null;
   actual_micros: number | null;
   transaction_id: string | null;
+  /**
+   * The description and metadata text of the entry that confirms the hold, written with the hold
+   * by `confirmEntry` (src/reservations/confirm-debit.ts, docs/design.md#plain-writes); null for a hold
+   * made before migration 0008.
+   */
+  confirm_description: string | null;
+  confirm_metadata: string | null;
 }
 
 export type TransactionType = "credit" | "debit";

@@ -31,9 +31,8 @@ export interface PlainWrite<T> {
   /** SQLite: a few statements inside the unit (the one writer runs nothing between them). */
   sqlite: (trx: Transaction<DB>, nowMs: number) => Promise<T | null>;
   /**
-   * PostgreSQL: a function call that locks what it changes and decides under the lock, with at
-   * most a read of immutable columns before it; each statement commits by itself when `db` is
-   * not a transaction.
+   * PostgreSQL: one function call that locks what it changes and decides under the lock; it
+   * commits by itself when `db` is not a transaction.
    */
   postgres: (db: Kysely<DB>, nowMs: number) => Promise<T | null>;
 }

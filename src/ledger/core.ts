@@ -21,7 +21,7 @@ import { prepared } from "../db/prepared.ts";
 import type { DB, TransactionRow, TransactionSource, TransactionType } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
-import { stringifyJson } from "../json.ts";
+import { JsonText, stringifyJson } from "../json.ts";
 import { fromMicros, MAX_BALANCE_MICROS } from "../money.ts";
 import {
   DEFAULT_PRIORITY,
@@ -52,7 +52,8 @@ export interface EntryInput {
   type: TransactionType;
   amountMicros: number;
   description: string;
-  metadata: Record<string, unknown>;
+  /** The metadata, or its text as written earlier (a confirm's, stored with its hold). */
+  metadata: Record<string, unknown> | JsonText;
   source: TransactionSource;
   reservationId?: string | null;
   accountPlanId?: string | null;
@@ -134,10 +135,10 @@ export async function postEntry(
 
 /**
  * The stored text of an entry's metadata: the one form both paths of a write store
- * (PostgreSQL's plain debit gets it as a parameter).
+ * (PostgreSQL's plain debit gets it as a parameter); text written earlier stays as it is.
  */
 export function entryMetadata(input: Pick<EntryInput, "metadata">): string {
-  return stringifyJson(input.metadata);
+  return input.metadata instanceof JsonText ? input.metadata.text : stringifyJson(input.metadata);
 }
 
 /**

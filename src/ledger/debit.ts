@@ -9,6 +9,7 @@
 import type { Transaction } from "kysely";
 import { prepared } from "../db/prepared.ts";
 import type { DB, ReservationStatus, TransactionSource } from "../db/schema.ts";
+import type { JsonText } from "../json.ts";
 import type { EntryInput } from "./core.ts";
 import type { Spendable } from "./grants.ts";
 
@@ -20,11 +21,15 @@ export interface Debit {
   /** What the debit takes, micro-credits (a confirm's actual amount; may be 0 then). */
   amountMicros: number;
   description: string;
-  metadata: Record<string, unknown>;
+  /** The entry's metadata, or its text as written earlier (a confirm's, stored with its hold). */
+  metadata: Record<string, unknown> | JsonText;
   source: Extract<TransactionSource, "deduct" | "manual" | "reservation">;
   /** A confirm: the pending hold it settles (its amount in micro-credits). */
   hold?: { id: string; amountMicros: number } | undefined;
 }
+
+/** A debit that settles no hold: a deduction or a manual debit. */
+export type UnheldDebit = Debit & { hold?: undefined };
 
 /**
  * What the debit takes of `available` (micro-credits): its amount beyond the hold it settles,

@@ -10,21 +10,22 @@
  * - SQLite: `postEntry` with its plain move (core.ts, one conditional `UPDATE … RETURNING` whose
  *   WHERE holds every condition, then the entry's INSERT and the grant's UPDATE), then
  *   `settleHold`. The queue's one writer needs no row lock, and nothing runs between them.
- * - PostgreSQL: one call of `ledger_plain_debit` (sql/postgres/0006_fast_debit.sql), or for a
- *   confirm `ledger_plain_settle` (0008_one_debit_rule.sql), which locks the hold and then makes
- *   that call; it locks the account, then reads and writes as above, in one round trip. The
- *   entry's description and metadata are the service's text, passed as parameters.
+ * - PostgreSQL: one call of `ledger_plain_debit` (sql/postgres/0006_fast_debit.sql), which
+ *   locks the account, then reads and writes as above, in one round trip. The entry's
+ *   description and metadata are the service's text, passed as parameters. A confirm's is
+ *   `ledger_plain_confirm` (reservations/plain-confirm.ts), which locks the hold and then makes
+ *   that call with the text stored with the hold.
  *
  * When the debit is not plain nothing is changed, and the write path runs the general path
  * (`WriteQueue.runWrite`). debit-equivalence.test.ts runs one table of cases through both.
  */
-import { type Kysely, sql } from "kysely";
+import { type Kysely, sql, type Transaction } from "kysely";
 import { prepared } from "../db/prepared.ts";
 import type { DB } from "../db/schema.ts";
 import type { PlainWrite } from "../db/write-path.ts";
 import { INTERNAL_ACCOUNT_ID, newId } from "../ids.ts";
 import { entryMetadata, entryRow, type PostedEntry, postEntry } from "./core.ts";
-import { type Debit, debitEntry, neededMicros, settleHold } from "./debit.ts";
+import { type Debit, debitEntry, neededMicros, settleHold, type UnheldDebit } from "./debit.ts";
 
 /** A plain debit done: the account and the stored entry. */
 export interface PlainDebited {
@@ -32,25 +33,39 @@ export interface PlainDebited {
   row: PostedEntry;
 }
 
-/** The debit `debit` on its plain path, one form per engine. */
-export function plainDebit(debit: Debit): PlainWrite<PlainDebited> {
+/**
+ * The debit `debit` (a deduction or a manual debit: no hold) on its plain path, one form per
+ * engine. A confirm's is `plainConfirm` (reservations/plain-confirm.ts).
+ */
+export function plainDebit(debit: UnheldDebit): PlainWrite<PlainDebited> {
   return {
-    sqlite: async (trx, nowMs) => {
-      const plain = {
-        byExternalId: !INTERNAL_ACCOUNT_ID.test(debit.accountRef),
-        neededMicros: neededMicros(debit),
-      };
-      const posted = await postEntry(trx, debitEntry(debit, debit.accountRef, nowMs), plain);
-      if (posted === null) return null;
-      await settleHold(trx, debit, posted.id, nowMs);
-      const { externalId, ...row } = posted;
-      return { account: { id: row.account_id, external_id: externalId }, row };
-    },
+    sqlite: (trx, nowMs) => sqlitePlainDebit(trx, debit, nowMs),
     postgres: (db, nowMs) => pgDebit(db, debit, nowMs),
   };
 }
 
-type PgRow = {
+/**
+ * SQLite's plain debit `debit` (a confirm's too), inside the unit `trx`: what it did, or null
+ * (nothing changed) when the debit is not plain.
+ */
+export async function sqlitePlainDebit(
+  trx: Transaction<DB>,
+  debit: Debit,
+  nowMs: number,
+): Promise<PlainDebited | null> {
+  const plain = {
+    byExternalId: !INTERNAL_ACCOUNT_ID.test(debit.accountRef),
+    neededMicros: neededMicros(debit),
+  };
+  const posted = await postEntry(trx, debitEntry(debit, debit.accountRef, nowMs), plain);
+  if (posted === null) return null;
+  await settleHold(trx, debit, posted.id, nowMs);
+  const { externalId, ...row } = posted;
+  return { account: { id: row.account_id, external_id: externalId }, row };
+}
+
+/** What PostgreSQL's plain debit function answers (ledger_plain_debit, ledger_plain_confirm). */
+export type PgDebitRow = {
   outcome: "applied" | "other";
   account_id: string;
   external_id: string;
@@ -73,26 +88,19 @@ type PgArgs = {
   holdMicros: number | null;
 };
 
-/** PostgreSQL's call of `fn`, one of the plain debit functions (both take the same arguments). */
-function pgCall(fn: "ledger_plain_debit" | "ledger_plain_settle") {
-  return prepared<PgArgs, PgRow>((db, arg) => ({
-    compile: () =>
-      sql<PgRow>`SELECT * FROM ${sql.raw(fn)}(${arg("projectId")}, ${arg("ref")}, ${arg("byId")}, ${arg("amountMicros")}, ${arg("nowMs")}, ${arg("txnId")}, ${arg("description")}, ${arg("metadata")}, ${arg("source")}, ${arg("holdId")}, ${arg("holdMicros")})`.compile(
-        db,
-      ),
-  }));
-}
-
 /**
- * PostgreSQL's plain debit without a hold; the bench's pgbench script runs this very statement
- * (scripts/lib/pgbench.ts).
+ * PostgreSQL's plain debit without a hold (sql/postgres/0006_fast_debit.sql); the bench's
+ * pgbench script runs this very statement (scripts/lib/pgbench.ts).
  */
-export const pgPlainDebit = pgCall("ledger_plain_debit");
-/** PostgreSQL's plain debit that settles a hold: locks the hold, then `ledger_plain_debit`. */
-const pgPlainSettle = pgCall("ledger_plain_settle");
+export const pgPlainDebit = prepared<PgArgs, PgDebitRow>((db, arg) => ({
+  compile: () =>
+    sql<PgDebitRow>`SELECT * FROM ledger_plain_debit(${arg("projectId")}, ${arg("ref")}, ${arg("byId")}, ${arg("amountMicros")}, ${arg("nowMs")}, ${arg("txnId")}, ${arg("description")}, ${arg("metadata")}, ${arg("source")}, ${arg("holdId")}, ${arg("holdMicros")})`.compile(
+      db,
+    ),
+}));
 
 /** The plain debit on PostgreSQL: one statement (committed by itself outside a transaction). */
-async function pgDebit(db: Kysely<DB>, debit: Debit, nowMs: number) {
+async function pgDebit(db: Kysely<DB>, debit: UnheldDebit, nowMs: number) {
   const txnId = newId("txn");
   const entry = debitEntry(debit, debit.accountRef, nowMs);
   const args = {
@@ -105,17 +113,29 @@ async function pgDebit(db: Kysely<DB>, debit: Debit, nowMs: number) {
     description: debit.description,
     metadata: entryMetadata(entry),
     source: debit.source,
-    holdId: debit.hold?.id ?? null,
-    holdMicros: debit.hold?.amountMicros ?? null,
+    holdId: null,
+    holdMicros: null,
   };
-  const call = debit.hold ? pgPlainSettle : pgPlainDebit;
-  const done = (await db.executeQuery(call(db, args))).rows[0];
-  if (done?.outcome !== "applied") return null;
+  const done = (await db.executeQuery(pgPlainDebit(db, args))).rows[0];
+  return done?.outcome === "applied" ? pgDebited(debit, txnId, nowMs, done) : null;
+}
+
+/**
+ * What PostgreSQL's plain debit `debit` did, from the row its function answered (`applied`):
+ * the account and the stored entry of id `txnId`, as `postEntry` answers it.
+ */
+export function pgDebited(
+  debit: Debit,
+  txnId: string,
+  nowMs: number,
+  done: PgDebitRow,
+): PlainDebited {
   const stored = {
     balanceAfterMicros: Number(done.balance_after_micros),
     createdAtMs: Number(done.created_at_ms),
   };
-  const row = entryRow({ ...entry, accountId: done.account_id }, txnId, stored);
+  const entry = debitEntry(debit, done.account_id, nowMs);
+  const row = entryRow(entry, txnId, stored);
   return {
     account: { id: done.account_id, external_id: done.external_id },
     row: { ...row, seq: Number(done.seq), grantId: null },

@@ -9,7 +9,7 @@ import { parseDateParam } from "../dates.ts";
 import type { AccountRow, DB, TransactionSource, TransactionType } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { type PostedEntry, postEntry, requireAvailable } from "./core.ts";
-import { type Debit, debitEntry, neededMicros, settleHold } from "./debit.ts";
+import { type Debit, debitEntry, neededMicros, settleHold, type UnheldDebit } from "./debit.ts";
 import { bookDueExpiries, expiryAccount } from "./expiry.ts";
 import { DEFAULT_PRIORITY, type GrantTerms } from "./grants.ts";
 
@@ -74,7 +74,7 @@ export async function moveCredits(
 export function debitOf(
   projectId: string,
   input: MoveInput & { source: "deduct" | "manual" },
-): Debit {
+): UnheldDebit {
   return {
     projectId,
     accountRef: input.accountRef,

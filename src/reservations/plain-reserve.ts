@@ -5,7 +5,7 @@
  * the database finds the reservation plain:
  *
  * - SQLite: one `INSERT … SELECT … FROM accounts WHERE <conditions> RETURNING`.
- * - PostgreSQL: one call of `ledger_plain_reserve` (sql/postgres/0006_fast_debit.sql), which
+ * - PostgreSQL: one call of `ledger_plain_reserve` (sql/postgres/0008_one_debit_rule.sql), which
  *   locks the account, reads and inserts, in one round trip.
  *
  * When it is not plain nothing is changed, and the write path runs the general path
@@ -29,6 +29,8 @@ type Args = {
   metadata: string;
   nowMs: number;
   expiresAtMs: number;
+  confirmDescription: string | null;
+  confirmMetadata: string | null;
 };
 
 /** SQLite's conditional insert, naming the account by `column`. */
@@ -45,6 +47,8 @@ function sqliteReserve(column: "id" | "external_id") {
         "metadata",
         "created_at_ms",
         "expires_at_ms",
+        "confirm_description",
+        "confirm_metadata",
       ])
       .expression(
         db
@@ -58,6 +62,8 @@ function sqliteReserve(column: "id" | "external_id") {
             eb.val(arg("metadata")).as("metadata"),
             eb.val(arg("nowMs")).as("created_at_ms"),
             eb.val(arg("expiresAtMs")).as("expires_at_ms"),
+            eb.val(arg("confirmDescription")).as("confirm_description"),
+            eb.val(arg("confirmMetadata")).as("confirm_metadata"),
           ])
           .where("project_id", "=", arg("projectId"))
           .where(column, "=", arg("ref"))
@@ -72,10 +78,10 @@ const sqliteByExternalId = sqliteReserve("external_id");
 
 type PgRow = { outcome: "applied" | "other"; account_id: string };
 
-/** PostgreSQL's one statement (sql/postgres/0006_fast_debit.sql). */
+/** PostgreSQL's one statement (sql/postgres/0008_one_debit_rule.sql). */
 const pgReserve = prepared<Args & { byId: boolean }, PgRow>((db, arg) => ({
   compile: () =>
-    sql<PgRow>`SELECT * FROM ledger_plain_reserve(${arg("projectId")}, ${arg("ref")}, ${arg("byId")}, ${arg("amountMicros")}, ${arg("nowMs")}, ${arg("id")}, ${arg("metadata")}, ${arg("expiresAtMs")})`.compile(
+    sql<PgRow>`SELECT * FROM ledger_plain_reserve(${arg("projectId")}, ${arg("ref")}, ${arg("byId")}, ${arg("amountMicros")}, ${arg("nowMs")}, ${arg("id")}, ${arg("metadata")}, ${arg("expiresAtMs")}, ${arg("confirmDescription")}, ${arg("confirmMetadata")})`.compile(
       db,
     ),
 }));
@@ -91,6 +97,8 @@ function pgArgs(accountRef: string, hold: PlainHold) {
     metadata: hold.metadata,
     nowMs: hold.created_at_ms,
     expiresAtMs: hold.expires_at_ms,
+    confirmDescription: hold.confirm_description,
+    confirmMetadata: hold.confirm_metadata,
   };
 }
 

@@ -13,14 +13,14 @@ import { argValues, prepared } from "../db/prepared.ts";
 import type { DB, ReservationRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
-import { parseJsonColumn, stringifyJson } from "../json.ts";
+import { stringifyJson } from "../json.ts";
 import type { PostedEntry } from "../ledger/core.ts";
 import { requireAvailable } from "../ledger/core.ts";
-import { type Debit, endHold } from "../ledger/debit.ts";
+import { endHold } from "../ledger/debit.ts";
 import { bookDueExpiries, type DueExpiries, expiryAccount } from "../ledger/expiry.ts";
 import { generalDebit } from "../ledger/service.ts";
-import { fromMicros } from "../money.ts";
 import { defineEvent } from "../webhooks/outbox.ts";
+import { confirmDebit, confirmEntry } from "./confirm-debit.ts";
 import type { PlainHold } from "./plain-reserve.ts";
 import { effectiveStatus, reservationJson, reservationSchema } from "./schemas.ts";
 
@@ -40,6 +40,8 @@ const RESERVATION_COLUMNS = [
   "settled_at_ms",
   "actual_micros",
   "transaction_id",
+  "confirm_description",
+  "confirm_metadata",
 ] as const satisfies readonly (keyof ReservationRow)[];
 
 const insertReservation = prepared<ReservationRow, unknown>((db, arg) =>
@@ -73,7 +75,8 @@ export interface CreateReservationInput {
 
 /**
  * The hold a reservation of `input` stores at `nowMs` (its account aside): pending until
- * now + ttl, with `operation` and `model` in its metadata.
+ * now + ttl, with `operation` and `model` in its metadata, and the text of the entry that will
+ * confirm it (`confirmEntry`).
  */
 export function newHold(
   projectId: string,
@@ -84,17 +87,19 @@ export function newHold(
   const metadata: Record<string, unknown> = { ...input.metadata };
   if (input.operation !== undefined) metadata.operation = input.operation;
   if (input.model !== undefined) metadata.model = input.model;
+  const hold = { id, amount_micros: input.amountMicros, metadata: stringifyJson(metadata) };
+  const confirm = confirmEntry(hold);
   return {
-    id,
+    ...hold,
     project_id: projectId,
-    amount_micros: input.amountMicros,
     status: "pending",
-    metadata: stringifyJson(metadata),
     created_at_ms: nowMs,
     expires_at_ms: nowMs + input.ttlSeconds * 1000,
     settled_at_ms: null,
     actual_micros: null,
     transaction_id: null,
+    confirm_description: confirm.description,
+    confirm_metadata: confirm.metadata,
   };
 }
 
@@ -150,27 +155,6 @@ export interface Confirmed {
   hold: ReservationRow;
   transaction: PostedEntry;
   balanceMicros: number;
-}
-
-/**
- * The debit that confirms `hold` with `actualMicros` (docs/api.md#reservations), on either path:
- * its entry's description, and its metadata (the hold's, with `reservationId` and
- * `reservedAmount`, the hold's amount in credits).
- */
-export function confirmDebit(hold: ReservationRow, actualMicros: number): Debit {
-  return {
-    projectId: hold.project_id,
-    accountRef: hold.account_id,
-    amountMicros: actualMicros,
-    description: `Reservation ${hold.id} confirmed`,
-    metadata: {
-      ...(parseJsonColumn(hold.metadata) ?? {}),
-      reservationId: hold.id,
-      reservedAmount: fromMicros(hold.amount_micros),
-    },
-    source: "reservation",
-    hold: { id: hold.id, amountMicros: hold.amount_micros },
-  };
 }
 
 /**
