@@ -47,6 +47,9 @@ function Deliveries({
   return (
     <div>
       <h3 id="deliveries">Recent deliveries</h3>
+      <button type="button" onClick={loaded.reload} disabled={loaded.loading}>
+        Refresh deliveries
+      </button>
       <Status loaded={loaded} />
       {loaded.data && deliveries.length === 0 && <p class="muted">No deliveries yet.</p>}
       {deliveries.length > 0 && (
