@@ -384,7 +384,7 @@ describe("webhook management in the console at 1280 px and 390 px", () => {
         await page.getByRole("button", { name: "Pause" }).click();
         await page
           .getByRole("status")
-          .getByText(/^Paused /)
+          .getByText(/^Paused: /)
           .waitFor();
         await row.getByRole("cell", { name: "no", exact: true }).waitFor();
         expect((await listed()).find((w) => w.url === url)?.isActive).toBe(false);

@@ -97,7 +97,7 @@ export function CreateWebhook({ onCreated }: { onCreated: () => void }) {
       setSecret({ url: res.webhook.url, secret: res.webhook.secret });
       formRef.current?.reset();
       onCreated();
-      return `Created the endpoint ${res.webhook.url}, receiving every event type.`;
+      return "Created the endpoint, receiving every event type.";
     });
   };
   return (
@@ -162,14 +162,14 @@ export function WebhookActions({
       (res) => {
         onChanged();
         return res.webhook.isActive
-          ? `Resumed ${res.webhook.url}: waiting deliveries go out now.`
-          : `Paused ${res.webhook.url}: its events wait until it is resumed.`;
+          ? "Resumed: waiting deliveries go out now."
+          : "Paused: its events wait until it is resumed.";
       },
     );
   const sendTest = () =>
     actions.run<{ eventId: string }>("v1/webhooks/test", { webhookId }, (res) => {
       onChanged();
-      return `Queued a webhook.test event (${res.eventId}) for ${webhook.url}.`;
+      return `Queued a webhook.test event (${res.eventId}).`;
     });
   const remove = () =>
     actions.run<{ webhookId: string }>("v1/webhooks/delete", { webhookId }, () => {

@@ -68,9 +68,6 @@ function Deliveries({
               <th scope="col">Last error</th>
               <th scope="col">Next attempt</th>
               <th scope="col">Delivered</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
             </tr>
           </thead>
           <tbody>
@@ -82,6 +79,16 @@ function Deliveries({
                 <td>{d.eventType}</td>
                 <td>
                   <span class={`badge ${d.status}`}>{d.status}</span>
+                  {d.status === "failed" && (
+                    <button
+                      type="button"
+                      onClick={() => retry(d.id)}
+                      disabled={actions.busy}
+                      aria-label={`Retry delivery ${d.id}`}
+                    >
+                      Retry
+                    </button>
+                  )}
                 </td>
                 <td class="num">
                   <Amount value={d.attempts} />
@@ -95,18 +102,6 @@ function Deliveries({
                 </td>
                 <td>
                   <When at={d.deliveredAt} />
-                </td>
-                <td>
-                  {d.status === "failed" && (
-                    <button
-                      type="button"
-                      onClick={() => retry(d.id)}
-                      disabled={actions.busy}
-                      aria-label={`Retry delivery ${d.id}`}
-                    >
-                      Retry
-                    </button>
-                  )}
                 </td>
               </tr>
             ))}
