@@ -8,6 +8,11 @@
  * inside its own box); and nothing fails: no page error, no console message, no failed request,
  * no answer of 400 or above.
  *
+ * Then webhook management at both widths (docs/operations.md#operator-console), against a
+ * loopback receiver that verifies every delivery with the secret the page showed: create an
+ * endpoint with a 255-character URL and description (the secret shown once), pause, resume,
+ * send a test event, retry a test event that failed, and delete behind a confirmation.
+ *
  * Skipped only when /usr/bin/chromium is absent (CI: `apt-get install -y chromium`).
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
