@@ -1,27 +1,55 @@
 /**
- * Webhooks: the project's endpoints (`GET /v1/webhooks`) and, for the one chosen, its recent
- * deliveries with their status (`GET /v1/webhooks/deliveries`).
+ * Webhooks: the project's endpoints (`GET /v1/webhooks`), a form to create one, and, for the one
+ * chosen, its actions (pause or resume, test event, delete; webhook-actions.tsx) and its recent
+ * deliveries with their status (`GET /v1/webhooks/deliveries`), a failed one with a new attempt
+ * at hand (`POST /v1/webhooks/deliveries/retry`).
  */
 import { useState } from "hono/jsx/dom";
 import { call } from "../api.ts";
 import { Amount, Pager, Status, useLoad, When } from "../components.tsx";
 import type { Delivery, Pagination, Webhook } from "../types.ts";
+import {
+  ActionStatus,
+  type Actions,
+  CreateWebhook,
+  useActions,
+  WebhookActions,
+} from "./webhook-actions.tsx";
 
 const PAGE = 20;
 
-function Deliveries({ webhook }: { webhook: Webhook }) {
+function Deliveries({
+  webhook,
+  actions,
+  round,
+  onRetried,
+}: {
+  webhook: Webhook;
+  actions: Actions;
+  /** Changes when the deliveries should be loaded again. */
+  round: number;
+  onRetried: () => void;
+}) {
   const [offset, setOffset] = useState(0);
   const loaded = useLoad(
     () =>
       call<{ deliveries: Delivery[]; pagination: Pagination }>("GET", "v1/webhooks/deliveries", {
         query: { webhookId: webhook.id, limit: PAGE, offset },
       }),
-    [webhook.id, offset],
+    [webhook.id, offset, round],
   );
   const deliveries = loaded.data?.deliveries ?? [];
+  const retry = (deliveryId: string) =>
+    actions.run<{ delivery: Delivery }>("v1/webhooks/deliveries/retry", { deliveryId }, () => {
+      onRetried();
+      return `Delivery ${deliveryId} is attempted once more now.`;
+    });
   return (
-    <section aria-labelledby="deliveries">
-      <h2 id="deliveries">Recent deliveries to {webhook.url}</h2>
+    <div>
+      <h3 id="deliveries">Recent deliveries</h3>
+      <button type="button" onClick={loaded.reload} disabled={loaded.loading}>
+        Refresh deliveries
+      </button>
       <Status loaded={loaded} />
       {loaded.data && deliveries.length === 0 && <p class="muted">No deliveries yet.</p>}
       {deliveries.length > 0 && (
@@ -51,6 +79,16 @@ function Deliveries({ webhook }: { webhook: Webhook }) {
                 <td>{d.eventType}</td>
                 <td>
                   <span class={`badge ${d.status}`}>{d.status}</span>
+                  {d.status === "failed" && (
+                    <button
+                      type="button"
+                      onClick={() => retry(d.id)}
+                      disabled={actions.busy}
+                      aria-label={`Retry delivery ${d.id}`}
+                    >
+                      Retry
+                    </button>
+                  )}
                 </td>
                 <td class="num">
                   <Amount value={d.attempts} />
@@ -76,7 +114,7 @@ function Deliveries({ webhook }: { webhook: Webhook }) {
         shown={deliveries.length}
         onOffset={setOffset}
       />
-    </section>
+    </div>
   );
 }
 
@@ -86,16 +124,24 @@ export function WebhooksPage() {
     [],
   );
   const [chosen, setChosen] = useState<string | null>(null);
+  const [round, setRound] = useState(0);
+  const actions = useActions();
   const webhooks = loaded.data?.webhooks ?? [];
   const webhook = webhooks.find((w) => w.id === chosen);
+  const changed = () => {
+    loaded.reload();
+    setRound((r) => r + 1);
+  };
   return (
     <main>
       <h1>Webhooks</h1>
+      <CreateWebhook onCreated={loaded.reload} />
+      <h2 id="endpoints">Endpoints</h2>
       <Status loaded={loaded} />
       {loaded.data && webhooks.length === 0 && <p class="muted">No webhook endpoints.</p>}
       {webhooks.length > 0 && (
         <div class="scroll">
-          <table>
+          <table aria-labelledby="endpoints">
             <thead>
               <tr>
                 <th scope="col">URL</th>
@@ -124,7 +170,10 @@ export function WebhooksPage() {
                     <button
                       type="button"
                       aria-pressed={w.id === chosen}
-                      onClick={() => setChosen(w.id)}
+                      onClick={() => {
+                        actions.clear();
+                        setChosen(w.id);
+                      }}
                       aria-label={`Deliveries of ${w.url}`}
                     >
                       Deliveries
@@ -136,7 +185,29 @@ export function WebhooksPage() {
           </table>
         </div>
       )}
-      {webhook && <Deliveries webhook={webhook} />}
+      <ActionStatus actions={actions} />
+      {webhook && (
+        <section aria-labelledby="endpoint">
+          <h2 id="endpoint">
+            Endpoint <code>{webhook.url}</code>
+          </h2>
+          <WebhookActions
+            webhook={webhook}
+            actions={actions}
+            onChanged={changed}
+            onDeleted={() => {
+              setChosen(null);
+              loaded.reload();
+            }}
+          />
+          <Deliveries
+            webhook={webhook}
+            actions={actions}
+            round={round}
+            onRetried={() => setRound((r) => r + 1)}
+          />
+        </section>
+      )}
     </main>
   );
 }
