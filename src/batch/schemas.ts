@@ -10,7 +10,7 @@
  */
 import { z } from "@hono/zod-openapi";
 import { accountRoutes } from "../accounts/routes.ts";
-import { errorBodySchema, successResponse } from "../http/schemas.ts";
+import { inlineErrorBodySchema, successResponse } from "../http/schemas.ts";
 import { isLosslessNumber } from "../json.ts";
 import { ledgerRoutes } from "../ledger/routes.ts";
 import { reservationRoutes } from "../reservations/routes.ts";
@@ -153,7 +153,7 @@ const batchResult = z.object({
       okSchemaOf(reservationRoutes.confirm),
       okSchemaOf(reservationRoutes.cancel),
       okSchemaOf(usageRoutes.record),
-      errorBodySchema,
+      inlineErrorBodySchema,
     ])
     .openapi({ description: "The route's own 200 body, or the error body of a failure" }),
 });

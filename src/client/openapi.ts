@@ -5740,7 +5740,17 @@ export interface operations {
                                  * @example 18.54
                                  */
                                 balance?: Amount;
-                            } | components["schemas"]["Error"];
+                            } | {
+                                /** @enum {boolean} */
+                                success: false;
+                                error: {
+                                    /** @example INSUFFICIENT_CREDITS */
+                                    code: string;
+                                    /** @example Insufficient available credits */
+                                    message: string;
+                                    details?: unknown;
+                                };
+                            };
                         }[];
                     };
                 };

@@ -116,16 +116,20 @@ export function creditAmount(options: { allowZero?: boolean } = {}) {
 /** A token count: a whole number from 0 to 1e9. */
 export const tokenCount = z.number().int().min(0).max(1_000_000_000);
 
-export const errorBodySchema = z
-  .object({
-    success: z.literal(false),
-    error: z.object({
-      code: z.string().openapi({ example: "INSUFFICIENT_CREDITS" }),
-      message: z.string().openapi({ example: "Insufficient available credits" }),
-      details: z.unknown().optional(),
-    }),
-  })
-  .openapi("Error", {
+/**
+ * The error body of section 2, unnamed: for a place that holds it inline (a batch operation's
+ * result), where the API reference's renderer refuses a reference to the named `Error`.
+ */
+export const inlineErrorBodySchema = z.object({
+  success: z.literal(false),
+  error: z.object({
+    code: z.string().openapi({ example: "INSUFFICIENT_CREDITS" }),
+    message: z.string().openapi({ example: "Insufficient available credits" }),
+    details: z.unknown().optional(),
+  }),
+});
+
+export const errorBodySchema = inlineErrorBodySchema.openapi("Error", {
     example: {
       success: false,
       error: {
