@@ -141,6 +141,9 @@ async function writeEntry(dir: string): Promise<string> {
     migrations[`postgres/${name}`] = text;
   }
   const modelCatalog = readFileSync(join(root, "data", "models.json"), "utf8");
+  const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+    version: string;
+  };
   const entry = join(dir, "entry.ts");
   const from = (file: string) => JSON.stringify(relative(dir, join(root, file)));
   writeFileSync(
@@ -156,7 +159,7 @@ async function writeEntry(dir: string): Promise<string> {
       `import consoleJs from ${JSON.stringify(consoleFile("app.js"))} with { type: "text" };`,
       `import consoleCss from ${JSON.stringify(consoleFile("app.css"))} with { type: "text" };`,
       "",
-      `setEmbeddedAssets(${JSON.stringify({ migrations, modelCatalog }, null, 2)});`,
+      `setEmbeddedAssets(${JSON.stringify({ migrations, modelCatalog, version }, null, 2)});`,
       "setDocsBundle(docsBundle);",
       'setConsoleAssets({ "app.js": consoleJs, "app.css": consoleCss });',
       "",

@@ -9,6 +9,8 @@ export interface EmbeddedAssets {
   migrations: Readonly<Record<string, string>>;
   /** The text of `data/models.json`. */
   modelCatalog: string;
+  /** The package's version (`ledger --version`), which the program has no package.json to read. */
+  version?: string;
 }
 
 let embedded: EmbeddedAssets | undefined;
@@ -18,6 +20,7 @@ export function setEmbeddedAssets(assets: EmbeddedAssets): void {
   embedded = Object.freeze({
     migrations: Object.freeze({ ...assets.migrations }),
     modelCatalog: assets.modelCatalog,
+    version: assets.version,
   });
 }
 

@@ -1,9 +1,11 @@
 /**
- * The service's version: `version` of the repository's package.json, read once from this
- * module's location (src/ or dist/src/), as the migrator finds `sql/`.
+ * The service's version: `version` of the repository's package.json, read from this module's
+ * location (src/ or dist/src/), as the migrator finds `sql/`; the single binary, which has no
+ * package.json beside it, carries the version in its embedded assets.
  */
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { embeddedAssets } from "./embedded-assets.ts";
 
 /** The path of package.json from this module (src/version.ts or dist/src/version.js). */
 function packageJsonPath(): string {
@@ -18,6 +20,8 @@ function packageJsonPath(): string {
  * @throws Error when package.json cannot be read or has no version
  */
 export function ledgerVersion(): string {
+  const embedded = embeddedAssets()?.version;
+  if (embedded !== undefined) return embedded;
   const parsed: unknown = JSON.parse(readFileSync(packageJsonPath(), "utf8"));
   const version =
     parsed && typeof parsed === "object" && "version" in parsed ? parsed.version : undefined;
