@@ -130,15 +130,15 @@ export const inlineErrorBodySchema = z.object({
 });
 
 export const errorBodySchema = inlineErrorBodySchema.openapi("Error", {
-    example: {
-      success: false,
-      error: {
-        code: "INSUFFICIENT_CREDITS",
-        message: "Insufficient available credits",
-        details: { available: 2.5, requested: 9.6 },
-      },
+  example: {
+    success: false,
+    error: {
+      code: "INSUFFICIENT_CREDITS",
+      message: "Insufficient available credits",
+      details: { available: 2.5, requested: 9.6 },
     },
-  });
+  },
+});
 
 const STATUS_TEXT: Record<number, string> = {
   400: "Invalid input",
