@@ -67,6 +67,21 @@ describe("strict input", () => {
     expect(errorOf(res.body).details).toEqual([{ path: "query.colour", message: UNKNOWN_FIELD }]);
   });
 
+  it("reads a query's names as parsed: an encoded known name passes, an encoded unknown fails", async () => {
+    // `limit` spelt `%6Cimit`: the URL's text is not the name, the parsed query is.
+    const known = await send("GET", "/v1/accounts?%6Cimit=5");
+    expect(known.status).toBe(200);
+    expect((known.body as { pagination: { limit: number } }).pagination.limit).toBe(5);
+    const unknown = await send("GET", "/v1/accounts?limit=5&col%6Fur=blue");
+    expect(unknown.status).toBe(400);
+    expect(errorOf(unknown.body).details).toEqual([
+      { path: "query.colour", message: UNKNOWN_FIELD },
+    ]);
+    // A parameter without a name is no parameter of the parsed query: passed over, as before.
+    const unnamed = await send("GET", "/v1/accounts?limit=5&=blue");
+    expect(unnamed.status).toBe(200);
+  });
+
   it("refuses an unknown field inside a nested object", async () => {
     const res = await send("POST", "/v1/models/calculate", {
       body: { model: "gpt-4o", inputTokens: 1, outputTokens: 1, extra: { a: 1 } },

@@ -65,7 +65,9 @@ function trustedKeys(db: Kysely<DB>) {
  */
 export function presentedKey(header: (name: string) => string | undefined): string | undefined {
   const apiKey = header("X-API-Key");
-  const bearer = /^Bearer +(\S+) *$/i.exec(header("Authorization") ?? "")?.[1];
+  const authorization = header("Authorization");
+  const bearer =
+    authorization === undefined ? undefined : /^Bearer +(\S+) *$/i.exec(authorization)?.[1];
   if (apiKey !== undefined && bearer !== undefined && apiKey !== bearer) {
     throw new ApiError(
       "UNAUTHORIZED",

@@ -87,7 +87,19 @@ function requireJsonType(type: string): void {
  * parse the text again with `JSON.parse`, rounding numbers through doubles.
  */
 function provideJson(req: HonoRequest, value: unknown): void {
+  sent.set(req, value);
   Object.defineProperty(req, "json", { value: () => Promise.resolve(value) });
+}
+
+/** The exact parse of each request's body, by request (`provideJson`). */
+const sent = new WeakMap<HonoRequest, unknown>();
+
+/**
+ * The JSON body `req` sent, as parsed exactly by the body checks, without waiting: what
+ * `req.json()` answers. `undefined` when the checks did not read it (no POST under `/v1`).
+ */
+export function sentJson(req: HonoRequest): unknown {
+  return sent.get(req);
 }
 
 /**

@@ -8,7 +8,6 @@ import type { Clock, WriteQueue } from "../db/write-path.ts";
 import type { Logger } from "../logger.ts";
 import type { Metrics } from "../metrics.ts";
 import type { ResolveHost } from "../resolve-host.ts";
-import type { DeclaredInput } from "./strict-input.ts";
 
 export interface AppDeps {
   db: Database;
@@ -33,8 +32,6 @@ export interface AppEnv {
     /** The project of the request's API key (set by the auth middleware on /v1). */
     projectId: string;
     requestId: string;
-    /** The shapes of the route's query and body, for strict input (src/http/strict-input.ts). */
-    declaredInput: DeclaredInput;
   };
 }
 

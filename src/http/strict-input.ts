@@ -7,10 +7,12 @@
  * (`metadata`, records) may hold any keys.
  */
 import { z } from "@hono/zod-openapi";
-import type { Context, MiddlewareHandler } from "hono";
+import type { Context } from "hono";
+import { matchedRoutes } from "hono/route";
 import type { ZodError } from "zod";
 import { validationError } from "../errors.ts";
 import { isLosslessNumber } from "../json.ts";
+import { sentJson } from "./body.ts";
 
 /** One field of an object input: whether it must be given, and what its value may hold. */
 interface InputField {
@@ -26,7 +28,7 @@ export type InputShape =
 
 const FREE: InputShape = { kind: "free" };
 
-/** The request parts a route validates, with their shapes (set on the request by `declareInput`). */
+/** The request parts a route validates, with their shapes (recorded by `declareInput`). */
 export interface DeclaredInput {
   query?: InputShape;
   json?: InputShape;
@@ -135,51 +137,94 @@ export function isMissing(
   return false;
 }
 
+/** The shapes each route declared, by path and method (`/v1/accounts/create` → `POST`). */
+const declaredRoutes = new Map<string, Map<string, DeclaredInput>>();
+
 /**
- * Route middleware declaring the shapes of the route's query and JSON body, read by the
- * validation hook (src/errors.ts) from the request's `declaredInput` variable. A route that
- * declares no query (every POST) refuses any query parameter here.
- * @throws ApiError VALIDATION_ERROR naming each query parameter of a route that takes none
+ * Records the shapes of route `method path`'s query and JSON body, computed once, when the route
+ * is defined (src/http/routes.ts): the validation hook finds them by the route a request matched,
+ * so strict input adds no middleware to a request. A route that declares no query (every POST)
+ * refuses any query parameter.
  */
-export function declareInput(schemas: {
-  query?: z.ZodType;
-  json?: z.ZodType;
-}): MiddlewareHandler<{ Variables: { declaredInput: DeclaredInput } }> {
+export function declareInput(
+  method: string,
+  path: string,
+  schemas: { query?: z.ZodType; json?: z.ZodType },
+): void {
   const declared: DeclaredInput = {};
   if (schemas.query) declared.query = inputShape(schemas.query);
   if (schemas.json) declared.json = inputShape(schemas.json);
-  return async (c, next) => {
-    // A route without query parameters (every POST) takes none: any given is unknown.
-    if (!declared.query && c.req.url.includes("?")) {
-      const unknown = Object.keys(c.req.query()).map((name) => [name]);
-      if (unknown.length > 0) throw validationError("query", undefined, unknown);
-    }
-    c.set("declaredInput", declared);
-    await next();
-  };
+  const byMethod = declaredRoutes.get(path) ?? new Map<string, DeclaredInput>();
+  byMethod.set(method.toUpperCase(), declared);
+  declaredRoutes.set(path, byMethod);
 }
 
-/** The shape the route declared for request part `target` and the raw value sent, if any. */
-export async function declaredPart(
+/** The shapes declared by the route whose handler (a validator) runs now, if it declared any. */
+function declaredFor(c: Context): DeclaredInput | undefined {
+  const route = matchedRoutes(c)[c.req.routeIndex];
+  return route && declaredRoutes.get(route.path)?.get(route.method);
+}
+
+/**
+ * Whether every parameter name in `url`'s query is one of `fields`, read from the URL's text
+ * (no parse): a name that is percent-encoded, empty or unknown answers false, and the caller
+ * then reads the parsed query, which decides.
+ */
+function queryNamesKnown(url: string, fields: ReadonlyMap<string, InputField>): boolean {
+  const start = url.indexOf("?");
+  if (start < 0) return true;
+  let at = start + 1;
+  while (at <= url.length) {
+    const amp = url.indexOf("&", at);
+    const end = amp < 0 ? url.length : amp;
+    const eq = url.indexOf("=", at);
+    const name = url.slice(at, eq >= 0 && eq < end ? eq : end);
+    if (!fields.has(name)) return false;
+    at = end + 1;
+  }
+  return true;
+}
+
+/** The names of `c`'s query parameters, each as a path of one segment (for `details`). */
+function queryNames(c: Context): string[][] {
+  return Object.keys(c.req.query()).map((name) => [name]);
+}
+
+/**
+ * The shape the route declared for request part `target` and the raw value sent, if any: the
+ * body as parsed exactly (src/http/body.ts), the query as Hono parses it.
+ */
+function declaredPart(
   c: Context,
+  declared: DeclaredInput | undefined,
   target: string,
-): Promise<{ shape: InputShape; value: unknown } | undefined> {
-  const declared: DeclaredInput | undefined = c.get("declaredInput");
-  if (target === "json" && declared?.json)
-    return { shape: declared.json, value: await c.req.json() };
+): { shape: InputShape; value: unknown } | undefined {
+  if (target === "json" && declared?.json) return { shape: declared.json, value: sentJson(c.req) };
   if (target === "query" && declared?.query) return { shape: declared.query, value: c.req.query() };
   return undefined;
 }
 
 /**
  * The zod-openapi default hook: a failed validation, or a field or parameter the route does not
- * define, becomes a 400 in the API's error format.
+ * define, becomes a 400 in the API's error format. A valid request whose query names only known
+ * parameters returns at once, without parsing its query again.
+ * @throws ApiError VALIDATION_ERROR naming each query parameter of a route that takes none
  */
-export async function validationHook(
+export function validationHook(
   result: { target: string } & ({ success: true } | { success: false; error: ZodError }),
   c: Context,
-): Promise<Response | undefined> {
-  const part = await declaredPart(c, result.target);
+): Response | undefined {
+  const declared = declaredFor(c);
+  if (result.target === "json" && declared && !declared.query && c.req.url.includes("?")) {
+    // A route without query parameters (every POST) takes none: any given is unknown.
+    const unknown = queryNames(c);
+    if (unknown.length > 0) throw validationError("query", undefined, unknown);
+  }
+  const shape = result.target === "query" ? declared?.query : undefined;
+  if (result.success && shape?.kind === "object" && queryNamesKnown(c.req.url, shape.fields)) {
+    return undefined;
+  }
+  const part = declaredPart(c, declared, result.target);
   const unknown = part ? unknownFields(part.shape, part.value) : [];
   if (result.success && unknown.length === 0) return undefined;
   const missing = (path: readonly PropertyKey[]) =>
