@@ -55,7 +55,21 @@ const PAGE = `<!doctype html>
 </html>
 `;
 
-async function serveAsset(c: Context<AppEnv>, name: ConsoleAssetName): Promise<Response> {
+/** `GET /console`: the page (no cache kept: it names the files it loads). */
+export function consolePage(c: Context<AppEnv>): Response {
+  return c.body(PAGE, 200, {
+    ...CONSOLE_HEADERS,
+    "Content-Type": "text/html; charset=utf-8",
+    "Cache-Control": "no-cache",
+  });
+}
+
+/**
+ * `GET /console/<name>`: one of the console's built files, gzipped when the browser takes it,
+ * 304 when its ETag is current.
+ * @throws ApiError NOT_FOUND when the console is not built
+ */
+export async function serveAsset(c: Context<AppEnv>, name: ConsoleAssetName): Promise<Response> {
   let file: Awaited<ReturnType<typeof consoleAssets>>[ConsoleAssetName];
   try {
     file = (await consoleAssets())[name];
@@ -79,13 +93,7 @@ async function serveAsset(c: Context<AppEnv>, name: ConsoleAssetName): Promise<R
 
 /** Registers `GET /console`, its files, and `/console/` (redirected to `/console`). */
 export function registerConsole(app: App): void {
-  app.get(CONSOLE_PATH, (c) =>
-    c.body(PAGE, 200, {
-      ...CONSOLE_HEADERS,
-      "Content-Type": "text/html; charset=utf-8",
-      "Cache-Control": "no-cache",
-    }),
-  );
+  app.get(CONSOLE_PATH, consolePage);
   // Relative, so that it stays right behind a path prefix.
   app.get(`${CONSOLE_PATH}/`, (c) => c.redirect("../console", 308));
   app.get(`${CONSOLE_PATH}/app.js`, (c) => serveAsset(c, "app.js"));

@@ -1,10 +1,11 @@
 /** Routes of add and deduct, and of an account's credit grants (docs/api.md#endpoints). */
+import type { RouteHandler } from "@hono/zod-openapi";
 import type { Transaction } from "kysely";
 import { accountPage } from "../accounts/pages.ts";
 import type { DB } from "../db/schema.ts";
 import { mapPlain } from "../db/write-path.ts";
-import type { App, AppDeps } from "../http/context.ts";
-import { writeRoute } from "../http/handlers.ts";
+import type { App, AppDeps, AppEnv } from "../http/context.ts";
+import { type WriteInput, type WriteRouteOptions, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
 import { fromMicros } from "../money.ts";
@@ -133,42 +134,55 @@ function deducted(account: { id: string; external_id: string }, row: PostedEntry
   };
 }
 
-export function registerLedgerRoutes(app: App, deps: AppDeps): void {
-  const r = ledgerRoutes;
-  writeRoute(app, deps, r.add, async ({ trx, nowMs, body, projectId, reply }) => {
-    const { account, row } = await adjust(trx, projectId, body, "credit", nowMs);
-    if (row.grantId === null) throw new Error("ledger invariant: a credit without its grant");
-    return reply({
-      success: true,
-      accountId: account.id,
-      externalId: account.external_id,
-      balance: fromMicros(row.balance_after_micros),
-      added: fromMicros(row.amount_micros),
-      transactionId: row.id,
-      grantId: row.grantId,
-    });
-  });
+type Routes = typeof ledgerRoutes;
 
-  writeRoute(
-    app,
-    deps,
-    r.deduct,
-    async ({ trx, nowMs, body, projectId, reply }) => {
-      const { account, row } = await adjust(trx, projectId, body, "debit", nowMs);
-      return reply(deducted(account, row));
-    },
-    {
-      plain: ({ body, projectId, reply }) =>
-        mapPlain(plainDebit(debitOf(projectId, deduction(body))), ({ account, row }) =>
-          reply(deducted(account, row)),
-        ),
-    },
+/** The write unit of `POST /v1/accounts/credits/add`: a credit, with its grant. */
+export async function addCreditsUnit(input: WriteInput<Routes["add"]>) {
+  const { trx, nowMs, body, projectId, reply } = input;
+  const { account, row } = await adjust(trx, projectId, body, "credit", nowMs);
+  if (row.grantId === null) throw new Error("ledger invariant: a credit without its grant");
+  return reply({
+    success: true,
+    accountId: account.id,
+    externalId: account.external_id,
+    balance: fromMicros(row.balance_after_micros),
+    added: fromMicros(row.amount_micros),
+    transactionId: row.id,
+    grantId: row.grantId,
+  });
+}
+
+/** The write unit of `POST /v1/accounts/credits/deduct` (the general path). */
+export async function deductCreditsUnit(input: WriteInput<Routes["deduct"]>) {
+  const { trx, nowMs, body, projectId, reply } = input;
+  const { account, row } = await adjust(trx, projectId, body, "debit", nowMs);
+  return reply(deducted(account, row));
+}
+
+/** The plain path of `POST /v1/accounts/credits/deduct` (docs/design.md#plain-writes). */
+export const plainDeductCredits: WriteRouteOptions<Routes["deduct"]>["plain"] = ({
+  body,
+  projectId,
+  reply,
+}) =>
+  mapPlain(plainDebit(debitOf(projectId, deduction(body))), ({ account, row }) =>
+    reply(deducted(account, row)),
   );
 
-  app.openapi(r.grants, async (c) => {
+/** `GET /v1/accounts/grants`: one page of an account's credit grants. */
+export function listGrantsHandler(deps: AppDeps): RouteHandler<Routes["grants"], AppEnv> {
+  return async (c) => {
     const q = c.req.valid("query");
     const { rows, pagination, nowMs } = await accountPage(deps, c.get("projectId"), q, listGrants);
     const grants = rows.map((g) => grantJson(g, nowMs));
-    return ok(c, r.grants, { success: true, grants, pagination });
-  });
+    return ok(c, ledgerRoutes.grants, { success: true, grants, pagination });
+  };
+}
+
+/** Registers the add, deduct and grant list routes' handlers on `app`. */
+export function registerLedgerRoutes(app: App, deps: AppDeps): void {
+  const r = ledgerRoutes;
+  writeRoute(app, deps, r.add, addCreditsUnit);
+  writeRoute(app, deps, r.deduct, deductCreditsUnit, { plain: plainDeductCredits });
+  app.openapi(r.grants, listGrantsHandler(deps));
 }

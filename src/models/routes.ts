@@ -1,6 +1,7 @@
 /** Routes of docs/api.md#endpoints: list or get models, and calculate a cost without recording it. */
+import type { RouteHandler } from "@hono/zod-openapi";
 import type { ModelRow } from "../db/schema.ts";
-import type { App, AppDeps } from "../http/context.ts";
+import type { App, AppDeps, AppEnv } from "../http/context.ts";
 import { runWrite } from "../http/idempotency.ts";
 import { ok, type RouteBody } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
@@ -78,19 +79,29 @@ function estimateBody(
   };
 }
 
-export function registerModelRoutes(app: App, deps: AppDeps): void {
-  const r = modelRoutes;
-  app.openapi(r.list, async (c) => {
+type Routes = typeof modelRoutes;
+
+/** `GET /v1/models`: one model (`modelId`) or the catalogue's models. */
+export function listModelsHandler(deps: AppDeps): RouteHandler<Routes["list"], AppEnv> {
+  const route = modelRoutes.list;
+  return async (c) => {
     const q = c.req.valid("query");
     if (q.modelId !== undefined) {
       const model = modelJson(await findModel(deps.db.read, q.modelId));
-      return ok(c, r.list, { success: true, model });
+      return ok(c, route, { success: true, model });
     }
     const rows = await listModels(deps.db.read, q);
-    return ok(c, r.list, { success: true, models: rows.map(modelJson) });
-  });
+    return ok(c, route, { success: true, models: rows.map(modelJson) });
+  };
+}
 
-  app.openapi(r.calculate, async (c) => {
+/**
+ * `POST /v1/models/calculate`: a cost and its credits, recorded nowhere; a pure read, unless the
+ * caller asked for an idempotent replay (docs/api.md#idempotency).
+ */
+export function calculateCostHandler(deps: AppDeps): RouteHandler<Routes["calculate"], AppEnv> {
+  const route = modelRoutes.calculate;
+  return async (c) => {
     const body = c.req.valid("json");
     const tokens = { ...body, cachedTokens: body.cachedTokens ?? 0 };
     const projectId = c.get("projectId");
@@ -101,12 +112,15 @@ export function registerModelRoutes(app: App, deps: AppDeps): void {
       ]);
       return estimateBody(model, tokens, project.credits_per_usd_micros);
     };
-    // A pure read, unless the caller asked for an idempotent replay (docs/api.md#idempotency).
     if (c.req.header("Idempotency-Key") === undefined) {
-      return ok(c, r.calculate, await estimate(deps.db.read));
+      return ok(c, route, await estimate(deps.db.read));
     }
-    return runWrite(c, deps.queue, r.calculate, async (trx, _nowMs, reply) =>
-      reply(await estimate(trx)),
-    );
-  });
+    return runWrite(c, deps.queue, route, async (trx, _nowMs, reply) => reply(await estimate(trx)));
+  };
+}
+
+/** Registers the model routes' handlers on `app`. */
+export function registerModelRoutes(app: App, deps: AppDeps): void {
+  app.openapi(modelRoutes.list, listModelsHandler(deps));
+  app.openapi(modelRoutes.calculate, calculateCostHandler(deps));
 }

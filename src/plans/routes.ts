@@ -1,7 +1,9 @@
 /** Routes of docs/api.md#endpoints, docs/api.md#plans-and-grants: plans, archive/activate, and account plans. */
+
+import type { RouteHandler } from "@hono/zod-openapi";
 import { resolveAccount } from "../accounts/service.ts";
-import type { App, AppDeps } from "../http/context.ts";
-import { writeRoute } from "../http/handlers.ts";
+import type { App, AppDeps, AppEnv } from "../http/context.ts";
+import { type WriteInput, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { type OperationId, resourceRoutes } from "../http/routes.ts";
 import {
@@ -118,44 +120,52 @@ const assignmentRoutes = resourceRoutes("Plans", (route) => ({
 /** The plan and assignment routes. */
 export const planRoutes = { ...planOnlyRoutes, ...assignmentRoutes };
 
-export function registerPlanRoutes(app: App, deps: AppDeps): void {
-  const r = planRoutes;
-  app.openapi(r.list, async (c) => {
+type Routes = typeof planRoutes;
+
+/** `GET /v1/plans`: the project's plans. */
+export function listPlansHandler(deps: AppDeps): RouteHandler<Routes["list"], AppEnv> {
+  return async (c) => {
     const rows = await listPlans(deps.db.read, c.get("projectId"));
-    return ok(c, r.list, { success: true, plans: rows.map(planJson) });
-  });
+    return ok(c, planRoutes.list, { success: true, plans: rows.map(planJson) });
+  };
+}
 
-  writeRoute(app, deps, r.create, async ({ trx, nowMs, body, projectId, reply }) => {
-    const row = await createPlan(
-      trx,
-      projectId,
-      {
-        name: body.name,
-        creditsMicros: body.amount,
-        interval: body.interval,
-        occurrences: body.occurrences ?? null,
-        accumulate: body.accumulate ?? true,
-        isActive: body.markAsActive ?? true,
-        description: body.description ?? "",
-        priceMicros: body.price ?? 0,
-        billingPeriod: body.billingPeriod ?? body.interval,
-      },
-      nowMs,
-    );
+/** The write unit of `POST /v1/plans/create`, the body's defaults applied. */
+export async function createPlanUnit(input: WriteInput<Routes["create"]>) {
+  const { trx, nowMs, body, projectId, reply } = input;
+  const row = await createPlan(
+    trx,
+    projectId,
+    {
+      name: body.name,
+      creditsMicros: body.amount,
+      interval: body.interval,
+      occurrences: body.occurrences ?? null,
+      accumulate: body.accumulate ?? true,
+      isActive: body.markAsActive ?? true,
+      description: body.description ?? "",
+      priceMicros: body.price ?? 0,
+      billingPeriod: body.billingPeriod ?? body.interval,
+    },
+    nowMs,
+  );
+  return reply({ success: true, plan: planJson(row) });
+}
+
+/** The write unit of `POST /v1/plans/archive` (`active` false) or `/v1/plans/activate` (true). */
+export function setPlanActiveUnit(active: boolean) {
+  return async (input: WriteInput<Routes["archive"] | Routes["activate"]>) => {
+    const { trx, nowMs, body, projectId, reply } = input;
+    const row = await setPlanActive(trx, projectId, body.planId, active, nowMs);
     return reply({ success: true, plan: planJson(row) });
-  });
+  };
+}
 
-  for (const [stateRoute, active] of [
-    [r.archive, false],
-    [r.activate, true],
-  ] as const) {
-    writeRoute(app, deps, stateRoute, async ({ trx, nowMs, body, projectId, reply }) => {
-      const row = await setPlanActive(trx, projectId, body.planId, active, nowMs);
-      return reply({ success: true, plan: planJson(row) });
-    });
-  }
-
-  app.openapi(r.listAssigned, async (c) => {
+/** `GET /v1/accounts/plans`: an account's plan assignments. */
+export function listAccountPlansHandler(
+  deps: AppDeps,
+): RouteHandler<Routes["listAssigned"], AppEnv> {
+  return async (c) => {
     const q = c.req.valid("query");
     const account = await resolveAccount(deps.db.read, c.get("projectId"), q);
     const rows = await listAccountPlans(deps.db.read, account.id);
@@ -167,25 +177,37 @@ export function registerPlanRoutes(app: App, deps: AppDeps): void {
         nowMs,
       ),
     );
-    return ok(c, r.listAssigned, { success: true, plans });
-  });
+    return ok(c, planRoutes.listAssigned, { success: true, plans });
+  };
+}
 
-  writeRoute(app, deps, r.assign, async ({ trx, nowMs, body, projectId, reply }) => {
-    const { ap, plan } = await assignPlan(
-      trx,
-      projectId,
-      {
-        accountRef: body.accountId,
-        planId: body.planId,
-        startMode: body.startMode ?? "immediate",
-      },
-      nowMs,
-    );
-    return reply({ success: true, accountPlan: accountPlanJson(ap, plan) });
-  });
+/** The write unit of `POST /v1/accounts/plans/assign`. */
+export async function assignPlanUnit(input: WriteInput<Routes["assign"]>) {
+  const { trx, nowMs, body, projectId, reply } = input;
+  const { ap, plan } = await assignPlan(
+    trx,
+    projectId,
+    { accountRef: body.accountId, planId: body.planId, startMode: body.startMode ?? "immediate" },
+    nowMs,
+  );
+  return reply({ success: true, accountPlan: accountPlanJson(ap, plan) });
+}
 
-  writeRoute(app, deps, r.cancel, async ({ trx, nowMs, body, projectId, reply }) => {
-    const { ap, plan } = await cancelAssignment(trx, projectId, body.accountPlanId, nowMs);
-    return reply({ success: true, accountPlan: accountPlanJson(ap, plan) });
-  });
+/** The write unit of `POST /v1/accounts/plans/cancel`. */
+export async function cancelAccountPlanUnit(input: WriteInput<Routes["cancel"]>) {
+  const { trx, nowMs, body, projectId, reply } = input;
+  const { ap, plan } = await cancelAssignment(trx, projectId, body.accountPlanId, nowMs);
+  return reply({ success: true, accountPlan: accountPlanJson(ap, plan) });
+}
+
+/** Registers the plan and assignment routes' handlers on `app`. */
+export function registerPlanRoutes(app: App, deps: AppDeps): void {
+  const r = planRoutes;
+  app.openapi(r.list, listPlansHandler(deps));
+  writeRoute(app, deps, r.create, createPlanUnit);
+  writeRoute(app, deps, r.archive, setPlanActiveUnit(false));
+  writeRoute(app, deps, r.activate, setPlanActiveUnit(true));
+  app.openapi(r.listAssigned, listAccountPlansHandler(deps));
+  writeRoute(app, deps, r.assign, assignPlanUnit);
+  writeRoute(app, deps, r.cancel, cancelAccountPlanUnit);
 }

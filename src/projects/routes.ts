@@ -1,6 +1,7 @@
 /** Routes of the API key's project and its credit price (docs/api.md#charging-usage-in-credits). */
-import type { App, AppDeps } from "../http/context.ts";
-import { writeRoute } from "../http/handlers.ts";
+import type { RouteHandler } from "@hono/zod-openapi";
+import type { App, AppDeps, AppEnv } from "../http/context.ts";
+import { type WriteInput, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
 import { getProjectQuery, projectJson, projectResponse, updateProjectBody } from "./schemas.ts";
@@ -27,16 +28,26 @@ export const projectRoutes = resourceRoutes("Project", (route) => ({
   }),
 }));
 
-export function registerProjectRoutes(app: App, deps: AppDeps): void {
-  const r = projectRoutes;
-  app.openapi(r.get, async (c) => {
-    const project = await readProject(deps.db.read, c.get("projectId"));
-    return ok(c, r.get, { success: true, project: projectJson(project) });
-  });
+type Routes = typeof projectRoutes;
 
-  writeRoute(app, deps, r.update, async ({ trx, body, projectId, reply }) => {
-    const project = await setCreditPrice(trx, projectId, body.creditsPerUsd);
-    if (project === null) throw new Error(`project ${projectId} of an API key does not exist`);
-    return reply({ success: true, project: projectJson(project) });
-  });
+/** `GET /v1/project`: the API key's project. */
+export function getProjectHandler(deps: AppDeps): RouteHandler<Routes["get"], AppEnv> {
+  return async (c) => {
+    const project = await readProject(deps.db.read, c.get("projectId"));
+    return ok(c, projectRoutes.get, { success: true, project: projectJson(project) });
+  };
+}
+
+/** The write unit of `POST /v1/project/update`: the project's credit price set. */
+export async function updateProjectUnit(input: WriteInput<Routes["update"]>) {
+  const { trx, body, projectId, reply } = input;
+  const project = await setCreditPrice(trx, projectId, body.creditsPerUsd);
+  if (project === null) throw new Error(`project ${projectId} of an API key does not exist`);
+  return reply({ success: true, project: projectJson(project) });
+}
+
+/** Registers the project routes' handlers on `app`. */
+export function registerProjectRoutes(app: App, deps: AppDeps): void {
+  app.openapi(projectRoutes.get, getProjectHandler(deps));
+  writeRoute(app, deps, projectRoutes.update, updateProjectUnit);
 }

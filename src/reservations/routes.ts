@@ -1,9 +1,9 @@
 /** Routes of docs/api.md#endpoints: create, list, confirm and cancel reservations. */
-import type { z } from "@hono/zod-openapi";
+import type { RouteHandler, z } from "@hono/zod-openapi";
 import { accountPage } from "../accounts/pages.ts";
 import { mapPlain } from "../db/write-path.ts";
-import type { App, AppDeps } from "../http/context.ts";
-import { writeRoute } from "../http/handlers.ts";
+import type { App, AppDeps, AppEnv } from "../http/context.ts";
+import { type WriteInput, type WriteRouteOptions, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
 import { newId } from "../ids.ts";
@@ -92,37 +92,45 @@ function validatedActual(actualMicros: number | undefined): number {
   return actualMicros;
 }
 
-export function registerReservationRoutes(app: App, deps: AppDeps): void {
-  const r = reservationRoutes;
-  const reservation = (body: z.output<typeof createReservationBody>) => ({
+type Routes = typeof reservationRoutes;
+
+/** The hold a create asks for, `ttlSeconds` defaulting to `RESERVATION_TTL_SECONDS`. */
+function reservationOf(deps: AppDeps, body: z.output<typeof createReservationBody>) {
+  return {
     accountRef: body.accountId,
     amountMicros: body.amount,
     operation: body.operation,
     model: body.model,
     ttlSeconds: body.ttlSeconds ?? deps.config.RESERVATION_TTL_SECONDS,
     metadata: body.metadata,
-  });
-  writeRoute(
-    app,
-    deps,
-    r.create,
-    async ({ trx, nowMs, body, projectId, reply }) => {
-      const row = await createReservation(trx, projectId, reservation(body), nowMs);
-      return reply({ success: true, reservation: reservationJson(row, nowMs) });
-    },
-    {
-      plain: ({ body, projectId, reply }) => {
-        const input = reservation(body);
-        const id = newId("res");
-        return mapPlain(
-          plainReserve(input.accountRef, (nowMs) => newHold(projectId, input, id, nowMs)),
-          (row) => reply({ success: true, reservation: reservationJson(row, row.created_at_ms) }),
-        );
-      },
-    },
-  );
+  };
+}
 
-  app.openapi(r.list, async (c) => {
+/** The write unit of `POST /v1/reservations/create`. */
+export function createReservationUnit(deps: AppDeps) {
+  return async ({ trx, nowMs, body, projectId, reply }: WriteInput<Routes["create"]>) => {
+    const row = await createReservation(trx, projectId, reservationOf(deps, body), nowMs);
+    return reply({ success: true, reservation: reservationJson(row, nowMs) });
+  };
+}
+
+/** The plain path of `POST /v1/reservations/create` (docs/design.md#plain-writes). */
+export function plainCreateReservation(
+  deps: AppDeps,
+): WriteRouteOptions<Routes["create"]>["plain"] {
+  return ({ body, projectId, reply }) => {
+    const input = reservationOf(deps, body);
+    const id = newId("res");
+    return mapPlain(
+      plainReserve(input.accountRef, (nowMs) => newHold(projectId, input, id, nowMs)),
+      (row) => reply({ success: true, reservation: reservationJson(row, row.created_at_ms) }),
+    );
+  };
+}
+
+/** `GET /v1/reservations`: one page of an account's reservations. */
+export function listReservationsHandler(deps: AppDeps): RouteHandler<Routes["list"], AppEnv> {
+  return async (c) => {
     const q = c.req.valid("query");
     const { rows, pagination, nowMs } = await accountPage(
       deps,
@@ -131,11 +139,13 @@ export function registerReservationRoutes(app: App, deps: AppDeps): void {
       listReservations,
     );
     const reservations = rows.map((row) => reservationJson(row, nowMs));
-    return ok(c, r.list, { success: true, reservations, pagination });
-  });
+    return ok(c, reservationRoutes.list, { success: true, reservations, pagination });
+  };
+}
 
-  /** The 200 body of a confirm of `actualMicros`. */
-  const confirmed = (actualMicros: number, done: Confirmed) => ({
+/** The 200 body of a confirm of `actualMicros`. */
+function confirmedBody(actualMicros: number, done: Confirmed) {
+  return {
     success: true as const,
     reservationId: done.hold.id,
     transactionId: done.transaction.id,
@@ -143,52 +153,71 @@ export function registerReservationRoutes(app: App, deps: AppDeps): void {
     actualAmount: fromMicros(actualMicros),
     balance: fromMicros(done.balanceMicros),
     amountReleased: fromMicros(Math.max(0, done.hold.amount_micros - actualMicros)),
-  });
-  writeRoute(
-    app,
-    deps,
-    r.confirm,
-    async ({ trx, nowMs, body, projectId, reply }) => {
-      const { reservationId, usage } = body;
-      if (usage !== undefined) {
-        const tokens = { ...usage, cachedTokens: usage.cachedTokens ?? 0 };
-        const charged = await confirmWithUsage(
-          trx,
-          projectId,
-          reservationId,
-          { ...tokens, usageType: usage.usageType ?? "text" },
-          nowMs,
-        );
-        return reply({
-          ...confirmed(charged.creditsMicros, charged.done),
-          usageRecord: usageRecordJson(charged.row),
-          creditsCharged: fromMicros(charged.creditsMicros),
-        });
-      }
-      const actual = validatedActual(body.actualAmount);
-      const done = await confirmReservation(trx, projectId, reservationId, actual, nowMs);
-      return reply(confirmed(actual, done));
-    },
-    {
-      // A confirm with usage prices it and writes its record in the unit, so it has no plain
-      // path (docs/api.md#charging-usage-in-credits).
-      plain: ({ body, projectId, reply }) => {
-        const actual = body.actualAmount;
-        if (actual === undefined) return undefined;
-        return mapPlain(plainConfirm(projectId, body.reservationId, actual), (done) =>
-          reply(confirmed(actual, done)),
-        );
-      },
-    },
-  );
+  };
+}
 
-  writeRoute(app, deps, r.cancel, async ({ trx, nowMs, body, projectId, reply }) => {
-    const hold = await cancelReservation(trx, projectId, body.reservationId, nowMs);
+/**
+ * The write unit of `POST /v1/reservations/confirm`: the hold settled at `actualAmount`, or at
+ * the credit cost of `usage`, whose record it writes (docs/api.md#charging-usage-in-credits).
+ */
+export async function confirmReservationUnit(input: WriteInput<Routes["confirm"]>) {
+  const { trx, nowMs, body, projectId, reply } = input;
+  const { reservationId, usage } = body;
+  if (usage !== undefined) {
+    const tokens = { ...usage, cachedTokens: usage.cachedTokens ?? 0 };
+    const charged = await confirmWithUsage(
+      trx,
+      projectId,
+      reservationId,
+      { ...tokens, usageType: usage.usageType ?? "text" },
+      nowMs,
+    );
     return reply({
-      success: true,
-      reservationId: hold.id,
-      amountReleased: fromMicros(hold.amount_micros),
-      accountId: hold.account_id,
+      ...confirmedBody(charged.creditsMicros, charged.done),
+      usageRecord: usageRecordJson(charged.row),
+      creditsCharged: fromMicros(charged.creditsMicros),
     });
+  }
+  const actual = validatedActual(body.actualAmount);
+  const done = await confirmReservation(trx, projectId, reservationId, actual, nowMs);
+  return reply(confirmedBody(actual, done));
+}
+
+/**
+ * The plain path of `POST /v1/reservations/confirm`: a confirm of an `actualAmount`. A confirm
+ * with usage prices it and writes its record in the unit, so it has none.
+ */
+export const plainConfirmReservation: WriteRouteOptions<Routes["confirm"]>["plain"] = ({
+  body,
+  projectId,
+  reply,
+}) => {
+  const actual = body.actualAmount;
+  if (actual === undefined) return undefined;
+  return mapPlain(plainConfirm(projectId, body.reservationId, actual), (done) =>
+    reply(confirmedBody(actual, done)),
+  );
+};
+
+/** The write unit of `POST /v1/reservations/cancel`: the whole hold released. */
+export async function cancelReservationUnit(input: WriteInput<Routes["cancel"]>) {
+  const { trx, nowMs, body, projectId, reply } = input;
+  const hold = await cancelReservation(trx, projectId, body.reservationId, nowMs);
+  return reply({
+    success: true,
+    reservationId: hold.id,
+    amountReleased: fromMicros(hold.amount_micros),
+    accountId: hold.account_id,
   });
+}
+
+/** Registers the reservation routes' handlers on `app`. */
+export function registerReservationRoutes(app: App, deps: AppDeps): void {
+  const r = reservationRoutes;
+  writeRoute(app, deps, r.create, createReservationUnit(deps), {
+    plain: plainCreateReservation(deps),
+  });
+  app.openapi(r.list, listReservationsHandler(deps));
+  writeRoute(app, deps, r.confirm, confirmReservationUnit, { plain: plainConfirmReservation });
+  writeRoute(app, deps, r.cancel, cancelReservationUnit);
 }

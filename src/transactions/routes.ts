@@ -1,11 +1,11 @@
 /** Routes of the transaction list and of manual transactions (docs/api.md#endpoints). */
-import type { z } from "@hono/zod-openapi";
+import type { RouteHandler, z } from "@hono/zod-openapi";
 import { mapPlain } from "../db/write-path.ts";
 import { csvLine } from "../exports/csv.ts";
 import { exportFilename, exportResponse } from "../exports/stream.ts";
-import type { App, AppDeps } from "../http/context.ts";
+import type { App, AppDeps, AppEnv } from "../http/context.ts";
 import { ex, exampleAddTransaction, exampleConfirmTransaction } from "../http/examples.ts";
-import { paged, writeRoute } from "../http/handlers.ts";
+import { paged, type WriteInput, type WriteRouteOptions, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
 import { stringifyJson } from "../json.ts";
@@ -104,9 +104,12 @@ export const transactionRoutes = resourceRoutes("Transactions", (route) => ({
   ),
 }));
 
-export function registerTransactionRoutes(app: App, deps: AppDeps): void {
-  const r = transactionRoutes;
-  app.openapi(r.list, async (c) => {
+type Routes = typeof transactionRoutes;
+
+/** `GET /v1/transactions`: one page of ledger entries, with the audit data `include` asks for. */
+export function listTransactionsHandler(deps: AppDeps): RouteHandler<Routes["list"], AppEnv> {
+  const route = transactionRoutes.list;
+  return async (c) => {
     const q = c.req.valid("query");
     const projectId = c.get("projectId");
     const { filter } = await transactionFilterOf(deps.db.read, projectId, q);
@@ -117,10 +120,13 @@ export function registerTransactionRoutes(app: App, deps: AppDeps): void {
     const include = { reservation: parts.has("reservation"), usage: parts.has("usage") };
     const audit = await readAuditData(deps.db.read, rows, include, deps.clock());
     const items = rows.map((row) => transactionItemJson(row, audit));
-    return ok(c, r.list, { items, pagination });
-  });
+    return ok(c, route, { items, pagination });
+  };
+}
 
-  app.openapi(r.export, async (c) => {
+/** `GET /v1/transactions/export`: the list's entries as a streamed CSV or NDJSON file. */
+export function exportTransactionsHandler(deps: AppDeps): RouteHandler<Routes["export"], AppEnv> {
+  return async (c) => {
     const q = c.req.valid("query");
     const projectId = c.get("projectId");
     const { filter, account } = await transactionFilterOf(deps.db.read, projectId, q);
@@ -130,42 +136,51 @@ export function registerTransactionRoutes(app: App, deps: AppDeps): void {
       filename,
     });
     return exportResponse(c, deps, source);
-  });
-
-  /** The 200 body of a manual transaction that stored `row`. */
-  const created = (row: PostedEntry) => {
-    const { id, accountId, type, amount, balanceAfter, createdAt, description, metadata } =
-      transactionJson(row);
-    const transaction = {
-      id,
-      accountId,
-      type,
-      amount,
-      balanceAfter,
-      createdAt,
-      description,
-      metadata,
-    };
-    const grantId = row.grantId ?? undefined;
-    return { success: true as const, transaction, ...(grantId === undefined ? {} : { grantId }) };
   };
-  writeRoute(
-    app,
-    deps,
-    r.create,
-    async ({ trx, nowMs, body, projectId, reply }) => {
-      const grant = body.type === "credit" ? grantTerms(body, nowMs) : undefined;
-      const { row } = await moveCredits(trx, projectId, { ...manual(body), grant }, nowMs);
-      return reply(created(row));
-    },
-    {
-      // A manual debit may be plain; a credit makes a grant and has no plain path.
-      plain: ({ body, projectId, reply }) => {
-        const input = manual(body);
-        return input.type === "debit"
-          ? mapPlain(plainDebit(debitOf(projectId, input)), ({ row }) => reply(created(row)))
-          : undefined;
-      },
-    },
-  );
+}
+
+/** The 200 body of a manual transaction that stored `row`. */
+function createdTransaction(row: PostedEntry) {
+  const { id, accountId, type, amount, balanceAfter, createdAt, description, metadata } =
+    transactionJson(row);
+  const transaction = {
+    id,
+    accountId,
+    type,
+    amount,
+    balanceAfter,
+    createdAt,
+    description,
+    metadata,
+  };
+  const grantId = row.grantId ?? undefined;
+  return { success: true as const, transaction, ...(grantId === undefined ? {} : { grantId }) };
+}
+
+/** The write unit of `POST /v1/transactions/create`: a credit (with its grant) or a debit. */
+export async function createTransactionUnit(input: WriteInput<Routes["create"]>) {
+  const { trx, nowMs, body, projectId, reply } = input;
+  const grant = body.type === "credit" ? grantTerms(body, nowMs) : undefined;
+  const { row } = await moveCredits(trx, projectId, { ...manual(body), grant }, nowMs);
+  return reply(createdTransaction(row));
+}
+
+/** The plain path of `POST /v1/transactions/create`: a debit's; a credit makes a grant and has none. */
+export const plainCreateTransaction: WriteRouteOptions<Routes["create"]>["plain"] = ({
+  body,
+  projectId,
+  reply,
+}) => {
+  const input = manual(body);
+  return input.type === "debit"
+    ? mapPlain(plainDebit(debitOf(projectId, input)), ({ row }) => reply(createdTransaction(row)))
+    : undefined;
+};
+
+/** Registers the transaction routes' handlers on `app`. */
+export function registerTransactionRoutes(app: App, deps: AppDeps): void {
+  const r = transactionRoutes;
+  app.openapi(r.list, listTransactionsHandler(deps));
+  app.openapi(r.export, exportTransactionsHandler(deps));
+  writeRoute(app, deps, r.create, createTransactionUnit, { plain: plainCreateTransaction });
 }

@@ -81,92 +81,142 @@ export interface DeliveryWorker {
 
 /** Starts the worker's loop. @returns its handle */
 export function startDeliveryWorker(opts: DeliveryWorkerOptions): DeliveryWorker {
-  const inFlight = new Set<Promise<void>>();
   const abort = new AbortController();
-  let holding = 0;
-  let stopped = false;
-  let wake: (() => void) | undefined;
-  let nudged = false;
-  let failingSince: number | undefined;
-
-  /** Ends the loop's sleep now, or its next one at once when it is busy claiming. */
-  const nudge = () => {
-    if (wake) wake();
-    else nudged = true;
-  };
-
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      if (nudged) {
-        nudged = false;
-        resolve();
-        return;
-      }
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        wake = undefined;
-        resolve();
-      }
-      wake = done;
-    });
-
-  /** Runs one attempt, holding a slot until it ends or SLOT_HOLD_MS has passed. */
-  const track = (work: () => Promise<void>) => {
-    holding++;
-    let held = true;
-    const giveBack = () => {
-      if (!held) return;
-      held = false;
-      holding--;
-      nudge();
-    };
-    const timer = setTimeout(giveBack, SLOT_HOLD_MS);
-    const running: Promise<void> = work().finally(() => {
-      clearTimeout(timer);
-      giveBack();
-      inFlight.delete(running);
-      nudge();
-    });
-    inFlight.add(running);
-  };
-
-  const loop = async () => {
-    while (!stopped) {
-      const free = opts.concurrency - holding;
-      let claimed: ClaimedBatch[] = [];
-      if (free > 0) {
-        try {
-          claimed = await claimDue(opts, free);
-          if (failingSince !== undefined) opts.logger.info({}, "webhook worker: database back");
-          failingSince = undefined;
-        } catch (err) {
-          // The database is unavailable: try again at the next look, and say so once.
-          if (failingSince === undefined) {
-            opts.logger.warn({ err: errorText(err) }, "webhook worker: cannot claim deliveries");
-          }
-          failingSince ??= Date.now();
-        }
-      }
-      // Claimed while stopping: run anyway, so the aborted attempts hand their rows back now.
-      for (const batch of claimed) runBatch(opts, batch, abort.signal, track);
-      const took = claimed.reduce((n, b) => n + b.deliveries.length, 0);
-      // Claimed all it could: more may be due, look again at once (or once a slot is free).
-      if (stopped) break;
-      if (took === 0 || took < free || opts.concurrency - holding <= 0) await sleep(opts.pollMs);
-    }
-  };
-  const looping = loop();
-
+  const pause = nudgeableSleep();
+  const slots = attemptSlots(pause.nudge);
+  const state = { stopped: false };
+  const looping = deliveryLoop(opts, state, pause, slots, abort.signal);
   return {
     stop: async () => {
-      stopped = true;
-      wake?.();
+      state.stopped = true;
+      pause.interrupt();
       abort.abort();
       await looping;
+      await slots.drain();
+    },
+  };
+}
+
+/** The loop's sleep between looks, which a freed slot or a stop ends early. */
+type NudgeableSleep = ReturnType<typeof nudgeableSleep>;
+
+/** A sleep that `nudge` ends now, or, when none is running, makes the next one end at once. */
+function nudgeableSleep() {
+  let wake: (() => void) | undefined;
+  let nudged = false;
+  return {
+    nudge(): void {
+      if (wake) wake();
+      else nudged = true;
+    },
+    /** Ends the running sleep, if any (a stop). */
+    interrupt(): void {
+      wake?.();
+    },
+    sleep(ms: number): Promise<void> {
+      return new Promise<void>((resolve) => {
+        if (nudged) {
+          nudged = false;
+          resolve();
+          return;
+        }
+        const timer = setTimeout(done, ms);
+        function done() {
+          clearTimeout(timer);
+          wake = undefined;
+          resolve();
+        }
+        wake = done;
+      });
+    },
+  };
+}
+
+/** The attempts on the wire, and the slots they hold. */
+type AttemptSlots = ReturnType<typeof attemptSlots>;
+
+/**
+ * The attempts running: each holds a slot until it ends or SLOT_HOLD_MS has passed, and
+ * `onFree` is called whenever a slot is given back or an attempt ends.
+ */
+function attemptSlots(onFree: () => void) {
+  const inFlight = new Set<Promise<void>>();
+  let holding = 0;
+  return {
+    holding: () => holding,
+    /** Runs one attempt, holding a slot. */
+    track(work: () => Promise<void>): void {
+      holding++;
+      let held = true;
+      const giveBack = () => {
+        if (!held) return;
+        held = false;
+        holding--;
+        onFree();
+      };
+      const timer = setTimeout(giveBack, SLOT_HOLD_MS);
+      const running: Promise<void> = work().finally(() => {
+        clearTimeout(timer);
+        giveBack();
+        inFlight.delete(running);
+        onFree();
+      });
+      inFlight.add(running);
+    },
+    /** Resolves when no attempt runs any more. */
+    async drain(): Promise<void> {
       while (inFlight.size > 0) await Promise.all(inFlight);
     },
   };
+}
+
+/**
+ * Claims due deliveries while slots are free and starts their attempts, sleeping `pollMs`
+ * between looks when it took fewer than it could; ends when `state.stopped`.
+ */
+async function deliveryLoop(
+  opts: DeliveryWorkerOptions,
+  state: { stopped: boolean },
+  pause: NudgeableSleep,
+  slots: AttemptSlots,
+  signal: AbortSignal,
+): Promise<void> {
+  const health: { failingSince?: number } = {};
+  while (!state.stopped) {
+    const free = opts.concurrency - slots.holding();
+    const claimed = free > 0 ? await claimReporting(opts, free, health) : [];
+    // Claimed while stopping: run anyway, so the aborted attempts hand their rows back now.
+    for (const batch of claimed) runBatch(opts, batch, signal, slots.track);
+    const took = claimed.reduce((n, b) => n + b.deliveries.length, 0);
+    // Claimed all it could: more may be due, look again at once (or once a slot is free).
+    if (state.stopped) break;
+    if (took === 0 || took < free || opts.concurrency - slots.holding() <= 0) {
+      await pause.sleep(opts.pollMs);
+    }
+  }
+}
+
+/**
+ * `claimDue`, but a database that is unavailable claims nothing: the next look tries again, and
+ * the worker says so once (and once more when it is back).
+ */
+async function claimReporting(
+  opts: DeliveryWorkerOptions,
+  free: number,
+  health: { failingSince?: number },
+): Promise<ClaimedBatch[]> {
+  try {
+    const claimed = await claimDue(opts, free);
+    if (health.failingSince !== undefined) opts.logger.info({}, "webhook worker: database back");
+    health.failingSince = undefined;
+    return claimed;
+  } catch (err) {
+    if (health.failingSince === undefined) {
+      opts.logger.warn({ err: errorText(err) }, "webhook worker: cannot claim deliveries");
+    }
+    health.failingSince ??= Date.now();
+    return [];
+  }
 }
 
 /** Claims up to `limit` due deliveries for this process (none due: no write unit at all). */

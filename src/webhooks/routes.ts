@@ -4,8 +4,9 @@
  * with a secret), the test event, delete, the delivery log of one endpoint and a new attempt
  * of a failed delivery (docs/api.md#managing-webhook-endpoints).
  */
-import type { App, AppDeps } from "../http/context.ts";
-import { paged, writeRoute } from "../http/handlers.ts";
+import type { RouteHandler } from "@hono/zod-openapi";
+import type { App, AppDeps, AppEnv } from "../http/context.ts";
+import { paged, type WriteInput, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
 import { retryDelivery, rotateSecret, sendTestEvent, updateWebhook } from "./manage.ts";
@@ -37,8 +38,8 @@ import {
 } from "./service.ts";
 import type { TargetPolicy } from "./targets.ts";
 
-/** The webhook routes, for tests and tools that call them by definition. */
-export const webhookRoutes = resourceRoutes("Webhooks", (route) => ({
+/** The routes of the endpoints themselves: create, list, delete, update, rotate-secret. */
+const endpointRoutes = resourceRoutes("Webhooks", (route) => ({
   create: route.post(
     "/v1/webhooks/create",
     "Create a webhook endpoint (its signing secret is shown only here)",
@@ -74,16 +75,6 @@ export const webhookRoutes = resourceRoutes("Webhooks", (route) => ({
       errors: ["WEBHOOK_NOT_FOUND"],
     },
   ),
-  deliveries: route.get("/v1/webhooks/deliveries", "An endpoint's deliveries, newest first", {
-    operationId: "listWebhookDeliveries",
-    description:
-      "Lists one endpoint's deliveries, newest first, with their `status` (`pending`, " +
-      "`delivered` or `failed`), `attempts`, last answer and next attempt. A deleted " +
-      "endpoint's deliveries stay listed until retention removes them.",
-    query: deliveriesQuery,
-    ok: listDeliveriesResponse,
-    errors: ["WEBHOOK_NOT_FOUND"],
-  }),
   update: route.post("/v1/webhooks/update", "Change, pause or resume a webhook endpoint", {
     operationId: "updateWebhook",
     description:
@@ -108,6 +99,20 @@ export const webhookRoutes = resourceRoutes("Webhooks", (route) => ({
       errors: ["WEBHOOK_NOT_FOUND"],
     },
   ),
+}));
+
+/** The routes of an endpoint's deliveries: the test event, the delivery log, a retry. */
+const deliveryRoutes = resourceRoutes("Webhooks", (route) => ({
+  deliveries: route.get("/v1/webhooks/deliveries", "An endpoint's deliveries, newest first", {
+    operationId: "listWebhookDeliveries",
+    description:
+      "Lists one endpoint's deliveries, newest first, with their `status` (`pending`, " +
+      "`delivered` or `failed`), `attempts`, last answer and next attempt. A deleted " +
+      "endpoint's deliveries stay listed until retention removes them.",
+    query: deliveriesQuery,
+    ok: listDeliveriesResponse,
+    errors: ["WEBHOOK_NOT_FOUND"],
+  }),
   test: route.post("/v1/webhooks/test", "Send a test event to a webhook endpoint", {
     operationId: "testWebhook",
     description:
@@ -135,76 +140,104 @@ export const webhookRoutes = resourceRoutes("Webhooks", (route) => ({
   ),
 }));
 
-export function registerWebhookRoutes(app: App, deps: AppDeps): void {
-  const r = webhookRoutes;
-  const targets = {
+/** The webhook routes, for tests and tools that call them by definition. */
+export const webhookRoutes = { ...endpointRoutes, ...deliveryRoutes };
+
+type Routes = typeof webhookRoutes;
+
+/** The target policy of webhook URLs (docs/api.md#webhook-endpoints), from the app's config. */
+function targetPolicy(deps: AppDeps): TargetPolicy {
+  return {
     allowPrivate: deps.config.WEBHOOK_ALLOW_PRIVATE,
     ...(deps.resolveHost ? { resolveHost: deps.resolveHost } : {}),
   };
-  writeRoute(
-    app,
-    deps,
-    r.create,
-    async ({ trx, nowMs, body, projectId, reply }) => {
-      const max = deps.config.WEBHOOK_MAX_PER_PROJECT;
-      const row = await createWebhook(trx, projectId, body, nowMs, max);
-      return reply({ success: true, webhook: { ...webhookJson(row), secret: row.secret } });
-    },
-    { check: (body) => assertPublicTarget(body.url, targets) },
-  );
+}
 
-  app.openapi(r.list, async (c) => {
+/** The write unit of `POST /v1/webhooks/create`: the endpoint, with its secret in the answer. */
+export function createWebhookUnit(deps: AppDeps) {
+  return async ({ trx, nowMs, body, projectId, reply }: WriteInput<Routes["create"]>) => {
+    const max = deps.config.WEBHOOK_MAX_PER_PROJECT;
+    const row = await createWebhook(trx, projectId, body, nowMs, max);
+    return reply({ success: true, webhook: { ...webhookJson(row), secret: row.secret } });
+  };
+}
+
+/** `GET /v1/webhooks`: one page of the project's active endpoints. */
+export function listWebhooksHandler(deps: AppDeps): RouteHandler<Routes["list"], AppEnv> {
+  return async (c) => {
     const q = c.req.valid("query");
     const projectId = c.get("projectId");
     const { rows, pagination } = await paged(q, (page) =>
       listWebhooks(deps.db.read, projectId, page),
     );
-    return ok(c, r.list, { success: true, webhooks: rows.map(webhookJson), pagination });
-  });
+    const webhooks = rows.map(webhookJson);
+    return ok(c, webhookRoutes.list, { success: true, webhooks, pagination });
+  };
+}
 
-  writeRoute(app, deps, r.delete, async ({ trx, nowMs, body, projectId, reply }) => {
-    await deleteWebhook(trx, projectId, body.webhookId, nowMs);
-    return reply({ success: true, webhookId: body.webhookId });
-  });
+/** The write unit of `POST /v1/webhooks/delete`. */
+export async function deleteWebhookUnit(input: WriteInput<Routes["delete"]>) {
+  const { trx, nowMs, body, projectId, reply } = input;
+  await deleteWebhook(trx, projectId, body.webhookId, nowMs);
+  return reply({ success: true, webhookId: body.webhookId });
+}
 
-  registerManagement(app, deps, targets);
+/** The write unit of `POST /v1/webhooks/update` (a new `url` checked first, by `check`). */
+export async function updateWebhookUnit(input: WriteInput<Routes["update"]>) {
+  const { trx, nowMs, body, projectId, reply } = input;
+  const row = await updateWebhook(trx, projectId, body, nowMs);
+  return reply({ success: true, webhook: webhookJson(row) });
+}
 
-  app.openapi(r.deliveries, async (c) => {
+/** The write unit of `POST /v1/webhooks/rotate-secret`: the new secret in the answer. */
+export async function rotateSecretUnit(input: WriteInput<Routes["rotateSecret"]>) {
+  const { trx, body, projectId, reply } = input;
+  const row = await rotateSecret(trx, projectId, body.webhookId);
+  return reply({ success: true, webhook: { ...webhookJson(row), secret: row.secret } });
+}
+
+/** The write unit of `POST /v1/webhooks/test`: a `webhook.test` event for the endpoint. */
+export async function testWebhookUnit(input: WriteInput<Routes["test"]>) {
+  const { trx, nowMs, body, projectId, reply } = input;
+  const { eventId, delivery } = await sendTestEvent(trx, projectId, body.webhookId, nowMs);
+  return reply({ success: true, eventId, delivery: deliveryJson(delivery) });
+}
+
+/** The write unit of `POST /v1/webhooks/deliveries/retry`: a failed delivery pending again. */
+export async function retryDeliveryUnit(input: WriteInput<Routes["retryDelivery"]>) {
+  const { trx, nowMs, body, projectId, reply } = input;
+  const delivery = await retryDelivery(trx, projectId, body.deliveryId, nowMs);
+  return reply({ success: true, delivery: deliveryJson(delivery) });
+}
+
+/** `GET /v1/webhooks/deliveries`: one page of an endpoint's deliveries, newest first. */
+export function listDeliveriesHandler(deps: AppDeps): RouteHandler<Routes["deliveries"], AppEnv> {
+  return async (c) => {
     const q = c.req.valid("query");
     const projectId = c.get("projectId");
     const { rows, pagination } = await paged(q, (page) =>
       listDeliveries(deps.db.read, projectId, q.webhookId, page),
     );
-    return ok(c, r.deliveries, { success: true, deliveries: rows.map(deliveryJson), pagination });
-  });
+    const deliveries = rows.map(deliveryJson);
+    return ok(c, webhookRoutes.deliveries, { success: true, deliveries, pagination });
+  };
 }
 
-/** The management routes: update, rotate-secret, test, deliveries/retry. */
-function registerManagement(app: App, deps: AppDeps, targets: TargetPolicy): void {
+/** Registers the webhook routes' handlers on `app`; create and update check a URL's target first. */
+export function registerWebhookRoutes(app: App, deps: AppDeps): void {
   const r = webhookRoutes;
-  writeRoute(
-    app,
-    deps,
-    r.update,
-    async ({ trx, nowMs, body, projectId, reply }) => {
-      const row = await updateWebhook(trx, projectId, body, nowMs);
-      return reply({ success: true, webhook: webhookJson(row) });
-    },
-    {
-      check: (body) =>
-        body.url === undefined ? Promise.resolve() : assertPublicTarget(body.url, targets),
-    },
-  );
-  writeRoute(app, deps, r.rotateSecret, async ({ trx, body, projectId, reply }) => {
-    const row = await rotateSecret(trx, projectId, body.webhookId);
-    return reply({ success: true, webhook: { ...webhookJson(row), secret: row.secret } });
+  const targets = targetPolicy(deps);
+  writeRoute(app, deps, r.create, createWebhookUnit(deps), {
+    check: (body) => assertPublicTarget(body.url, targets),
   });
-  writeRoute(app, deps, r.test, async ({ trx, nowMs, body, projectId, reply }) => {
-    const { eventId, delivery } = await sendTestEvent(trx, projectId, body.webhookId, nowMs);
-    return reply({ success: true, eventId, delivery: deliveryJson(delivery) });
+  app.openapi(r.list, listWebhooksHandler(deps));
+  writeRoute(app, deps, r.delete, deleteWebhookUnit);
+  writeRoute(app, deps, r.update, updateWebhookUnit, {
+    check: (body) =>
+      body.url === undefined ? Promise.resolve() : assertPublicTarget(body.url, targets),
   });
-  writeRoute(app, deps, r.retryDelivery, async ({ trx, nowMs, body, projectId, reply }) => {
-    const delivery = await retryDelivery(trx, projectId, body.deliveryId, nowMs);
-    return reply({ success: true, delivery: deliveryJson(delivery) });
-  });
+  writeRoute(app, deps, r.rotateSecret, rotateSecretUnit);
+  writeRoute(app, deps, r.test, testWebhookUnit);
+  writeRoute(app, deps, r.retryDelivery, retryDeliveryUnit);
+  app.openapi(r.deliveries, listDeliveriesHandler(deps));
 }
