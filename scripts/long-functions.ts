@@ -1,6 +1,7 @@
 /**
- * Lists the functions of `src/` longer than the house limit (about 70 lines, /work/shared
- * style: "functions short enough to read at once"), longest first: `lines file:line name`.
+ * Lists the functions of `src/` longer than about 70 lines, the rule that keeps each function
+ * short enough to read at once (docs/design.md#layout-of-the-code), longest first:
+ * `lines file:line name`.
  * A function's lines run from its first line to its closing brace, its docstring excluded; a
  * function nested in a longer one is listed on its own too.
  *
