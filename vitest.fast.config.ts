@@ -35,9 +35,13 @@ const spawning = readdirSync(testDir).filter(
 export default mergeConfig(
   suite,
   defineConfig({
-    // Each file keeps its own module graph (vitest's default): sharing one per worker
-    // (`isolate: false`) halves the run, but test/embedded-assets.test.ts sets module state
-    // (`setEmbeddedAssets`) that would then leak into the files after it.
-    test: { exclude: [...configDefaults.exclude, ...spawning.map((name) => `test/${name}`)] },
+    // The files a worker runs share one module graph (`isolate: false`): each file's own graph
+    // (vitest's default, kept by `npm test`) spends more time importing the service than most
+    // files spend testing it. A test file that sets module state unsets it when done
+    // (test/embedded-assets.test.ts).
+    test: {
+      isolate: false,
+      exclude: [...configDefaults.exclude, ...spawning.map((name) => `test/${name}`)],
+    },
   }),
 );

@@ -15,8 +15,15 @@ export interface EmbeddedAssets {
 
 let embedded: EmbeddedAssets | undefined;
 
-/** Called once, by the binary's entry, before anything opens the database. */
-export function setEmbeddedAssets(assets: EmbeddedAssets): void {
+/**
+ * Called once, by the binary's entry, before anything opens the database. `undefined` reads the
+ * files from disk again (a test that set them leaves the process as it found it).
+ */
+export function setEmbeddedAssets(assets: EmbeddedAssets | undefined): void {
+  if (assets === undefined) {
+    embedded = undefined;
+    return;
+  }
   embedded = Object.freeze({
     migrations: Object.freeze({ ...assets.migrations }),
     modelCatalog: assets.modelCatalog,

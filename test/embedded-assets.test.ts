@@ -1,6 +1,7 @@
 /**
  * The single binary's embedded files: when set, migrations and the catalog seeding use them
- * instead of `sql/` and `data/models.json` (vitest isolates this module state per test file).
+ * instead of `sql/` and `data/models.json`. The test unsets them at its end: `npm run test:fast`
+ * shares one module graph between the files a worker runs (vitest.fast.config.ts).
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -17,7 +18,10 @@ const repo = (path: string) => new URL(`../${path}`, import.meta.url).pathname;
 
 describe("embedded assets", () => {
   const dir = mkdtempSync(join(tmpdir(), "ledger-embedded-"));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  afterAll(() => {
+    setEmbeddedAssets(undefined);
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   it("are used instead of the files on disk", async () => {
     expect(embeddedAssets()).toBeUndefined();
