@@ -5,7 +5,8 @@ import suite from "./vitest.config.ts";
 /**
  * `npm run test:fast`: the suite, on the engines vitest.config.ts chooses, without the tests that
  * start processes (the compiled `ledger` command, servers in child processes, browsers, `mount`),
- * which need `npm run build` and most of the suite's time; `npm test` runs them all.
+ * which need `npm run build` and most of the suite's time, and without two files slow by nature
+ * (`slowByNature` below); `npm test` runs them all.
  *
  * The list is derived, not kept by hand: a test file starts processes when it, or a file of this
  * repository that it imports directly (test/processes.ts, scripts/lib/hrana/process.ts, …),
@@ -32,6 +33,16 @@ const spawning = readdirSync(testDir).filter(
   (name) => name.endsWith(".test.ts") && startsProcesses(name),
 );
 
+/**
+ * Files slow by nature, left to `npm test`: their time is what they test, not waste.
+ * - grants-model.test.ts: six seeded runs of 200 random steps against a reference model, each
+ *   step several requests and every fifth a `ledger verify` (about a third of the fast set's
+ *   test time); fewer steps would test less.
+ * - webhook-fairness.test.ts: 25 endpoints that never answer run into their real 3 s timeout
+ *   several times while a healthy one is timed for real (about 10 s of waiting).
+ */
+const slowByNature = ["grants-model.test.ts", "webhook-fairness.test.ts"];
+
 export default mergeConfig(
   suite,
   defineConfig({
@@ -41,7 +52,10 @@ export default mergeConfig(
     // (test/embedded-assets.test.ts).
     test: {
       isolate: false,
-      exclude: [...configDefaults.exclude, ...spawning.map((name) => `test/${name}`)],
+      exclude: [
+        ...configDefaults.exclude,
+        ...[...spawning, ...slowByNature].map((name) => `test/${name}`),
+      ],
     },
   }),
 );
