@@ -67,6 +67,14 @@ describe("strict input", () => {
     expect(errorOf(res.body).details).toEqual([{ path: "query.colour", message: UNKNOWN_FIELD }]);
   });
 
+  it("refuses an unknown query parameter on an export too", async () => {
+    for (const path of ["/v1/transactions/export", "/v1/usage/export"]) {
+      const res = await send("GET", `${path}?format=csv&colour=blue`);
+      expect(res.status, path).toBe(400);
+      expect(errorOf(res.body).details).toEqual([{ path: "query.colour", message: UNKNOWN_FIELD }]);
+    }
+  });
+
   it("reads a query's names as parsed: an encoded known name passes, an encoded unknown fails", async () => {
     // `limit` spelt `%6Cimit`: the URL's text is not the name, the parsed query is.
     const known = await send("GET", "/v1/accounts?%6Cimit=5");

@@ -95,6 +95,32 @@ function downloadResponse(summary: string, def: { csvExample: string; ndjsonExam
  */
 const NO_MIDDLEWARE: MiddlewareHandler[] = [];
 
+/** A GET route of `query` answering `responses`, its query's shape declared for strict input. */
+function getRoute<
+  const P extends string,
+  Q extends QuerySchema,
+  Res extends RouteConfig["responses"],
+>(
+  tags: string[],
+  path: P,
+  summary: string,
+  def: { operationId: OperationId; description: string; query: Q },
+  responses: Res,
+) {
+  declareInput("get", path, { query: def.query });
+  return createRoute({
+    method: "get",
+    path,
+    tags,
+    summary,
+    operationId: def.operationId,
+    description: def.description,
+    request: { query: def.query },
+    middleware: NO_MIDDLEWARE,
+    responses,
+  });
+}
+
 /** The route definers of one resource. */
 type RouteDefiners = ReturnType<typeof routeDefiners>;
 
@@ -108,18 +134,8 @@ function routeDefiners(tag: string) {
       S extends z.ZodType,
       C extends ErrorCode = never,
     >(path: P, summary: string, def: RouteDef<S, C> & { query: Q }) {
-      declareInput("get", path, { query: def.query });
-      return createRoute({
-        method: "get",
-        path,
-        tags,
-        summary,
-        operationId: def.operationId,
-        description: def.description,
-        request: { query: def.query },
-        middleware: NO_MIDDLEWARE,
-        responses: { ...okJson(def.ok, summary), ...errorResponses(...(def.errors ?? [])) },
-      });
+      const responses = { ...okJson(def.ok, summary), ...errorResponses(...(def.errors ?? [])) };
+      return getRoute(tags, path, summary, def, responses);
     },
     /**
      * A GET answering a streamed file instead of JSON (an export): its errors are JSON as on
@@ -130,16 +146,11 @@ function routeDefiners(tag: string) {
       summary: string,
       def: DownloadDef<C> & { query: Q },
     ) {
-      return createRoute({
-        method: "get",
-        path,
-        tags,
-        summary,
-        operationId: def.operationId,
-        description: def.description,
-        request: { query: def.query },
-        responses: { ...downloadResponse(summary, def), ...errorResponses(...(def.errors ?? [])) },
-      });
+      const responses = {
+        ...downloadResponse(summary, def),
+        ...errorResponses(...(def.errors ?? [])),
+      };
+      return getRoute(tags, path, summary, def, responses);
     },
     post<
       const P extends string,

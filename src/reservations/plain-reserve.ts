@@ -18,6 +18,23 @@ import type { ReservationRow } from "../db/schema.ts";
 import type { PlainWrite } from "../db/write-path.ts";
 import { INTERNAL_ACCOUNT_ID } from "../ids.ts";
 
+/**
+ * The columns a new hold sets, in the order of the select below (`settled_at_ms`,
+ * `actual_micros` and `transaction_id` are set when it ends).
+ */
+export const NEW_HOLD_COLUMNS = [
+  "id",
+  "project_id",
+  "account_id",
+  "amount_micros",
+  "status",
+  "metadata",
+  "created_at_ms",
+  "expires_at_ms",
+  "confirm_description",
+  "confirm_metadata",
+] as const satisfies readonly (keyof ReservationRow)[];
+
 /** A hold as the caller built it, but for the account, which the database resolves. */
 export type PlainHold = Omit<ReservationRow, "account_id">;
 
@@ -38,18 +55,7 @@ function sqliteReserve(column: "id" | "external_id") {
   return prepared<Args, { account_id: string }>((db, arg) =>
     db
       .insertInto("reservations")
-      .columns([
-        "id",
-        "project_id",
-        "account_id",
-        "amount_micros",
-        "status",
-        "metadata",
-        "created_at_ms",
-        "expires_at_ms",
-        "confirm_description",
-        "confirm_metadata",
-      ])
+      .columns([...NEW_HOLD_COLUMNS])
       .expression(
         db
           .selectFrom("accounts")

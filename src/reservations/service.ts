@@ -21,27 +21,18 @@ import { bookDueExpiries, type DueExpiries, expiryAccount } from "../ledger/expi
 import { generalDebit } from "../ledger/service.ts";
 import { defineEvent } from "../webhooks/outbox.ts";
 import { confirmDebit, confirmEntry } from "./confirm-debit.ts";
-import type { PlainHold } from "./plain-reserve.ts";
+import { NEW_HOLD_COLUMNS, type PlainHold } from "./plain-reserve.ts";
 import { effectiveStatus, reservationJson, reservationSchema } from "./schemas.ts";
 
 /** The `reservation.expired` event: its `data` is the Reservation object. */
 export const reservationExpired = defineEvent("reservation.expired", reservationSchema);
 
-/** Every column of a reservation, in the order the insert lists them. */
+/** Every column of a reservation: a new hold's, and those set when it ends. */
 const RESERVATION_COLUMNS = [
-  "id",
-  "project_id",
-  "account_id",
-  "amount_micros",
-  "status",
-  "metadata",
-  "created_at_ms",
-  "expires_at_ms",
+  ...NEW_HOLD_COLUMNS,
   "settled_at_ms",
   "actual_micros",
   "transaction_id",
-  "confirm_description",
-  "confirm_metadata",
 ] as const satisfies readonly (keyof ReservationRow)[];
 
 const insertReservation = prepared<ReservationRow, unknown>((db, arg) =>
