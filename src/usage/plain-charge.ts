@@ -1,0 +1,148 @@
+/**
+ * The plain charge (docs/design.md#plain-writes, docs/api.md#charging-usage-in-credits): a
+ * `deduct: true` usage record whose debit is plain is recorded with the deduction's own plain
+ * debit (ledger/plain-debit.ts), so the debit rule stays defined once:
+ *
+ * - SQLite: the price read (one prepared statement), `sqlitePlainDebit` (the plain move, the
+ *   entry, the grant), then the usage record's INSERT, all in the unit of the queue's one writer.
+ * - PostgreSQL: the price read, then one statement that calls `ledger_plain_debit` and inserts
+ *   the usage record from its answer only when it applied the debit (a data-modifying CTE):
+ *   the record and its debit commit together or not at all, in one round trip.
+ *
+ * Whenever the charge is not plain (a cost of 0, a debit that is not plain, a missing price or
+ * model, a body `deduct: true` refuses) nothing is changed and the write path runs the general
+ * unit (`chargeUsage`, charge.ts), which answers the errors.
+ */
+import { type Kysely, sql } from "kysely";
+import { prepared } from "../db/prepared.ts";
+import type { DB } from "../db/schema.ts";
+import type { PlainWrite } from "../db/write-path.ts";
+import { newId } from "../ids.ts";
+import type { UnheldDebit } from "../ledger/debit.ts";
+import {
+  type PgArgs,
+  type PgDebitRow,
+  pgDebitArgs,
+  pgDebited,
+  sqlitePlainDebit,
+} from "../ledger/plain-debit.ts";
+import { debitOf } from "../ledger/service.ts";
+import {
+  type ChargedUsage,
+  type CreditPricedUsage,
+  chargeMove,
+  creditsOf,
+  readPrice,
+} from "./charge.ts";
+import { insertUsage, type NewUsageRecord, type RecordUsageInput, usageRow } from "./service.ts";
+
+/** A charge found plain so far: its price, its debit and its usage record's id. */
+interface PlainPricing extends CreditPricedUsage {
+  debit: UnheldDebit;
+  usageRecordId: string;
+}
+
+/**
+ * The price and the debit of a `deduct: true` record `input`, or null when the general path
+ * must take it: a body it refuses, an unknown model, no credit price, a cost it refuses or a
+ * cost of 0 (which books no debit). Nothing is changed.
+ */
+async function plainPricing(
+  db: Kysely<DB>,
+  projectId: string,
+  input: RecordUsageInput,
+): Promise<PlainPricing | null> {
+  const accountRef = input.accountRef;
+  if (input.context !== "customer" || input.transactionId !== undefined || !accountRef) {
+    return null;
+  }
+  const row = await readPrice(db, projectId, input.modelId);
+  if (row === undefined || row.credits_per_usd_micros === null) return null;
+  let priced: CreditPricedUsage;
+  try {
+    priced = creditsOf(row, input);
+  } catch {
+    return null;
+  }
+  if (priced.creditsMicros === 0) return null;
+  const usageRecordId = newId("use");
+  const move = chargeMove(accountRef, priced.model, priced.creditsMicros, usageRecordId);
+  return { ...priced, debit: debitOf(projectId, move), usageRecordId };
+}
+
+/** The usage record of a plain charge whose debit `transactionId` took from `accountId`. */
+function chargedRow(
+  projectId: string,
+  input: RecordUsageInput,
+  p: PlainPricing,
+  accountId: string,
+  transactionId: string,
+  nowMs: number,
+): NewUsageRecord {
+  const charge = { id: p.usageRecordId, transactionId, creditsChargedMicros: p.creditsMicros };
+  return usageRow(projectId, input, p.model, accountId, nowMs, charge);
+}
+
+/**
+ * The usage record's columns but its account, which the statement takes from the debit; its
+ * metadata as `usage_metadata` (`metadata` is the entry's).
+ */
+type UsageArgs = Omit<NewUsageRecord, "account_id" | "metadata"> & {
+  usage_metadata: string | null;
+};
+
+/**
+ * PostgreSQL's plain charge: `ledger_plain_debit` (sql/postgres/0006_fast_debit.sql) and, when
+ * it answered `applied`, the usage record's INSERT with the debited account, in one statement.
+ * The casts type the parameters of the INSERT's SELECT list as their columns.
+ */
+const pgPlainCharge = prepared<PgArgs & UsageArgs, PgDebitRow>((db, arg) => ({
+  compile: () =>
+    sql<PgDebitRow>`WITH d AS MATERIALIZED (SELECT * FROM ledger_plain_debit(${arg("projectId")}, ${arg("ref")}, ${arg("byId")}, ${arg("amountMicros")}, ${arg("nowMs")}, ${arg("txnId")}, ${arg("description")}, ${arg("metadata")}, ${arg("source")}, ${arg("holdId")}, ${arg("holdMicros")})), u AS (INSERT INTO usage_records (id, project_id, account_id, context, model_id, usage_type, input_tokens, output_tokens, cached_tokens, transaction_id, input_micros_per_m, output_micros_per_m, cached_micros_per_m, cost_micro_usd, cost_pico_rem, metadata, created_at_ms, credits_charged_micros) SELECT ${arg("id")}::text, ${arg("project_id")}::text, d.account_id, ${arg("context")}::text, ${arg("model_id")}::text, ${arg("usage_type")}::text, ${arg("input_tokens")}::bigint, ${arg("output_tokens")}::bigint, ${arg("cached_tokens")}::bigint, ${arg("transaction_id")}::text, ${arg("input_micros_per_m")}::bigint, ${arg("output_micros_per_m")}::bigint, ${arg("cached_micros_per_m")}::bigint, ${arg("cost_micro_usd")}::bigint, ${arg("cost_pico_rem")}::bigint, ${arg("usage_metadata")}::text, ${arg("created_at_ms")}::bigint, ${arg("credits_charged_micros")}::bigint FROM d WHERE d.outcome = 'applied') SELECT * FROM d`.compile(
+      db,
+    ),
+}));
+
+/**
+ * The plain path of `POST /v1/usage/record` with `deduct: true` for project `projectId`'s
+ * record `input` (see the module comment): what it charged, or null with nothing changed.
+ */
+export function plainCharge(projectId: string, input: RecordUsageInput): PlainWrite<ChargedUsage> {
+  return {
+    sqlite: async (trx, nowMs) => {
+      const p = await plainPricing(trx, projectId, input);
+      if (p === null) return null;
+      const done = await sqlitePlainDebit(trx, p.debit, nowMs);
+      if (done === null) return null;
+      const txn = done.row;
+      const row = chargedRow(projectId, input, p, done.account.id, txn.id, nowMs);
+      await insertUsage(trx, row);
+      return charged(row, p, txn.id, txn.balance_after_micros);
+    },
+    postgres: async (db, nowMs) => {
+      const p = await plainPricing(db, projectId, input);
+      if (p === null) return null;
+      const txnId = newId("txn");
+      // The account is the debit's: the row is built with its reference, the statement
+      // inserts the id `ledger_plain_debit` found.
+      const { account_id: _ref, ...usage } = chargedRow(projectId, input, p, "", txnId, nowMs);
+      const { metadata: usage_metadata, ...columns } = usage;
+      const args = { ...pgDebitArgs(p.debit, nowMs, txnId), ...columns, usage_metadata };
+      const done = (await db.executeQuery(pgPlainCharge(db, args))).rows[0];
+      if (done?.outcome !== "applied") return null;
+      const debited = pgDebited(p.debit, txnId, nowMs, done);
+      const row = { ...usage, account_id: debited.account.id };
+      return charged(row, p, txnId, debited.row.balance_after_micros);
+    },
+  };
+}
+
+/** What a plain charge answers, as `chargeUsage` does. */
+function charged(
+  row: NewUsageRecord,
+  p: PlainPricing,
+  transactionId: string,
+  balanceMicros: number,
+): ChargedUsage {
+  return { row, creditsChargedMicros: p.creditsMicros, transactionId, balanceMicros };
+}
