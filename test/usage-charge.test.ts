@@ -207,6 +207,28 @@ describe("charging usage in credits, over HTTP", () => {
     expect("usageRecords" in listed && listed.usageRecords.length).toBe(4);
   });
 
+  it("charges a model price changed by another process from the next charge on", async () => {
+    await fundedAccount(t, "u1", 10);
+    await setPrice(100);
+    const body = { accountId: "u1", inputTokens: 0, outputTokens: 1000 };
+    // 1,000 output tokens at 10 USD per million: 0.01 USD = 1 credit, twice (the second at the
+    // prices the first read).
+    for (let i = 0; i < 2; i++) {
+      expect(okBody(usageRoutes.record, await charge(body)).creditsCharged).toBe(1);
+    }
+    // The catalog changed underneath the service (as `ledger models import` would): 20 USD.
+    await t.ledger.db.write
+      .updateTable("models")
+      .set({ output_micros_per_m: 20_000_000 })
+      .where("model_id", "=", GPT)
+      .execute();
+    const after = okBody(usageRoutes.record, await charge(body));
+    expect(after.creditsCharged).toBe(2);
+    expect(after.usageRecord).toMatchObject({ estimatedCostUsd: 0.02, creditsCharged: 2 });
+    expect(after.balance).toBe(6);
+    expect(okBody(usageRoutes.record, await charge(body)).creditsCharged).toBe(2);
+  });
+
   it("records nothing when the credits fall short (402), and 400s what deduct needs", async () => {
     await fundedAccount(t, "poor", 0.00001);
     await t.newProject("unused");

@@ -32,14 +32,18 @@ import {
   type CreditPricedUsage,
   chargeMove,
   creditsOf,
+  type PriceRow,
   readPrice,
 } from "./charge.ts";
+import { forgetPrice, guessedPrice, keepPrice } from "./price-guess.ts";
 import { insertUsage, type NewUsageRecord, type RecordUsageInput, usageRow } from "./service.ts";
 
 /** A charge found plain so far: its price, its debit and its usage record's id. */
 interface PlainPricing extends CreditPricedUsage {
   debit: UnheldDebit;
   usageRecordId: string;
+  /** The credit price it was priced at, micro-credits per USD. */
+  price: number;
 }
 
 /**
@@ -48,15 +52,15 @@ interface PlainPricing extends CreditPricedUsage {
  * cost of 0 (which books no debit). Nothing is changed.
  */
 async function plainPricing(
-  db: Kysely<DB>,
   projectId: string,
   input: RecordUsageInput,
+  price: () => Promise<PriceRow | undefined>,
 ): Promise<PlainPricing | null> {
   const accountRef = input.accountRef;
   if (input.context !== "customer" || input.transactionId !== undefined || !accountRef) {
     return null;
   }
-  const row = await readPrice(db, projectId, input.modelId);
+  const row = await price();
   if (row === undefined || row.credits_per_usd_micros === null) return null;
   let priced: CreditPricedUsage;
   try {
@@ -67,7 +71,12 @@ async function plainPricing(
   if (priced.creditsMicros === 0) return null;
   const usageRecordId = newId("use");
   const move = chargeMove(accountRef, priced.model, priced.creditsMicros, usageRecordId);
-  return { ...priced, debit: debitOf(projectId, move), usageRecordId };
+  return {
+    ...priced,
+    debit: debitOf(projectId, move),
+    usageRecordId,
+    price: row.credits_per_usd_micros,
+  };
 }
 
 /** The usage record of a plain charge whose debit `transactionId` took from `accountId`. */
@@ -85,23 +94,66 @@ function chargedRow(
 
 /**
  * The usage record's columns but its account, which the statement takes from the debit; its
- * metadata as `usage_metadata` (`metadata` is the entry's).
+ * metadata as `usage_metadata` (`metadata` is the entry's); and the credit price it was priced
+ * at, which the statement checks with the record's model prices.
  */
 type UsageArgs = Omit<NewUsageRecord, "account_id" | "metadata"> & {
   usage_metadata: string | null;
+  credits_per_usd_micros: number;
 };
 
 /**
- * PostgreSQL's plain charge: `ledger_plain_debit` (sql/postgres/0006_fast_debit.sql) and, when
- * it answered `applied`, the usage record's INSERT with the debited account, in one statement.
- * The casts type the parameters of the INSERT's SELECT list as their columns.
+ * PostgreSQL's plain charge, one statement: `ok` holds the project only while the model's
+ * prices and the project's credit price are those the charge was priced at (price-guess.ts);
+ * `ledger_plain_debit` (sql/postgres/0006_fast_debit.sql) runs once per row of `ok` (its
+ * project argument is `ok`'s, so never without one); and the usage record is inserted with the
+ * debited account only when the debit was applied. No row: the prices differ, nothing changed.
+ * The casts type the parameters as their columns.
  */
 const pgPlainCharge = prepared<PgArgs & UsageArgs, PgDebitRow>((db, arg) => ({
   compile: () =>
-    sql<PgDebitRow>`WITH d AS MATERIALIZED (SELECT * FROM ledger_plain_debit(${arg("projectId")}, ${arg("ref")}, ${arg("byId")}, ${arg("amountMicros")}, ${arg("nowMs")}, ${arg("txnId")}, ${arg("description")}, ${arg("metadata")}, ${arg("source")}, ${arg("holdId")}, ${arg("holdMicros")})), u AS (INSERT INTO usage_records (id, project_id, account_id, context, model_id, usage_type, input_tokens, output_tokens, cached_tokens, transaction_id, input_micros_per_m, output_micros_per_m, cached_micros_per_m, cost_micro_usd, cost_pico_rem, metadata, created_at_ms, credits_charged_micros) SELECT ${arg("id")}::text, ${arg("project_id")}::text, d.account_id, ${arg("context")}::text, ${arg("model_id")}::text, ${arg("usage_type")}::text, ${arg("input_tokens")}::bigint, ${arg("output_tokens")}::bigint, ${arg("cached_tokens")}::bigint, ${arg("transaction_id")}::text, ${arg("input_micros_per_m")}::bigint, ${arg("output_micros_per_m")}::bigint, ${arg("cached_micros_per_m")}::bigint, ${arg("cost_micro_usd")}::bigint, ${arg("cost_pico_rem")}::bigint, ${arg("usage_metadata")}::text, ${arg("created_at_ms")}::bigint, ${arg("credits_charged_micros")}::bigint FROM d WHERE d.outcome = 'applied') SELECT * FROM d`.compile(
+    sql<PgDebitRow>`WITH ok AS (SELECT p.id FROM projects p JOIN models m ON m.model_id = ${arg("model_id")}::text WHERE p.id = ${arg("projectId")}::text AND p.credits_per_usd_micros = ${arg("credits_per_usd_micros")}::bigint AND m.input_micros_per_m = ${arg("input_micros_per_m")}::bigint AND m.output_micros_per_m = ${arg("output_micros_per_m")}::bigint AND m.cached_micros_per_m IS NOT DISTINCT FROM ${arg("cached_micros_per_m")}::bigint), d AS MATERIALIZED (SELECT f.* FROM ok CROSS JOIN LATERAL ledger_plain_debit(ok.id, ${arg("ref")}, ${arg("byId")}, ${arg("amountMicros")}, ${arg("nowMs")}, ${arg("txnId")}, ${arg("description")}, ${arg("metadata")}, ${arg("source")}, ${arg("holdId")}, ${arg("holdMicros")}) f), u AS (INSERT INTO usage_records (id, project_id, account_id, context, model_id, usage_type, input_tokens, output_tokens, cached_tokens, transaction_id, input_micros_per_m, output_micros_per_m, cached_micros_per_m, cost_micro_usd, cost_pico_rem, metadata, created_at_ms, credits_charged_micros) SELECT ${arg("id")}::text, ${arg("project_id")}::text, d.account_id, ${arg("context")}::text, ${arg("model_id")}::text, ${arg("usage_type")}::text, ${arg("input_tokens")}::bigint, ${arg("output_tokens")}::bigint, ${arg("cached_tokens")}::bigint, ${arg("transaction_id")}::text, ${arg("input_micros_per_m")}::bigint, ${arg("output_micros_per_m")}::bigint, ${arg("cached_micros_per_m")}::bigint, ${arg("cost_micro_usd")}::bigint, ${arg("cost_pico_rem")}::bigint, ${arg("usage_metadata")}::text, ${arg("created_at_ms")}::bigint, ${arg("credits_charged_micros")}::bigint FROM d WHERE d.outcome = 'applied') SELECT * FROM d`.compile(
       db,
     ),
 }));
+
+/**
+ * PostgreSQL's plain charge (see `pgPlainCharge`) at the prices last read for the model, read
+ * now when there are none: what it charged, or null with nothing changed (the prices had
+ * changed: forgotten, so that the general path and the next charge read them anew).
+ */
+async function pgCharge(
+  db: Kysely<DB>,
+  projectId: string,
+  input: RecordUsageInput,
+  nowMs: number,
+): Promise<ChargedUsage | null> {
+  const p = await plainPricing(projectId, input, async () => {
+    const guess = guessedPrice(projectId, input.modelId);
+    if (guess !== undefined) return guess;
+    const row = await readPrice(db, projectId, input.modelId);
+    if (row !== undefined) keepPrice(projectId, input.modelId, row);
+    return row;
+  });
+  if (p === null) return null;
+  const txnId = newId("txn");
+  // The account is the debit's: the row is built with its reference, the statement inserts the
+  // id `ledger_plain_debit` found.
+  const { account_id: _ref, ...usage } = chargedRow(projectId, input, p, "", txnId, nowMs);
+  const { metadata: usage_metadata, ...columns } = usage;
+  const args = {
+    ...pgDebitArgs(p.debit, nowMs, txnId),
+    ...columns,
+    usage_metadata,
+    credits_per_usd_micros: p.price,
+  };
+  const done = (await db.executeQuery(pgPlainCharge(db, args))).rows[0];
+  if (done === undefined) forgetPrice(projectId, input.modelId);
+  if (done?.outcome !== "applied") return null;
+  const debited = pgDebited(p.debit, txnId, nowMs, done);
+  const row = { ...usage, account_id: debited.account.id };
+  return charged(row, p, txnId, debited.row.balance_after_micros);
+}
 
 /**
  * The plain path of `POST /v1/usage/record` with `deduct: true` for project `projectId`'s
@@ -110,7 +162,9 @@ const pgPlainCharge = prepared<PgArgs & UsageArgs, PgDebitRow>((db, arg) => ({
 export function plainCharge(projectId: string, input: RecordUsageInput): PlainWrite<ChargedUsage> {
   return {
     sqlite: async (trx, nowMs) => {
-      const p = await plainPricing(trx, projectId, input);
+      const p = await plainPricing(projectId, input, () =>
+        readPrice(trx, projectId, input.modelId),
+      );
       if (p === null) return null;
       const done = await sqlitePlainDebit(trx, p.debit, nowMs);
       if (done === null) return null;
@@ -119,21 +173,7 @@ export function plainCharge(projectId: string, input: RecordUsageInput): PlainWr
       await insertUsage(trx, row);
       return charged(row, p, txn.id, txn.balance_after_micros);
     },
-    postgres: async (db, nowMs) => {
-      const p = await plainPricing(db, projectId, input);
-      if (p === null) return null;
-      const txnId = newId("txn");
-      // The account is the debit's: the row is built with its reference, the statement
-      // inserts the id `ledger_plain_debit` found.
-      const { account_id: _ref, ...usage } = chargedRow(projectId, input, p, "", txnId, nowMs);
-      const { metadata: usage_metadata, ...columns } = usage;
-      const args = { ...pgDebitArgs(p.debit, nowMs, txnId), ...columns, usage_metadata };
-      const done = (await db.executeQuery(pgPlainCharge(db, args))).rows[0];
-      if (done?.outcome !== "applied") return null;
-      const debited = pgDebited(p.debit, txnId, nowMs, done);
-      const row = { ...usage, account_id: debited.account.id };
-      return charged(row, p, txnId, debited.row.balance_after_micros);
-    },
+    postgres: (db, nowMs) => pgCharge(db, projectId, input, nowMs),
   };
 }
 
