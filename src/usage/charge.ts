@@ -4,6 +4,8 @@
  * `POST /v1/usage/record` with `deduct: true` records the usage and debits that cost in one unit
  * of work. The debit is the deduction's own (`moveCredits`, src/ledger/service.ts): the same
  * checks, spending order of grants, expiries and low-balance alert; nothing here restates them.
+ * This is the charge's general path; its plain path, the deduction's plain debit, is
+ * plain-charge.ts.
  * A confirm with `usage` prices it here too (src/reservations/routes.ts).
  */
 import type { Kysely, Transaction } from "kysely";

@@ -31,6 +31,7 @@ import {
   type ChargedUsage,
   type CreditPricedUsage,
   chargeMove,
+  checkChargeable,
   creditsOf,
   type PriceRow,
   readPrice,
@@ -56,8 +57,10 @@ async function plainPricing(
   input: RecordUsageInput,
   price: () => Promise<PriceRow | undefined>,
 ): Promise<PlainPricing | null> {
-  const accountRef = input.accountRef;
-  if (input.context !== "customer" || input.transactionId !== undefined || !accountRef) {
+  let accountRef: string;
+  try {
+    accountRef = checkChargeable(input);
+  } catch {
     return null;
   }
   const row = await price();
