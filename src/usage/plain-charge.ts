@@ -5,9 +5,10 @@
  *
  * - SQLite: the price read (one prepared statement), `sqlitePlainDebit` (the plain move, the
  *   entry, the grant), then the usage record's INSERT, all in the unit of the queue's one writer.
- * - PostgreSQL: the price read, then one statement that calls `ledger_plain_debit` and inserts
- *   the usage record from its answer only when it applied the debit (a data-modifying CTE):
- *   the record and its debit commit together or not at all, in one round trip.
+ * - PostgreSQL: one statement, one round trip: it checks the prices the charge was priced at
+ *   (the last this process read, price-guess.ts), calls `ledger_plain_debit` and inserts the
+ *   usage record from its answer only when it applied the debit (a data-modifying CTE): the
+ *   record and its debit commit together or not at all.
  *
  * Whenever the charge is not plain (a cost of 0, a debit that is not plain, a missing price or
  * model, a body `deduct: true` refuses) nothing is changed and the write path runs the general
@@ -17,6 +18,7 @@ import { type Kysely, sql } from "kysely";
 import { prepared } from "../db/prepared.ts";
 import type { DB } from "../db/schema.ts";
 import type { PlainWrite } from "../db/write-path.ts";
+import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import type { UnheldDebit } from "../ledger/debit.ts";
 import {
@@ -47,6 +49,16 @@ interface PlainPricing extends CreditPricedUsage {
   price: number;
 }
 
+/** `check()`'s value, or null when it refuses with an ApiError (the general path answers it). */
+function refusedAsNull<T>(check: () => T): T | null {
+  try {
+    return check();
+  } catch (err) {
+    if (err instanceof ApiError) return null;
+    throw err;
+  }
+}
+
 /**
  * The price and the debit of a `deduct: true` record `input`, or null when the general path
  * must take it: a body it refuses, an unknown model, no credit price, a cost it refuses or a
@@ -57,20 +69,12 @@ async function plainPricing(
   input: RecordUsageInput,
   price: () => Promise<PriceRow | undefined>,
 ): Promise<PlainPricing | null> {
-  let accountRef: string;
-  try {
-    accountRef = checkChargeable(input);
-  } catch {
-    return null;
-  }
+  const accountRef = refusedAsNull(() => checkChargeable(input));
+  if (accountRef === null) return null;
   const row = await price();
   if (row === undefined || row.credits_per_usd_micros === null) return null;
-  let priced: CreditPricedUsage;
-  try {
-    priced = creditsOf(row, input);
-  } catch {
-    return null;
-  }
+  const priced = refusedAsNull(() => creditsOf(row, input));
+  if (priced === null) return null;
   if (priced.creditsMicros === 0) return null;
   const usageRecordId = newId("use");
   const move = chargeMove(accountRef, priced.model, priced.creditsMicros, usageRecordId);
