@@ -1,5 +1,5 @@
 /**
- * `npm run profile -- [--postgres] [--scenario deduct|reserve|balance|usage] [--seconds N]
+ * `npm run profile -- [--postgres] [--scenario deduct|reserve|balance|usage|usage-deduct] [--seconds N]
  * [--out FILE.cpuprofile] [--perf]`:
  * where one scenario of the bench spends its time (docs/benchmarks.md#how-the-speed-work-was-led).
  *
@@ -32,8 +32,10 @@ import {
   fund,
   type Requests,
   reserveConfirm,
+  setCreditPrice,
   startProcess,
   stopProcess,
+  usageDeduct,
   usageRecord,
 } from "./lib/bench-kit.ts";
 import { dropDatabase } from "./lib/pg-admin.ts";
@@ -55,6 +57,7 @@ const scenarios: Record<string, Requests> = {
   reserve: reserveConfirm({ confirmed: 0 }),
   balance: balanceRead,
   usage: usageRecord,
+  "usage-deduct": usageDeduct,
 };
 
 /**
@@ -223,6 +226,7 @@ async function main(): Promise<void> {
   // Funded by a service of its own, so that the profile holds the scenario only.
   const funder = await startService(env);
   await fund(`http://127.0.0.1:${funder.port}`, apiKey);
+  await setCreditPrice(`http://127.0.0.1:${funder.port}`, apiKey);
   await stopProcess(funder.proc);
   const { proc, port } = await startService(env, dir);
   const base = `http://127.0.0.1:${port}`;

@@ -152,6 +152,83 @@ describe("charging usage in credits, over HTTP", () => {
     expect(listed.usageRecords.map((r) => r.creditsCharged)).toEqual([0.000001, 0.000022]);
   });
 
+  it("books the same debit and record whether the charge is plain or takes the general path", async () => {
+    // plain: one grant, no threshold; by internal id, too. split: the first grant in spending
+    // order cannot cover the charge. alert: the charge crosses the low-balance threshold.
+    const plainId = await fundedAccount(t, "plain", 10);
+    await fundedAccount(t, "split");
+    for (const priority of [10, 20]) {
+      await post("/v1/accounts/credits/add", { accountId: "split", amount: 0.3, priority });
+    }
+    await fundedAccount(t, "alert", 10);
+    await post("/v1/accounts/update", { accountId: "alert", lowBalanceThreshold: 9.8 });
+    await setPrice(100);
+    // 5,000 output tokens of gpt-4o: 0.05 USD = 5 credits at 100 per USD; 500 tokens: 0.5.
+    const cases = [
+      ["plain", 5000, 5],
+      [plainId, 5000, 0],
+      ["split", 500, 0.1],
+      ["alert", 500, 9.5],
+    ] as const;
+    for (const [ref, outputTokens, balance] of cases) {
+      const res = okBody(
+        usageRoutes.record,
+        await charge({ accountId: ref, inputTokens: 0, outputTokens }),
+      );
+      const credits = outputTokens / 1000;
+      expect(res, ref).toMatchObject({ creditsCharged: credits, balance });
+      expect(res.usageRecord, ref).toMatchObject({
+        context: "customer",
+        modelId: GPT,
+        inputTokens: 0,
+        outputTokens,
+        creditsCharged: credits,
+        transactionId: res.transactionId,
+      });
+      const debits = await debitsOf(ref);
+      expect(debits[0], ref).toMatchObject({
+        id: res.transactionId,
+        amount: credits,
+        balanceAfter: balance,
+        description: `Usage of ${GPT}`,
+        metadata: { usageRecordId: res.usageRecord.id, modelId: GPT },
+      });
+    }
+    // The split charge spent the first grant, then 0.2 of the second.
+    const grants = await get("/v1/accounts/grants?accountId=split");
+    const remaining = (grants.body as { grants: { priority: number; remaining: number }[] }).grants
+      .map((g) => [g.priority, g.remaining])
+      .sort((a, b) => Number(a[0]) - Number(b[0]));
+    expect(remaining).toEqual([
+      [10, 0],
+      [20, 0.1],
+    ]);
+    const listed = await usageList();
+    expect("usageRecords" in listed && listed.usageRecords.length).toBe(4);
+  });
+
+  it("charges a model price changed by another process from the next charge on", async () => {
+    await fundedAccount(t, "u1", 10);
+    await setPrice(100);
+    const body = { accountId: "u1", inputTokens: 0, outputTokens: 1000 };
+    // 1,000 output tokens at 10 USD per million: 0.01 USD = 1 credit, twice (the second at the
+    // prices the first read).
+    for (let i = 0; i < 2; i++) {
+      expect(okBody(usageRoutes.record, await charge(body)).creditsCharged).toBe(1);
+    }
+    // The catalog changed underneath the service (as `ledger models import` would): 20 USD.
+    await t.ledger.db.write
+      .updateTable("models")
+      .set({ output_micros_per_m: 20_000_000 })
+      .where("model_id", "=", GPT)
+      .execute();
+    const after = okBody(usageRoutes.record, await charge(body));
+    expect(after.creditsCharged).toBe(2);
+    expect(after.usageRecord).toMatchObject({ estimatedCostUsd: 0.02, creditsCharged: 2 });
+    expect(after.balance).toBe(6);
+    expect(okBody(usageRoutes.record, await charge(body)).creditsCharged).toBe(2);
+  });
+
   it("records nothing when the credits fall short (402), and 400s what deduct needs", async () => {
     await fundedAccount(t, "poor", 0.00001);
     await t.newProject("unused");

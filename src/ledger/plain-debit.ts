@@ -74,7 +74,7 @@ export type PgDebitRow = {
   seq: number;
 };
 
-type PgArgs = {
+export type PgArgs = {
   projectId: string;
   ref: string;
   byId: boolean;
@@ -99,11 +99,13 @@ export const pgPlainDebit = prepared<PgArgs, PgDebitRow>((db, arg) => ({
     ),
 }));
 
-/** The plain debit on PostgreSQL: one statement (committed by itself outside a transaction). */
-async function pgDebit(db: Kysely<DB>, debit: UnheldDebit, nowMs: number) {
-  const txnId = newId("txn");
+/**
+ * The arguments of `ledger_plain_debit` for the debit `debit` (no hold) at `nowMs`, whose entry
+ * gets the id `txnId`: the entry's text as `debitEntry` makes it.
+ */
+export function pgDebitArgs(debit: UnheldDebit, nowMs: number, txnId: string): PgArgs {
   const entry = debitEntry(debit, debit.accountRef, nowMs);
-  const args = {
+  return {
     projectId: debit.projectId,
     ref: debit.accountRef,
     byId: INTERNAL_ACCOUNT_ID.test(debit.accountRef),
@@ -116,6 +118,12 @@ async function pgDebit(db: Kysely<DB>, debit: UnheldDebit, nowMs: number) {
     holdId: null,
     holdMicros: null,
   };
+}
+
+/** The plain debit on PostgreSQL: one statement (committed by itself outside a transaction). */
+async function pgDebit(db: Kysely<DB>, debit: UnheldDebit, nowMs: number) {
+  const txnId = newId("txn");
+  const args = pgDebitArgs(debit, nowMs, txnId);
   const done = (await db.executeQuery(pgPlainDebit(db, args))).rows[0];
   return done?.outcome === "applied" ? pgDebited(debit, txnId, nowMs, done) : null;
 }

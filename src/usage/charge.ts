@@ -4,15 +4,17 @@
  * `POST /v1/usage/record` with `deduct: true` records the usage and debits that cost in one unit
  * of work. The debit is the deduction's own (`moveCredits`, src/ledger/service.ts): the same
  * checks, spending order of grants, expiries and low-balance alert; nothing here restates them.
+ * This is the charge's general path; its plain path, the deduction's plain debit, is
+ * plain-charge.ts.
  * A confirm with `usage` prices it here too (src/reservations/routes.ts).
  */
-import type { Transaction } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import { findAccount } from "../accounts/lookup.ts";
 import { prepared } from "../db/prepared.ts";
 import type { DB } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
-import { moveCredits } from "../ledger/service.ts";
+import { type MoveInput, moveCredits } from "../ledger/service.ts";
 import { type ModelPriceRow, priceOf } from "../models/service.ts";
 import {
   costPicoUsd,
@@ -28,10 +30,7 @@ import { insertUsage, type NewUsageRecord, type RecordUsageInput, usageRow } fro
  * The model with the project's credit price beside it, in one statement (on the hot path of
  * every charge): no row when the model is not in the catalog.
  */
-const modelWithPrice = prepared<
-  { projectId: string; modelId: string },
-  ModelPriceRow & { credits_per_usd_micros: number | null }
->((db, arg) =>
+const modelWithPrice = prepared<{ projectId: string; modelId: string }, PriceRow>((db, arg) =>
   db
     .selectFrom("models")
     .select(["model_id", "input_micros_per_m", "output_micros_per_m", "cached_micros_per_m"])
@@ -52,20 +51,28 @@ export interface CreditPricedUsage {
   creditsMicros: number;
 }
 
+/** The model and the project's credit price as read together, or undefined (no such model). */
+export type PriceRow = ModelPriceRow & { credits_per_usd_micros: number | null };
+
 /**
- * Prices `tokens` of model `modelId` in credits at the project's credit price, both read in one
- * statement.
- * @throws ApiError VALIDATION_ERROR (no credit price, or a cost above 1e9 credits, the largest
- *   single amount), MODEL_NOT_FOUND
+ * Reads model `modelId` with project `projectId`'s credit price beside it: one prepared
+ * statement, in the unit `db` (a transaction) or by itself.
  */
-export async function priceInCredits(
-  trx: Transaction<DB>,
+export async function readPrice(
+  db: Kysely<DB>,
   projectId: string,
   modelId: string,
-  tokens: TokenCounts,
-): Promise<CreditPricedUsage> {
-  const row = (await trx.executeQuery(modelWithPrice(trx, { projectId, modelId }))).rows[0];
-  if (!row) throw new ApiError("MODEL_NOT_FOUND", `Model ${modelId} not found`);
+): Promise<PriceRow | undefined> {
+  return (await db.executeQuery(modelWithPrice(db, { projectId, modelId }))).rows[0];
+}
+
+/**
+ * What `tokens` cost in credits at `row`'s prices: the exact USD cost × the credit price,
+ * rounded up to the micro-credit (money.ts `creditCostMicros`).
+ * @throws ApiError VALIDATION_ERROR (no credit price, or a cost above 1e9 credits, the largest
+ *   single amount)
+ */
+export function creditsOf(row: PriceRow, tokens: TokenCounts): CreditPricedUsage {
   const { credits_per_usd_micros: price, ...model } = row;
   if (price === null) throw noCreditPrice();
   const credits = creditCostMicros(costPicoUsd(tokens, priceOf(model)), price);
@@ -81,11 +88,48 @@ export async function priceInCredits(
 }
 
 /**
+ * Prices `tokens` of model `modelId` in credits at the project's credit price, both read in one
+ * statement.
+ * @throws ApiError MODEL_NOT_FOUND, and those of `creditsOf`
+ */
+export async function priceInCredits(
+  trx: Transaction<DB>,
+  projectId: string,
+  modelId: string,
+  tokens: TokenCounts,
+): Promise<CreditPricedUsage> {
+  const row = await readPrice(trx, projectId, modelId);
+  if (!row) throw new ApiError("MODEL_NOT_FOUND", `Model ${modelId} not found`);
+  return creditsOf(row, tokens);
+}
+
+/**
+ * The deduction that charges usage record `usageRecordId` of `model` `creditsMicros`: the one
+ * definition both paths of a charge book (its description and metadata name the record and
+ * the model).
+ */
+export function chargeMove(
+  accountRef: string,
+  model: ModelPriceRow,
+  creditsMicros: number,
+  usageRecordId: string,
+): MoveInput & { type: "debit"; source: "deduct" } {
+  return {
+    accountRef,
+    type: "debit",
+    amountMicros: creditsMicros,
+    description: `Usage of ${model.model_id}`,
+    metadata: { usageRecordId, modelId: model.model_id },
+    source: "deduct",
+  };
+}
+
+/**
  * The checks of `deduct: true` that need no database: customer usage, an account, and no
  * `transactionId` (the charge makes its own).
  * @throws ApiError VALIDATION_ERROR naming what is missing or in the way
  */
-function checkChargeable(input: RecordUsageInput): string {
+export function checkChargeable(input: RecordUsageInput): string {
   const refuse = (path: string, message: string): never => {
     throw new ApiError("VALIDATION_ERROR", `deduct: true ${message}`, [
       { path: `body.${path}`, message },
@@ -127,19 +171,8 @@ export async function chargeUsage(
   let transactionId: string | null = null;
   let balanceMicros: number;
   if (creditsMicros > 0) {
-    const { account, row } = await moveCredits(
-      trx,
-      projectId,
-      {
-        accountRef,
-        type: "debit",
-        amountMicros: creditsMicros,
-        description: `Usage of ${model.model_id}`,
-        metadata: { usageRecordId: id, modelId: model.model_id },
-        source: "deduct",
-      },
-      nowMs,
-    );
+    const move = chargeMove(accountRef, model, creditsMicros, id);
+    const { account, row } = await moveCredits(trx, projectId, move, nowMs);
     accountId = account.id;
     transactionId = row.id;
     balanceMicros = row.balance_after_micros;

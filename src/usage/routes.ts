@@ -1,4 +1,6 @@
 /** Routes of docs/api.md#endpoints: record usage, list usage records, and the usage summary. */
+import type { z } from "@hono/zod-openapi";
+import { mapPlain } from "../db/write-path.ts";
 import { csvLine } from "../exports/csv.ts";
 import { exportFilename, exportResponse } from "../exports/stream.ts";
 import type { App, AppDeps } from "../http/context.ts";
@@ -8,8 +10,9 @@ import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
 import { stringifyJson } from "../json.ts";
 import { ExactDecimal, fromMicros } from "../money.ts";
-import { chargeUsage } from "./charge.ts";
+import { type ChargedUsage, chargeUsage } from "./charge.ts";
 import { USAGE_CSV_COLUMNS, usageExport } from "./export.ts";
+import { plainCharge } from "./plain-charge.ts";
 import {
   exportUsageQuery,
   recordBody,
@@ -18,7 +21,7 @@ import {
   usageRecordJson,
   usageResponse,
 } from "./schemas.ts";
-import { listUsage, recordUsage, usageFilterOf } from "./service.ts";
+import { listUsage, type RecordUsageInput, recordUsage, usageFilterOf } from "./service.ts";
 import { summarizeUsage } from "./summary.ts";
 
 /** The usage routes. */
@@ -94,33 +97,56 @@ export const usageRoutes = resourceRoutes("Usage", (route) => ({
   ),
 }));
 
+/** The validated body of `POST /v1/usage/record`. */
+type RecordBody = z.output<typeof recordBody>;
+
+/** The record a body asks for, with its defaults (context customer, usage type text). */
+function recordInput(body: RecordBody): RecordUsageInput {
+  return {
+    context: body.context ?? "customer",
+    accountRef: body.accountId,
+    modelId: body.modelId,
+    usageType: body.usageType ?? "text",
+    inputTokens: body.inputTokens,
+    outputTokens: body.outputTokens,
+    cachedTokens: body.cachedTokens ?? 0,
+    transactionId: body.transactionId,
+    metadata: body.metadata,
+  };
+}
+
+/** The 200 body of a `deduct: true` record (docs/api.md#charging-usage-in-credits). */
+function chargedBody(charged: ChargedUsage) {
+  return {
+    success: true as const,
+    usageRecord: usageRecordJson(charged.row),
+    creditsCharged: fromMicros(charged.creditsChargedMicros),
+    transactionId: charged.transactionId,
+    balance: fromMicros(charged.balanceMicros),
+  };
+}
+
 export function registerUsageRoutes(app: App, deps: AppDeps): void {
   const r = usageRoutes;
-  writeRoute(app, deps, r.record, async ({ trx, nowMs, body, projectId, reply }) => {
-    const input = {
-      context: body.context ?? "customer",
-      accountRef: body.accountId,
-      modelId: body.modelId,
-      usageType: body.usageType ?? "text",
-      inputTokens: body.inputTokens,
-      outputTokens: body.outputTokens,
-      cachedTokens: body.cachedTokens ?? 0,
-      transactionId: body.transactionId,
-      metadata: body.metadata,
-    };
-    if (body.deduct !== true) {
-      const row = await recordUsage(trx, projectId, input, nowMs);
-      return reply({ success: true, usageRecord: usageRecordJson(row) });
-    }
-    const charged = await chargeUsage(trx, projectId, input, nowMs);
-    return reply({
-      success: true,
-      usageRecord: usageRecordJson(charged.row),
-      creditsCharged: fromMicros(charged.creditsChargedMicros),
-      transactionId: charged.transactionId,
-      balance: fromMicros(charged.balanceMicros),
-    });
-  });
+  writeRoute(
+    app,
+    deps,
+    r.record,
+    async ({ trx, nowMs, body, projectId, reply }) => {
+      const input = recordInput(body);
+      if (body.deduct !== true) {
+        const row = await recordUsage(trx, projectId, input, nowMs);
+        return reply({ success: true, usageRecord: usageRecordJson(row) });
+      }
+      return reply(chargedBody(await chargeUsage(trx, projectId, input, nowMs)));
+    },
+    {
+      plain: ({ body, projectId, reply }) =>
+        body.deduct === true
+          ? mapPlain(plainCharge(projectId, recordInput(body)), (done) => reply(chargedBody(done)))
+          : undefined,
+    },
+  );
 
   app.openapi(r.export, async (c) => {
     const q = c.req.valid("query");

@@ -7,7 +7,7 @@ import type { Kysely, Transaction } from "kysely";
 import { findAccount } from "../accounts/lookup.ts";
 import { resolveAccount } from "../accounts/service.ts";
 import { dateRangeMs } from "../dates.ts";
-import { createdWithin, ofProjectOrAccount } from "../db/ledger-rows.ts";
+import { createdWithin } from "../db/ledger-rows.ts";
 import { newestFirstPage } from "../db/paging.ts";
 import { argValues, prepared } from "../db/prepared.ts";
 import { projectRow } from "../db/project-row.ts";
@@ -190,9 +190,14 @@ export async function usageFilterOf(
   return { accountId: account?.id, modelId: q.modelId, context: q.context, startMs, endMs };
 }
 
-/** The project's usage records that `f` selects (the list's and the summary's filters). */
+/**
+ * The project's usage records that `f` selects (the list's, the summary's and the export's
+ * filters). One account's are named by project and account, the leading columns of the index
+ * `usage_project_account` (sql/0012_usage_charge_indexes.sql).
+ */
 export function filteredUsage(db: Kysely<DB>, projectId: string, f: UsageFilter) {
-  let q = ofProjectOrAccount(db.selectFrom("usage_records"), projectId, f.accountId);
+  let q = db.selectFrom("usage_records").where("project_id", "=", projectId);
+  if (f.accountId !== undefined) q = q.where("account_id", "=", f.accountId);
   if (f.modelId !== undefined) q = q.where("model_id", "=", f.modelId);
   if (f.context !== undefined) q = q.where("context", "=", f.context);
   return createdWithin(q, f);

@@ -17,6 +17,7 @@
  * read one snapshot on both engines and the groups always add up to the totals beside them.
  */
 import { type Kysely, sql } from "kysely";
+import { engineOf } from "../db/engine.ts";
 import type { DB, UsageContext } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { bigMicrosToDecimal, ExactDecimal, picoUsdToDecimal } from "../money.ts";
@@ -114,6 +115,19 @@ function wholeNumber(n: bigint): number | ExactDecimal {
 }
 
 /**
+ * The summary's (model, context) grouping. Over one account on SQLite the keys are written
+ * `+model_id, +context`, which no index orders: SQLite then reads the account's entries of the
+ * covering index `usage_project_account` and sorts them, instead of walking every record of
+ * the project in `usage_project_model` order (sql/0012_usage_charge_indexes.sql). PostgreSQL
+ * plans by its statistics and has no `+` on text.
+ */
+function modelGroups(db: Kysely<DB>, f: UsageFilter) {
+  if (f.accountId === undefined || engineOf(db) !== "sqlite")
+    return ["model_id", "context"] as const;
+  return [sql`+model_id`, sql`+context`];
+}
+
+/**
  * One statement: the (model, context) groups the summary is made of (`part` 0), and with
  * `groupBy` day or account the groups by day (`part` 1) or by account (`part` 2; at most
  * MAX_USAGE_GROUPS + 1 of them, so that one too many is seen). Groups by model and by context are
@@ -136,7 +150,7 @@ export function usageSummaryQuery(
       sql<string | null>`NULL`.as("account_id"),
       ...sums(),
     ])
-    .groupBy(["model_id", "context"]);
+    .groupBy(modelGroups(db, f));
   if (groupBy !== "day" && groupBy !== "account") return bySummary;
   const base = filteredUsage(db, projectId, f);
   const byKey =

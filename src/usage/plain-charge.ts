@@ -1,0 +1,195 @@
+/**
+ * The plain charge (docs/design.md#plain-writes, docs/api.md#charging-usage-in-credits): a
+ * `deduct: true` usage record whose debit is plain is recorded with the deduction's own plain
+ * debit (ledger/plain-debit.ts), so the debit rule stays defined once:
+ *
+ * - SQLite: the price read (one prepared statement), `sqlitePlainDebit` (the plain move, the
+ *   entry, the grant), then the usage record's INSERT, all in the unit of the queue's one writer.
+ * - PostgreSQL: one statement, one round trip: it checks the prices the charge was priced at
+ *   (the last this process read, price-guess.ts), calls `ledger_plain_debit` and inserts the
+ *   usage record from its answer only when it applied the debit (a data-modifying CTE): the
+ *   record and its debit commit together or not at all.
+ *
+ * Whenever the charge is not plain (a cost of 0, a debit that is not plain, a missing price or
+ * model, a body `deduct: true` refuses) nothing is changed and the write path runs the general
+ * unit (`chargeUsage`, charge.ts), which answers the errors.
+ */
+import { type Kysely, sql } from "kysely";
+import { prepared } from "../db/prepared.ts";
+import type { DB } from "../db/schema.ts";
+import type { PlainWrite } from "../db/write-path.ts";
+import { ApiError } from "../errors.ts";
+import { newId } from "../ids.ts";
+import type { UnheldDebit } from "../ledger/debit.ts";
+import {
+  type PgArgs,
+  type PgDebitRow,
+  pgDebitArgs,
+  pgDebited,
+  sqlitePlainDebit,
+} from "../ledger/plain-debit.ts";
+import { debitOf } from "../ledger/service.ts";
+import {
+  type ChargedUsage,
+  type CreditPricedUsage,
+  chargeMove,
+  checkChargeable,
+  creditsOf,
+  type PriceRow,
+  readPrice,
+} from "./charge.ts";
+import { forgetPrice, guessedPrice, keepPrice } from "./price-guess.ts";
+import { insertUsage, type NewUsageRecord, type RecordUsageInput, usageRow } from "./service.ts";
+
+/** A charge found plain so far: its price, its debit and its usage record's id. */
+interface PlainPricing extends CreditPricedUsage {
+  debit: UnheldDebit;
+  usageRecordId: string;
+  /** The credit price it was priced at, micro-credits per USD. */
+  price: number;
+}
+
+/** `check()`'s value, or null when it refuses with an ApiError (the general path answers it). */
+function refusedAsNull<T>(check: () => T): T | null {
+  try {
+    return check();
+  } catch (err) {
+    if (err instanceof ApiError) return null;
+    throw err;
+  }
+}
+
+/**
+ * The price and the debit of a `deduct: true` record `input`, or null when the general path
+ * must take it: a body it refuses, an unknown model, no credit price, a cost it refuses or a
+ * cost of 0 (which books no debit). Nothing is changed.
+ */
+async function plainPricing(
+  projectId: string,
+  input: RecordUsageInput,
+  price: () => Promise<PriceRow | undefined>,
+): Promise<PlainPricing | null> {
+  const accountRef = refusedAsNull(() => checkChargeable(input));
+  if (accountRef === null) return null;
+  const row = await price();
+  if (row === undefined || row.credits_per_usd_micros === null) return null;
+  const priced = refusedAsNull(() => creditsOf(row, input));
+  if (priced === null) return null;
+  if (priced.creditsMicros === 0) return null;
+  const usageRecordId = newId("use");
+  const move = chargeMove(accountRef, priced.model, priced.creditsMicros, usageRecordId);
+  return {
+    ...priced,
+    debit: debitOf(projectId, move),
+    usageRecordId,
+    price: row.credits_per_usd_micros,
+  };
+}
+
+/** The usage record of a plain charge whose debit `transactionId` took from `accountId`. */
+function chargedRow(
+  projectId: string,
+  input: RecordUsageInput,
+  p: PlainPricing,
+  accountId: string,
+  transactionId: string,
+  nowMs: number,
+): NewUsageRecord {
+  const charge = { id: p.usageRecordId, transactionId, creditsChargedMicros: p.creditsMicros };
+  return usageRow(projectId, input, p.model, accountId, nowMs, charge);
+}
+
+/**
+ * The usage record's columns but its account, which the statement takes from the debit; its
+ * metadata as `usage_metadata` (`metadata` is the entry's); and the credit price it was priced
+ * at, which the statement checks with the record's model prices.
+ */
+type UsageArgs = Omit<NewUsageRecord, "account_id" | "metadata"> & {
+  usage_metadata: string | null;
+  credits_per_usd_micros: number;
+};
+
+/**
+ * PostgreSQL's plain charge, one statement: `ok` holds the project only while the model's
+ * prices and the project's credit price are those the charge was priced at (price-guess.ts);
+ * `ledger_plain_debit` (sql/postgres/0006_fast_debit.sql) runs once per row of `ok` (its
+ * project argument is `ok`'s, so never without one); and the usage record is inserted with the
+ * debited account only when the debit was applied. No row: the prices differ, nothing changed.
+ * The casts type the parameters as their columns.
+ */
+const pgPlainCharge = prepared<PgArgs & UsageArgs, PgDebitRow>((db, arg) => ({
+  compile: () =>
+    sql<PgDebitRow>`WITH ok AS (SELECT p.id FROM projects p JOIN models m ON m.model_id = ${arg("model_id")}::text WHERE p.id = ${arg("projectId")}::text AND p.credits_per_usd_micros = ${arg("credits_per_usd_micros")}::bigint AND m.input_micros_per_m = ${arg("input_micros_per_m")}::bigint AND m.output_micros_per_m = ${arg("output_micros_per_m")}::bigint AND m.cached_micros_per_m IS NOT DISTINCT FROM ${arg("cached_micros_per_m")}::bigint), d AS MATERIALIZED (SELECT f.* FROM ok CROSS JOIN LATERAL ledger_plain_debit(ok.id, ${arg("ref")}, ${arg("byId")}, ${arg("amountMicros")}, ${arg("nowMs")}, ${arg("txnId")}, ${arg("description")}, ${arg("metadata")}, ${arg("source")}, ${arg("holdId")}, ${arg("holdMicros")}) f), u AS (INSERT INTO usage_records (id, project_id, account_id, context, model_id, usage_type, input_tokens, output_tokens, cached_tokens, transaction_id, input_micros_per_m, output_micros_per_m, cached_micros_per_m, cost_micro_usd, cost_pico_rem, metadata, created_at_ms, credits_charged_micros) SELECT ${arg("id")}::text, ${arg("project_id")}::text, d.account_id, ${arg("context")}::text, ${arg("model_id")}::text, ${arg("usage_type")}::text, ${arg("input_tokens")}::bigint, ${arg("output_tokens")}::bigint, ${arg("cached_tokens")}::bigint, ${arg("transaction_id")}::text, ${arg("input_micros_per_m")}::bigint, ${arg("output_micros_per_m")}::bigint, ${arg("cached_micros_per_m")}::bigint, ${arg("cost_micro_usd")}::bigint, ${arg("cost_pico_rem")}::bigint, ${arg("usage_metadata")}::text, ${arg("created_at_ms")}::bigint, ${arg("credits_charged_micros")}::bigint FROM d WHERE d.outcome = 'applied') SELECT * FROM d`.compile(
+      db,
+    ),
+}));
+
+/**
+ * PostgreSQL's plain charge (see `pgPlainCharge`) at the prices last read for the model, read
+ * now when there are none: what it charged, or null with nothing changed (the prices had
+ * changed: forgotten, so that the general path and the next charge read them anew).
+ */
+async function pgCharge(
+  db: Kysely<DB>,
+  projectId: string,
+  input: RecordUsageInput,
+  nowMs: number,
+): Promise<ChargedUsage | null> {
+  const p = await plainPricing(projectId, input, async () => {
+    const guess = guessedPrice(projectId, input.modelId);
+    if (guess !== undefined) return guess;
+    const row = await readPrice(db, projectId, input.modelId);
+    if (row !== undefined) keepPrice(projectId, input.modelId, row);
+    return row;
+  });
+  if (p === null) return null;
+  const txnId = newId("txn");
+  // The account is the debit's: the row is built with its reference, the statement inserts the
+  // id `ledger_plain_debit` found.
+  const { account_id: _ref, ...usage } = chargedRow(projectId, input, p, "", txnId, nowMs);
+  const { metadata: usage_metadata, ...columns } = usage;
+  const args = {
+    ...pgDebitArgs(p.debit, nowMs, txnId),
+    ...columns,
+    usage_metadata,
+    credits_per_usd_micros: p.price,
+  };
+  const done = (await db.executeQuery(pgPlainCharge(db, args))).rows[0];
+  if (done === undefined) forgetPrice(projectId, input.modelId);
+  if (done?.outcome !== "applied") return null;
+  const debited = pgDebited(p.debit, txnId, nowMs, done);
+  const row = { ...usage, account_id: debited.account.id };
+  return charged(row, p, txnId, debited.row.balance_after_micros);
+}
+
+/**
+ * The plain path of `POST /v1/usage/record` with `deduct: true` for project `projectId`'s
+ * record `input` (see the module comment): what it charged, or null with nothing changed.
+ */
+export function plainCharge(projectId: string, input: RecordUsageInput): PlainWrite<ChargedUsage> {
+  return {
+    sqlite: async (trx, nowMs) => {
+      const p = await plainPricing(projectId, input, () =>
+        readPrice(trx, projectId, input.modelId),
+      );
+      if (p === null) return null;
+      const done = await sqlitePlainDebit(trx, p.debit, nowMs);
+      if (done === null) return null;
+      const txn = done.row;
+      const row = chargedRow(projectId, input, p, done.account.id, txn.id, nowMs);
+      await insertUsage(trx, row);
+      return charged(row, p, txn.id, txn.balance_after_micros);
+    },
+    postgres: (db, nowMs) => pgCharge(db, projectId, input, nowMs),
+  };
+}
+
+/** What a plain charge answers, as `chargeUsage` does. */
+function charged(
+  row: NewUsageRecord,
+  p: PlainPricing,
+  transactionId: string,
+  balanceMicros: number,
+): ChargedUsage {
+  return { row, creditsChargedMicros: p.creditsMicros, transactionId, balanceMicros };
+}
