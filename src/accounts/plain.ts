@@ -3,9 +3,10 @@
  * reservation may skip the general path, as the WHERE of a SQLite statement on `accounts`. The
  * write lowers `available` by `neededMicros` (a debit's amount beyond the hold it settles, or a
  * reservation's amount); it is plain when `available` covers that, it keeps the low-balance event
- * out of it (no threshold, already below, or still at or above it after), and no grant expiry is
- * due or held. PostgreSQL decides the same in `ledger_plain_account` and `ledger_no_crossing`
- * (sql/postgres/0006_fast_debit.sql).
+ * out of it (no threshold, already below, or still at or above it after), no grant expiry is
+ * due or held, and the account has no spend limits (docs/design.md#spend-limits: those are
+ * enforced on the general path only). PostgreSQL decides the same in `ledger_plain_account` and
+ * `ledger_no_crossing` (sql/postgres/0006_fast_debit.sql, 0011_spend_limits.sql).
  */
 import type { ExpressionBuilder } from "kysely";
 import type { DB } from "../db/schema.ts";
@@ -29,6 +30,7 @@ export function plainAccount(
   const available = eb(eb.ref("balance_micros"), "-", held);
   const threshold = eb.ref("low_balance_threshold_micros");
   return eb.and([
+    eb("spend_limits", "is", null),
     eb(available, ">=", neededMicros),
     eb.or([
       eb(threshold, "is", null),
