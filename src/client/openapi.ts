@@ -3569,7 +3569,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not enough available credits: `INSUFFICIENT_CREDITS` */
+            /** @description Not enough available credits: `INSUFFICIENT_CREDITS`, `SPEND_LIMIT_EXCEEDED` */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -3943,7 +3943,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not enough available credits: `INSUFFICIENT_CREDITS` */
+            /** @description Not enough available credits: `INSUFFICIENT_CREDITS`, `SPEND_LIMIT_EXCEEDED` */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -4568,7 +4568,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not enough available credits: `INSUFFICIENT_CREDITS` */
+            /** @description Not enough available credits: `INSUFFICIENT_CREDITS`, `SPEND_LIMIT_EXCEEDED` */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -4763,7 +4763,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not enough available credits: `INSUFFICIENT_CREDITS` */
+            /** @description Not enough available credits: `INSUFFICIENT_CREDITS`, `SPEND_LIMIT_EXCEEDED` */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -4953,7 +4953,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not enough available credits: `INSUFFICIENT_CREDITS` */
+            /** @description Not enough available credits: `INSUFFICIENT_CREDITS`, `SPEND_LIMIT_EXCEEDED` */
             402: {
                 headers: {
                     [name: string]: unknown;
