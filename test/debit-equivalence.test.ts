@@ -21,10 +21,19 @@ import { TEST_ENGINE } from "./pg-harness.ts";
 
 const HOUR = 3_600_000;
 
+/** Three limits that the cases do not reach. */
+const THREE_LIMITS = [
+  { period: "hour", amount: 1000 },
+  { period: "day", amount: 2000, timeZone: "Europe/Paris" },
+  { period: "month", amount: 5000 },
+];
+
 interface Case {
   name: string;
   /** The account's low-balance threshold, credits. */
   threshold?: number;
+  /** The account's spend limits (docs/api.md#spend-limits): no write of it is plain. */
+  limits?: { period: string; amount: number; timeZone?: string; soft?: boolean }[];
   /** The credits added, in order: amount, priority, hours until expiry. */
   grants: { amount: number; priority?: number; expiresInHours?: number }[];
   /** The holds made after the grants. */
@@ -213,6 +222,68 @@ const CASES: Case[] = [
     write: { reserve: 30 },
     plain: false,
   },
+  // Spend limits: the plain paths refuse every write of an account with limits, and the general
+  // path enforces them (src/limits/enforce.ts).
+  {
+    name: "deduct under three limits",
+    limits: THREE_LIMITS,
+    grants: [{ amount: 100 }],
+    write: { deduct: 30 },
+    plain: false,
+  },
+  {
+    name: "deduct refused by a limit",
+    limits: [{ period: "day", amount: 20, timeZone: "Asia/Kolkata" }],
+    grants: [{ amount: 100 }],
+    write: { deduct: 20.000001 },
+    plain: false,
+  },
+  {
+    name: "deduct reaching a soft limit, with a key",
+    limits: [{ period: "week", amount: 30, soft: true }],
+    grants: [{ amount: 100 }],
+    write: { deduct: 30 },
+    key: true,
+    plain: false,
+  },
+  {
+    name: "manual debit refused by a limit counting holds",
+    limits: [{ period: "month", amount: 50 }],
+    grants: [{ amount: 100 }],
+    holds: [{ amount: 40 }],
+    write: { manual: 11 },
+    plain: false,
+  },
+  {
+    name: "confirm less than the hold under a limit",
+    limits: THREE_LIMITS,
+    grants: [{ amount: 100 }],
+    holds: [{ amount: 40 }],
+    write: { confirm: 25 },
+    plain: false,
+  },
+  {
+    name: "confirm more than the hold, refused by a limit",
+    limits: [{ period: "hour", amount: 50 }],
+    grants: [{ amount: 100 }],
+    holds: [{ amount: 40 }],
+    write: { confirm: 55 },
+    plain: false,
+  },
+  {
+    name: "reserve reaching a limit",
+    limits: [{ period: "day", amount: 30, timeZone: "America/New_York" }],
+    grants: [{ amount: 100 }],
+    write: { reserve: 30 },
+    plain: false,
+  },
+  {
+    name: "reserve refused by a limit",
+    limits: [{ period: "day", amount: 30 }],
+    grants: [{ amount: 100 }],
+    write: { reserve: 31 },
+    plain: false,
+  },
 ];
 
 /** Counts the writes a plain path made. */
@@ -292,6 +363,7 @@ async function runCase(s: Side, c: Case, n: number) {
     externalId: ext,
     name: "Equivalence",
     ...(c.threshold === undefined ? {} : { lowBalanceThreshold: c.threshold }),
+    ...(c.limits === undefined ? {} : { spendLimits: c.limits }),
   });
   const accountId = c.byId ? (created.account?.id ?? "") : ext;
   const start = s.t.now();
@@ -380,6 +452,12 @@ async function stored(t: TestLedger, externalId: string) {
       .orderBy("id")
       .execute(),
     events: events.filter((e) => e.payload.includes(`"${account.id}"`)),
+    spendWindows: await db
+      .selectFrom("spend_windows")
+      .selectAll()
+      .where("account_id", "=", account.id)
+      .orderBy(["period", "time_zone", "window_start_ms"])
+      .execute(),
   };
 }
 
