@@ -1,5 +1,5 @@
 /**
- * `npm run profile -- [--postgres] [--scenario deduct|reserve|balance|usage] [--seconds N]
+ * `npm run profile -- [--postgres] [--scenario deduct|limits|reserve|balance|usage] [--seconds N]
  * [--out FILE.cpuprofile] [--perf]`:
  * where one scenario of the bench spends its time (docs/benchmarks.md#how-the-speed-work-was-led).
  *
@@ -36,6 +36,7 @@ import {
   stopProcess,
   usageRecord,
 } from "./lib/bench-kit.ts";
+import { limitedDeduct, seedLimited } from "./lib/bench-limits.ts";
 import { dropDatabase } from "./lib/pg-admin.ts";
 
 const args = process.argv.slice(2);
@@ -52,6 +53,7 @@ const apiKey = `ldg_profile_${randomBytes(16).toString("hex")}`;
 
 const scenarios: Record<string, Requests> = {
   deduct,
+  limits: limitedDeduct,
   reserve: reserveConfirm({ confirmed: 0 }),
   balance: balanceRead,
   usage: usageRecord,
@@ -223,6 +225,7 @@ async function main(): Promise<void> {
   // Funded by a service of its own, so that the profile holds the scenario only.
   const funder = await startService(env);
   await fund(`http://127.0.0.1:${funder.port}`, apiKey);
+  if (SCENARIO === "limits") await seedLimited(`http://127.0.0.1:${funder.port}`, apiKey);
   await stopProcess(funder.proc);
   const { proc, port } = await startService(env, dir);
   const base = `http://127.0.0.1:${port}`;
