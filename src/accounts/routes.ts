@@ -8,8 +8,7 @@ import { paged, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { type OperationId, resourceRoutes } from "../http/routes.ts";
 import { limitsOfInput } from "../limits/limits.ts";
-import { checkQuery, checkResponse, limitsResponse } from "../limits/schemas.ts";
-import { checkView, limitsView } from "../limits/view.ts";
+import { limitRoutes, registerLimitRoutes } from "../limits/routes.ts";
 import {
   accountJson,
   accountRefQuery,
@@ -30,8 +29,39 @@ import {
   updateAccount,
 } from "./service.ts";
 
-/** The account routes, for tests and tools that call them by definition. */
-export const accountRoutes = resourceRoutes("Accounts", (route) => {
+/** The account writes: create and update. */
+const accountWriteRoutes = resourceRoutes("Accounts", (route) => ({
+  create: route.post("/v1/accounts/create", "Create an account", {
+    operationId: "createAccount",
+    description:
+      "Creates an account for one of your customers, named by your `externalId` (unique in " +
+      "the project; 409 `DUPLICATE_EXTERNAL_ID` otherwise). `name` and `email` default to " +
+      '`""`, `metadata` to null, and the balance starts at 0. `lowBalanceThreshold` makes ' +
+      "the account fire `balance.low` events; `spendLimits` caps what it spends per hour, " +
+      "day, week or month.",
+    body: createAccountBody,
+    ok: createAccountResponse,
+    errors: ["DUPLICATE_EXTERNAL_ID"],
+  }),
+  update: route.post(
+    "/v1/accounts/update",
+    "Change an account's name, email, metadata, low-balance threshold or spend limits",
+    {
+      operationId: "updateAccount",
+      description:
+        "Changes only the fields given: `name`, `email`, `metadata` (replaced whole) or " +
+        "`lowBalanceThreshold` (null removes it) or `spendLimits` (replaces the whole list; " +
+        "`[]` or null removes every limit). `accountId` is the internal id or the " +
+        "`externalId`. Changing the threshold or the limits fires no event.",
+      body: updateAccountBody,
+      ok: updateAccountResponse,
+      errors: ["ACCOUNT_NOT_FOUND"],
+    },
+  ),
+}));
+
+/** The account reads: get, balance and the list. */
+const accountReadRoutes = resourceRoutes("Accounts", (route) => {
   /** A read of the account a query names (`accountId` or `externalId`). */
   const byRef = <const P extends string, S extends z.ZodType>(
     path: P,
@@ -46,33 +76,6 @@ export const accountRoutes = resourceRoutes("Accounts", (route) => {
       errors: ["ACCOUNT_NOT_FOUND"],
     });
   return {
-    create: route.post("/v1/accounts/create", "Create an account", {
-      operationId: "createAccount",
-      description:
-        "Creates an account for one of your customers, named by your `externalId` (unique in " +
-        "the project; 409 `DUPLICATE_EXTERNAL_ID` otherwise). `name` and `email` default to " +
-        '`""`, `metadata` to null, and the balance starts at 0. `lowBalanceThreshold` makes ' +
-        "the account fire `balance.low` events; `spendLimits` caps what it spends per hour, " +
-        "day, week or month.",
-      body: createAccountBody,
-      ok: createAccountResponse,
-      errors: ["DUPLICATE_EXTERNAL_ID"],
-    }),
-    update: route.post(
-      "/v1/accounts/update",
-      "Change an account's name, email, metadata, low-balance threshold or spend limits",
-      {
-        operationId: "updateAccount",
-        description:
-          "Changes only the fields given: `name`, `email`, `metadata` (replaced whole) or " +
-          "`lowBalanceThreshold` (null removes it) or `spendLimits` (replaces the whole list; " +
-          "`[]` or null removes every limit). `accountId` is the internal id or the " +
-          "`externalId`. Changing the threshold or the limits fires no event.",
-        body: updateAccountBody,
-        ok: updateAccountResponse,
-        errors: ["ACCOUNT_NOT_FOUND"],
-      },
-    ),
     get: byRef(
       "/v1/accounts/get",
       "Get an account by internal id or externalId",
@@ -96,28 +99,6 @@ export const accountRoutes = resourceRoutes("Accounts", (route) => {
       },
       balanceSchema,
     ),
-    limits: byRef(
-      "/v1/accounts/limits",
-      "Spend limits and their current windows",
-      {
-        operationId: "getSpendLimits",
-        description:
-          "Answers each spend limit's current window (`windowStart`, `resetsAt`) with what it " +
-          "`spent` (spending debits booked in it), `held` (pending, unexpired reservations) and " +
-          "its `remaining`, and `spendable`: the largest deduction that would succeed now.",
-      },
-      limitsResponse,
-    ),
-    check: route.get("/v1/accounts/check", "Would a deduction succeed now?", {
-      operationId: "checkSpend",
-      description:
-        "Tells whether a deduction of `amount` would succeed now (`allowed`) and what it would " +
-        "answer otherwise (`code`: `INSUFFICIENT_CREDITS` or `SPEND_LIMIT_EXCEEDED`), with the " +
-        "limits' windows. A read: it changes nothing and holds nothing (a reservation holds).",
-      query: checkQuery,
-      ok: checkResponse,
-      errors: ["ACCOUNT_NOT_FOUND"],
-    }),
     list: route.get("/v1/accounts", "List the project's accounts", {
       operationId: "listAccounts",
       description:
@@ -129,6 +110,9 @@ export const accountRoutes = resourceRoutes("Accounts", (route) => {
     }),
   };
 });
+
+/** The account routes, for tests and tools that call them by definition. */
+export const accountRoutes = { ...accountWriteRoutes, ...accountReadRoutes, ...limitRoutes };
 
 /** `POST /v1/accounts/create`: a new account, with its spend limits if given. */
 function registerCreateAccount(app: App, deps: AppDeps): void {
@@ -188,24 +172,6 @@ function registerGetBalance(app: App, deps: AppDeps): void {
   });
 }
 
-/** `GET /v1/accounts/limits`: each spend limit's current window (docs/api.md#spend-limits). */
-function registerGetLimits(app: App, deps: AppDeps): void {
-  const route = accountRoutes.limits;
-  app.openapi(route, async (c) => {
-    const query = c.req.valid("query");
-    return ok(c, route, await limitsView(deps.db.read, c.get("projectId"), query, deps.clock()));
-  });
-}
-
-/** `GET /v1/accounts/check`: whether a deduction would succeed now (docs/api.md#spend-limits). */
-function registerCheckSpend(app: App, deps: AppDeps): void {
-  const route = accountRoutes.check;
-  app.openapi(route, async (c) => {
-    const query = c.req.valid("query");
-    return ok(c, route, await checkView(deps.db.read, c.get("projectId"), query, deps.clock()));
-  });
-}
-
 /** Registers every account route, each by its named function above. */
 export function registerAccountRoutes(app: App, deps: AppDeps): void {
   registerCreateAccount(app, deps);
@@ -213,6 +179,5 @@ export function registerAccountRoutes(app: App, deps: AppDeps): void {
   registerListAccounts(app, deps);
   registerGetAccount(app, deps);
   registerGetBalance(app, deps);
-  registerGetLimits(app, deps);
-  registerCheckSpend(app, deps);
+  registerLimitRoutes(app, deps);
 }
