@@ -318,4 +318,29 @@ describe("spend limits", () => {
     expectOk(await deduct(80));
     expect(await events()).toHaveLength(3);
   });
+
+  it("counts no expiry as spending, and verify finds a counter that is off", async () => {
+    await start("2026-11-27T10:00:00.000Z");
+    await limited(0, [{ period: "day", amount: 100 }]);
+    const expiresAt = "2026-11-27T11:00:00.000Z";
+    await client.POST("/v1/accounts/credits/add", {
+      body: { accountId: "u1", amount: 30, expiresAt },
+    });
+    await client.POST("/v1/accounts/credits/add", { body: { accountId: "u1", amount: 100 } });
+    t.advance(2 * 3_600_000);
+    expectOk(await deduct(10)); // books the expiry of 30 first: not spending
+    expect((await limitsOf()).limits[0]).toMatchObject({ spent: 10, remaining: 90 });
+    expect(await t.verify()).toEqual([]);
+    const counter = () =>
+      t.ledger.db.write.updateTable("spend_windows").where("period", "=", "day");
+    await counter()
+      .set((eb) => ({ spent_micros: eb("spent_micros", "+", 1) }))
+      .execute();
+    const problems = await t.verify();
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/spend window day UTC .*: spent 10\.000001 != debits 10$/);
+    await counter()
+      .set((eb) => ({ spent_micros: eb("spent_micros", "-", 1) }))
+      .execute();
+  });
 });
