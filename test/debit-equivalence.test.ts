@@ -231,8 +231,8 @@ const CASES: Case[] = [
     write: { deduct: 30 },
     plain: false,
   },
-  // PostgreSQL's limited plain debit (src/limits/plain.ts) applies once the process has seen
-  // the account's limits (here: its hold's unit), and only to writes that reach no limit.
+  // The limited plain debit (src/limits/plain.ts) applies once the process has seen the
+  // account's limits (here: its hold's unit), and only to writes that reach no limit.
   {
     name: "deduct under three limits after a hold, by id",
     limits: THREE_LIMITS,
@@ -240,7 +240,7 @@ const CASES: Case[] = [
     holds: [{ amount: 10 }],
     write: { deduct: 30 },
     byId: true,
-    plain: { sqlite: false, postgres: true },
+    plain: true,
   },
   {
     name: "manual debit under a limit after a hold, with a key",
@@ -249,7 +249,7 @@ const CASES: Case[] = [
     holds: [{ amount: 10 }],
     write: { manual: 39.999999 },
     key: true,
-    plain: { sqlite: false, postgres: true },
+    plain: true,
   },
   {
     name: "deduct reaching a limit exactly after a hold",
@@ -265,7 +265,7 @@ const CASES: Case[] = [
     grants: [{ amount: 100 }],
     holds: [{ amount: 10 }],
     write: { deduct: 5 },
-    plain: { sqlite: false, postgres: true },
+    plain: true,
   },
   {
     name: "deduct refused by a limit",

@@ -25,7 +25,9 @@ import { prepared } from "../db/prepared.ts";
 import type { DB } from "../db/schema.ts";
 import type { PlainWrite } from "../db/write-path.ts";
 import { INTERNAL_ACCOUNT_ID, newId } from "../ids.ts";
-import { knownLimits, limitArgs, pgPlainLimitedDebit } from "../limits/plain.ts";
+import { addSpent, windowsAt } from "../limits/counters.ts";
+import { parseLimits } from "../limits/limits.ts";
+import { knownLimits, limitArgs, pgPlainLimitedDebit, sqliteLimited } from "../limits/plain.ts";
 import { entryMetadata, entryRow, type PostedEntry, postEntry } from "./core.ts";
 import { type Debit, debitEntry, neededMicros, settleHold, type UnheldDebit } from "./debit.ts";
 
@@ -55,12 +57,22 @@ export async function sqlitePlainDebit(
   debit: Debit,
   nowMs: number,
 ): Promise<PlainDebited | null> {
+  // An unheld debit on an account known to have spend limits: the limited move
+  // (src/limits/plain.ts), then the counters of its windows.
+  const text =
+    debit.hold === undefined ? knownLimits(debit.projectId, debit.accountRef) : undefined;
+  const limited = text === undefined ? undefined : sqliteLimited(text, nowMs);
   const plain = {
     byExternalId: !INTERNAL_ACCOUNT_ID.test(debit.accountRef),
     neededMicros: neededMicros(debit),
+    limited,
   };
   const posted = await postEntry(trx, debitEntry(debit, debit.accountRef, nowMs), plain);
   if (posted === null) return null;
+  if (text !== undefined && debit.amountMicros > 0) {
+    const windows = windowsAt(parseLimits(text), nowMs);
+    await addSpent(trx, posted.account_id, windows, debit.amountMicros);
+  }
   await settleHold(trx, debit, posted.id, nowMs);
   const { externalId, ...row } = posted;
   return { account: { id: row.account_id, external_id: externalId }, row };

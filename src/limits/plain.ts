@@ -1,16 +1,19 @@
 /**
- * PostgreSQL's limited plain debit (docs/design.md#spend-limits): a deduction or manual debit on
- * an account with limits in one call of `ledger_plain_limited_debit` (migration 0011), when this
- * process already knows the account's limits. The function makes the write only when the
- * account's stored limits are still those, and every limit stays strictly below its amount after
- * it (or is soft and already reached): a write no limit refuses and none is reached by. Any other
- * write changes nothing there and takes the general path, which applies the rule
- * (src/limits/enforce.ts). SQLite has no such path: its general path keeps the rate
- * (docs/benchmarks.md#spend-limits).
+ * The limited plain debit (docs/design.md#spend-limits): a deduction or manual debit on an
+ * account with limits in as few statements as the plain debit, when this process already knows
+ * the account's limits (the general path remembers them). It is made only when the account's
+ * stored limits are still those, and every limit stays strictly below its amount after it (or
+ * is soft and already reached): a write that no limit refuses and that reaches none. Any other
+ * write changes nothing and takes the general path, which applies the rule
+ * (src/limits/enforce.ts, judge.ts); the SQL here only recognises the writes the rule cannot
+ * refuse. PostgreSQL: one call of `ledger_plain_limited_debit` (migration 0011). SQLite: the
+ * plain move with these conditions (ledger/core.ts), then the counters' upsert
+ * (ledger/plain-debit.ts). test/debit-equivalence.test.ts runs limited cases through both paths.
  */
-import { sql } from "kysely";
+import { type Expression, type ExpressionBuilder, type SqlBool, sql } from "kysely";
+import { heldExpression } from "../accounts/plain.ts";
 import { prepared } from "../db/prepared.ts";
-import type { AccountRow } from "../db/schema.ts";
+import type { AccountRow, DB } from "../db/schema.ts";
 import type { PgDebitRow } from "../ledger/plain-debit.ts";
 import { parseLimits } from "./limits.ts";
 import { windowAt } from "./windows.ts";
@@ -87,4 +90,47 @@ export function limitArgs(limits: string, nowMs: number) {
     amounts: list.map((l) => l.amountMicros),
     softs: list.map((l) => l.soft),
   };
+}
+
+/** SQLite's limited plain move: the limits text and each limit's window, amount and softness. */
+export interface SqliteLimited {
+  text: string;
+  count: number;
+  /** `l<i>p`, `l<i>z`, `l<i>s` (window start), `l<i>a` (amount), `l<i>f` (soft: 1 or 0). */
+  args: Record<string, string | number>;
+}
+
+/** The limited move's arguments for the limits text `text` at `nowMs` (SQLite). */
+export function sqliteLimited(text: string, nowMs: number): SqliteLimited {
+  const args: Record<string, string | number> = {};
+  const list = parseLimits(text);
+  list.forEach((l, i) => {
+    args[`l${i}p`] = l.period;
+    args[`l${i}z`] = l.timeZone;
+    args[`l${i}s`] = windowAt(nowMs, l.period, l.timeZone).startMs;
+    args[`l${i}a`] = l.amountMicros;
+    args[`l${i}f`] = l.soft ? 1 : 0;
+  });
+  return { text, count: list.length, args };
+}
+
+/**
+ * SQLite's conditions of a limited plain debit on the account of a statement on `accounts`,
+ * `n` limits named by the arguments of `SqliteLimited`: each limit stays strictly below its
+ * amount after the write (spent + held + needed), or is soft and already reached: the same
+ * conservative test as `ledger_plain_limited_debit` (migration 0011).
+ */
+export function underLimits(
+  eb: ExpressionBuilder<DB, "accounts">,
+  arg: (name: string) => unknown,
+  n: number,
+  nowMs: unknown,
+  needed: unknown,
+): Expression<SqlBool>[] {
+  const held = heldExpression(eb, nowMs as number);
+  return Array.from({ length: n }, (_, i) => {
+    const spent = sql<number>`coalesce((SELECT sw.spent_micros FROM spend_windows sw WHERE sw.account_id = accounts.id AND sw.period = ${arg(`l${i}p`)} AND sw.time_zone = ${arg(`l${i}z`)} AND sw.window_start_ms = ${arg(`l${i}s`)}), 0)`;
+    const amount = arg(`l${i}a`);
+    return sql<SqlBool>`(${spent} + (${held}) + ${needed} < ${amount} OR (${arg(`l${i}f`)} = 1 AND ${spent} + (${held}) >= ${amount}))`;
+  });
 }
