@@ -21,6 +21,27 @@ export interface Account {
   createdAt: string;
 }
 
+/** One spend limit's current window (`GET /v1/accounts/limits`). */
+export interface SpendLimitWindow {
+  period: "hour" | "day" | "week" | "month";
+  amount: Num;
+  timeZone: string;
+  soft: boolean;
+  windowStart: string;
+  resetsAt: string;
+  spent: Num;
+  held: Num;
+  remaining: Num;
+}
+
+export interface SpendLimits {
+  accountId: string;
+  externalId: string;
+  available: Num;
+  spendable: Num;
+  limits: SpendLimitWindow[];
+}
+
 export interface AccountList {
   accounts: Account[];
   pagination?: Pagination;

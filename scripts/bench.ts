@@ -45,6 +45,7 @@ import {
   usageDeduct,
   usageRecord,
 } from "./lib/bench-kit.ts";
+import { limitedDeduct, seedLimited } from "./lib/bench-limits.ts";
 import { spawnHranaServer } from "./lib/hrana/process.ts";
 import { dropDatabase } from "./lib/pg-admin.ts";
 import { runPgbench } from "./lib/pgbench.ts";
@@ -311,6 +312,8 @@ async function main(): Promise<void> {
     process.stdout.write(`funding ${ACCOUNTS} accounts (${ENGINE})...\n`);
     await fund(baseOf(services[0] as { port: number }), apiKey);
     await setCreditPrice(baseOf(services[0] as { port: number }), apiKey);
+    process.stdout.write("seeding limited accounts (100,000 earlier debits)...\n");
+    await seedLimited(baseOf(services[0] as { port: number }), apiKey);
     const ceilingRow = await scenario(
       `ceiling (bare Hono JSON POST)`,
       `http://127.0.0.1:${ceiling.port}`,
@@ -326,8 +329,13 @@ async function main(): Promise<void> {
       const urls = services.map(baseOf);
       const label = (name: string) => (ENGINE === "postgres" ? `${name}, ${processes} proc` : name);
       const deducted = await scenario(label("deduct"), urls, deduct);
+      // Spend limits (scripts/lib/bench-limits.ts): against the plain deduct of this run.
+      const limitedRow = await scenario(label("deduct, 3 limits"), urls, limitedDeduct);
       const charged = await scenario(label("usage+deduct"), urls, usageDeduct);
-      rows.push(deducted, charged);
+      rows.push(deducted, limitedRow, charged);
+      process.stdout.write(
+        `  deduct, 3 limits / deduct: ${(limitedRow.reqPerSec / deducted.reqPerSec).toFixed(2)}\n`,
+      );
       process.stdout.write(
         `  usage+deduct / deduct: ${(charged.reqPerSec / deducted.reqPerSec).toFixed(2)}\n`,
       );

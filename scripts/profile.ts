@@ -1,6 +1,6 @@
 /**
- * `npm run profile -- [--postgres] [--scenario deduct|reserve|balance|usage|usage-deduct] [--seconds N]
- * [--out FILE.cpuprofile] [--perf]`:
+ * `npm run profile -- [--postgres] [--scenario deduct|limits|reserve|balance|usage|usage-deduct]
+ * [--seconds N] [--out FILE.cpuprofile] [--perf]`:
  * where one scenario of the bench spends its time (docs/benchmarks.md#how-the-speed-work-was-led).
  *
  * With `--perf` the service runs under `perf record -e cpu-clock` instead (Linux; Debian's
@@ -38,6 +38,7 @@ import {
   usageDeduct,
   usageRecord,
 } from "./lib/bench-kit.ts";
+import { limitedDeduct, seedLimited } from "./lib/bench-limits.ts";
 import { dropDatabase } from "./lib/pg-admin.ts";
 
 const args = process.argv.slice(2);
@@ -54,6 +55,7 @@ const apiKey = `ldg_profile_${randomBytes(16).toString("hex")}`;
 
 const scenarios: Record<string, Requests> = {
   deduct,
+  limits: limitedDeduct,
   reserve: reserveConfirm({ confirmed: 0 }),
   balance: balanceRead,
   usage: usageRecord,
@@ -227,6 +229,7 @@ async function main(): Promise<void> {
   const funder = await startService(env);
   await fund(`http://127.0.0.1:${funder.port}`, apiKey);
   await setCreditPrice(`http://127.0.0.1:${funder.port}`, apiKey);
+  if (SCENARIO === "limits") await seedLimited(`http://127.0.0.1:${funder.port}`, apiKey);
   await stopProcess(funder.proc);
   const { proc, port } = await startService(env, dir);
   const base = `http://127.0.0.1:${port}`;

@@ -12,6 +12,7 @@ export const ERROR_STATUS = {
   VALIDATION_ERROR: 400,
   UNAUTHORIZED: 401,
   INSUFFICIENT_CREDITS: 402,
+  SPEND_LIMIT_EXCEEDED: 402,
   ACCOUNT_NOT_FOUND: 404,
   RESERVATION_NOT_FOUND: 404,
   PLAN_NOT_FOUND: 404,
@@ -54,8 +55,15 @@ export interface ErrorBody {
 export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly details: unknown;
+  /** Headers the answer carries besides the JSON body (`Retry-After` of a spend limit). */
+  readonly headers: Readonly<Record<string, string>> | undefined;
 
-  constructor(code: ErrorCode, message: string, details?: unknown) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    details?: unknown,
+    headers?: Readonly<Record<string, string>>,
+  ) {
     // An ApiError is an answer, not a fault: skip capturing a stack, which costs more than
     // the rest of a rejected request.
     const stackTraceLimit = Error.stackTraceLimit;
@@ -65,6 +73,7 @@ export class ApiError extends Error {
     this.name = "ApiError";
     this.code = code;
     this.details = details;
+    this.headers = headers;
   }
 
   get status(): ContentfulStatusCode {
@@ -119,7 +128,7 @@ export function validationError(
  * nearest code; anything else logged and answered with a generic 500 (no stack, SQL or key).
  */
 export function errorResponse(err: unknown, c: Context, log: (err: unknown) => void): Response {
-  if (err instanceof ApiError) return c.json(err.toBody(), err.status);
+  if (err instanceof ApiError) return c.json(err.toBody(), err.status, err.headers);
   if (err instanceof HTTPException) {
     const mapped = fromHttpException(err);
     return c.json(mapped.toBody(), mapped.status);

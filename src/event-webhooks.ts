@@ -18,6 +18,9 @@ const WHEN: { [T in SentEventType]: string } = {
   "reservation.expired": "The sweeper marked a reservation `expired`; `data` is the Reservation.",
   "credits.expired": "An expiry debit of a credit grant was booked.",
   "plan.granted": "A plan grant was booked.",
+  "spend_limit.reached":
+    "A committed write (a debit, a reservation or a confirm) took a spend limit's window spend " +
+    "(spent + held) from below its `amount` to at or above it; once per account, limit and window.",
   "webhook.test":
     "`POST /v1/webhooks/test` asked for it; sent to that one endpoint only, whatever it " +
     "subscribes to.",

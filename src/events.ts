@@ -8,6 +8,7 @@
 import type { z } from "@hono/zod-openapi";
 import { balanceLow } from "./accounts/low-balance.ts";
 import { creditsExpired } from "./ledger/expiry.ts";
+import { spendLimitReached } from "./limits/reached.ts";
 import { planGranted } from "./plans/settlement.ts";
 import { reservationExpired } from "./reservations/service.ts";
 import { webhookTest } from "./webhooks/manage.ts";
@@ -19,5 +20,6 @@ export const EVENTS = {
   "reservation.expired": reservationExpired,
   "credits.expired": creditsExpired,
   "plan.granted": planGranted,
+  "spend_limit.reached": spendLimitReached,
   "webhook.test": webhookTest,
 } as const satisfies { [T in SentEventType]: EventDefinition<T, z.ZodType> };

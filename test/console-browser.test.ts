@@ -2,7 +2,7 @@
  * The operator console (`GET /console`, docs/operations.md#operator-console) walked in a real
  * headless browser (Debian's chromium through playwright-core) against a real listening server:
  * sign-in with a wrong key and a right one, the accounts list with exact balances, search and
- * paging, an account's page (balances, grants, pending reservations, ledger with a date range,
+ * paging, an account's page (balances, spend limits, grants, pending reservations, ledger with a date range,
  * the usage chart and the by-model table, the ledger and usage downloads), add credits behind a confirmation (applied exactly
  * once, with an Idempotency-Key), webhooks and their deliveries, models, another project's key,
  * and sign-out. Every request stays on the server's origin; nothing fails but the two answers the
@@ -80,6 +80,13 @@ describe("the operator console in a headless browser", () => {
     await t.call(usageRoutes.record, { body: { ...usage, modelId: "gpt-4o", cachedTokens: 1 } });
     await t.call(reservationRoutes.create, {
       body: { accountId: "acct-big", amount: 2.5, operation: "chat.completion" },
+    });
+    // A day spend limit in Asia/Kolkata: its window holds the 2.5 (docs/api.md#spend-limits).
+    await t.call(accountRoutes.update, {
+      body: {
+        accountId: "acct-big",
+        spendLimits: [{ period: "day", amount: 1000, timeZone: "Asia/Kolkata" }],
+      },
     });
     // A webhook with one pending delivery: acct-alerts' available falls below its threshold.
     await t.call(webhookRoutes.create, {
@@ -231,6 +238,17 @@ describe("the operator console in a headless browser", () => {
         "chat.completion",
       ]);
       expect(await holds.getByRole("row").count()).toBe(2);
+      const limits = page.getByRole("region", { name: "Spend limits" });
+      expect(await rowCells(limits, "Asia/Kolkata")).toEqual([
+        "day",
+        "Asia/Kolkata",
+        "1000",
+        "0",
+        "2.5",
+        "997.5",
+        expect.stringMatching(/ UTC$/),
+        expect.stringMatching(/ UTC$/),
+      ]);
 
       const ledger = page.getByRole("region", { name: "Ledger" });
       await ledger.getByRole("row").nth(9).waitFor();

@@ -376,7 +376,7 @@ describe("webhook management in the console at 1280 px and 390 px", () => {
         });
         expect((await row.getByRole("cell").allTextContents()).slice(0, 4)).toEqual([
           url,
-          "balance.low, reservation.expired, credits.expired, plan.granted",
+          "balance.low, reservation.expired, credits.expired, plan.granted, spend_limit.reached",
           LONG_NAME,
           "yes",
         ]);

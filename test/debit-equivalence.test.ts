@@ -21,10 +21,19 @@ import { TEST_ENGINE } from "./pg-harness.ts";
 
 const HOUR = 3_600_000;
 
+/** Three limits that the cases do not reach. */
+const THREE_LIMITS = [
+  { period: "hour", amount: 1000 },
+  { period: "day", amount: 2000, timeZone: "Europe/Paris" },
+  { period: "month", amount: 5000 },
+];
+
 interface Case {
   name: string;
   /** The account's low-balance threshold, credits. */
   threshold?: number;
+  /** The account's spend limits (docs/api.md#spend-limits): no write of it is plain. */
+  limits?: { period: string; amount: number; timeZone?: string; soft?: boolean }[];
   /** The credits added, in order: amount, priority, hours until expiry. */
   grants: { amount: number; priority?: number; expiresInHours?: number }[];
   /** The holds made after the grants. */
@@ -39,8 +48,8 @@ interface Case {
   key?: boolean;
   /** Name the account by its internal id rather than its externalId. */
   byId?: boolean;
-  /** Whether the write is plain (made by the plain path on the served ledger). */
-  plain: boolean;
+  /** Whether the write is plain (made by the plain path on the served ledger), per engine. */
+  plain: boolean | Record<typeof TEST_ENGINE, boolean>;
 }
 
 const CASES: Case[] = [
@@ -213,6 +222,104 @@ const CASES: Case[] = [
     write: { reserve: 30 },
     plain: false,
   },
+  // Spend limits: the plain paths refuse every write of an account with limits, and the general
+  // path enforces them (src/limits/enforce.ts).
+  {
+    name: "deduct under three limits",
+    limits: THREE_LIMITS,
+    grants: [{ amount: 100 }],
+    write: { deduct: 30 },
+    plain: false,
+  },
+  // The limited plain debit (src/limits/plain.ts) applies once the process has seen the
+  // account's limits (here: its hold's unit), and only to writes that reach no limit.
+  {
+    name: "deduct under three limits after a hold, by id",
+    limits: THREE_LIMITS,
+    grants: [{ amount: 100 }],
+    holds: [{ amount: 10 }],
+    write: { deduct: 30 },
+    byId: true,
+    plain: true,
+  },
+  {
+    name: "manual debit under a limit after a hold, with a key",
+    limits: [{ period: "day", amount: 50, timeZone: "Asia/Kolkata" }],
+    grants: [{ amount: 100 }],
+    holds: [{ amount: 10 }],
+    write: { manual: 39.999999 },
+    key: true,
+    plain: true,
+  },
+  {
+    name: "deduct reaching a limit exactly after a hold",
+    limits: [{ period: "day", amount: 50 }],
+    grants: [{ amount: 100 }],
+    holds: [{ amount: 10 }],
+    write: { deduct: 40 },
+    plain: false,
+  },
+  {
+    name: "deduct past a soft limit already reached, after a hold",
+    limits: [{ period: "month", amount: 10, soft: true }],
+    grants: [{ amount: 100 }],
+    holds: [{ amount: 10 }],
+    write: { deduct: 5 },
+    plain: true,
+  },
+  {
+    name: "deduct refused by a limit",
+    limits: [{ period: "day", amount: 20, timeZone: "Asia/Kolkata" }],
+    grants: [{ amount: 100 }],
+    write: { deduct: 20.000001 },
+    plain: false,
+  },
+  {
+    name: "deduct reaching a soft limit, with a key",
+    limits: [{ period: "week", amount: 30, soft: true }],
+    grants: [{ amount: 100 }],
+    write: { deduct: 30 },
+    key: true,
+    plain: false,
+  },
+  {
+    name: "manual debit refused by a limit counting holds",
+    limits: [{ period: "month", amount: 50 }],
+    grants: [{ amount: 100 }],
+    holds: [{ amount: 40 }],
+    write: { manual: 11 },
+    plain: false,
+  },
+  {
+    name: "confirm less than the hold under a limit",
+    limits: THREE_LIMITS,
+    grants: [{ amount: 100 }],
+    holds: [{ amount: 40 }],
+    write: { confirm: 25 },
+    plain: false,
+  },
+  {
+    name: "confirm more than the hold, refused by a limit",
+    limits: [{ period: "hour", amount: 50 }],
+    grants: [{ amount: 100 }],
+    holds: [{ amount: 40 }],
+    write: { confirm: 55 },
+    plain: false,
+  },
+  {
+    name: "reserve reaching a limit",
+    limits: [{ period: "day", amount: 30, timeZone: "America/New_York" }],
+    grants: [{ amount: 100 }],
+    write: { reserve: 30 },
+    plain: false,
+  },
+  {
+    name: "reserve refused by a limit",
+    limits: [{ period: "day", amount: 30 }],
+    grants: [{ amount: 100 }],
+    write: { reserve: 31 },
+    plain: false,
+  },
 ];
 
 /** Counts the writes a plain path made. */
@@ -292,6 +399,7 @@ async function runCase(s: Side, c: Case, n: number) {
     externalId: ext,
     name: "Equivalence",
     ...(c.threshold === undefined ? {} : { lowBalanceThreshold: c.threshold }),
+    ...(c.limits === undefined ? {} : { spendLimits: c.limits }),
   });
   const accountId = c.byId ? (created.account?.id ?? "") : ext;
   const start = s.t.now();
@@ -380,6 +488,12 @@ async function stored(t: TestLedger, externalId: string) {
       .orderBy("id")
       .execute(),
     events: events.filter((e) => e.payload.includes(`"${account.id}"`)),
+    spendWindows: await db
+      .selectFrom("spend_windows")
+      .selectAll()
+      .where("account_id", "=", account.id)
+      .orderBy(["period", "time_zone", "window_start_ms"])
+      .execute(),
   };
 }
 
@@ -415,7 +529,8 @@ describe(`one debit rule, plain path against general path (${TEST_ENGINE})`, () 
     expect(canonical(viaPlain.answers)).toEqual(canonical(viaGeneral.answers));
     expect(canonical(viaPlain.stored)).toEqual(canonical(viaGeneral.stored));
     expect(viaGeneral.plainMade).toBe(0);
-    expect(viaPlain.plainMade, "the plain path made the write").toBe(c.plain ? 1 : 0);
+    const plainHere = typeof c.plain === "boolean" ? c.plain : c.plain[TEST_ENGINE];
+    expect(viaPlain.plainMade, "the plain path made the write").toBe(plainHere ? 1 : 0);
     expect(await plain.t.verify()).toEqual([]);
   });
 

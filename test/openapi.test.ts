@@ -60,6 +60,9 @@ const SPEC_ROUTES: [method: "get" | "post", path: string][] = [
   ["post", "/v1/webhooks/test"],
   ["post", "/v1/webhooks/deliveries/retry"],
   ["post", "/v1/batch"],
+  // Spend limits (docs/api.md#spend-limits).
+  ["get", "/v1/accounts/limits"],
+  ["get", "/v1/accounts/check"],
 ];
 
 /** The export routes (docs/api.md#exports): a file instead of a JSON body. */
@@ -80,6 +83,7 @@ const EVENT_TYPES = [
   "reservation.expired",
   "credits.expired",
   "plan.granted",
+  "spend_limit.reached",
   "webhook.test",
 ];
 

@@ -116,7 +116,13 @@ describe("webhook endpoints", () => {
     });
     expect(webhook).toMatchObject({
       url: "https://example.com/hooks",
-      events: ["balance.low", "reservation.expired", "credits.expired", "plan.granted"],
+      events: [
+        "balance.low",
+        "reservation.expired",
+        "credits.expired",
+        "plan.granted",
+        "spend_limit.reached",
+      ],
       description: "Billing",
       isActive: true,
     });

@@ -1,6 +1,7 @@
 /**
- * One account: its balances, the add and deduct actions, its plan assignment, its usage of the
- * last 30 days, its grants, its pending reservations, its ledger, and its exports as downloads.
+ * One account: its balances, the add and deduct actions, its spend limits' current windows, its
+ * plan assignment, its usage of the last 30 days, its grants, its pending reservations, its
+ * ledger, and its exports as downloads.
  * Every number comes from the `/v1` API.
  */
 import { useState } from "hono/jsx/dom";
@@ -9,6 +10,7 @@ import { Amount, Pager, Status, useLoad, When } from "../components.tsx";
 import type { Account, Balance, Grant, Pagination, Reservation } from "../types.ts";
 import { ExportsSection } from "./account-exports.tsx";
 import { LedgerSection } from "./account-ledger.tsx";
+import { LimitsSection } from "./account-limits.tsx";
 import { PlanSection } from "./account-plan.tsx";
 import { UsageSection } from "./account-usage.tsx";
 import { CreditActions } from "./credit-actions.tsx";
@@ -220,6 +222,7 @@ export function AccountPage({ accountId }: { accountId: string }) {
               onDone={() => setVersion((v) => v + 1)}
             />
           </div>
+          <LimitsSection accountId={account.id} version={version} />
           <PlanSection accountId={account.id} version={version} />
           <UsageSection accountId={account.id} />
           <Grants accountId={account.id} version={version} />

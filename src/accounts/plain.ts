@@ -3,32 +3,42 @@
  * reservation may skip the general path, as the WHERE of a SQLite statement on `accounts`. The
  * write lowers `available` by `neededMicros` (a debit's amount beyond the hold it settles, or a
  * reservation's amount); it is plain when `available` covers that, it keeps the low-balance event
- * out of it (no threshold, already below, or still at or above it after), and no grant expiry is
- * due or held. PostgreSQL decides the same in `ledger_plain_account` and `ledger_no_crossing`
- * (sql/postgres/0006_fast_debit.sql).
+ * out of it (no threshold, already below, or still at or above it after), no grant expiry is
+ * due or held, and the account has no spend limits (docs/design.md#spend-limits: those are
+ * enforced on the general path, and recognised by the limited plain debit, src/limits/plain.ts). PostgreSQL decides the same in `ledger_plain_account` and
+ * `ledger_no_crossing` (sql/postgres/0006_fast_debit.sql, 0011_spend_limits.sql).
  */
 import type { ExpressionBuilder } from "kysely";
 import type { DB } from "../db/schema.ts";
 import { grantWork } from "./lookup.ts";
 
-/**
- * The plain conditions of a write on the account of a statement on `accounts`, at `nowMs`
- * (epoch ms), lowering `available` by `neededMicros`.
- */
-export function plainAccount(
-  eb: ExpressionBuilder<DB, "accounts">,
-  nowMs: number,
-  neededMicros: number,
-) {
-  const held = eb
+/** The micro-credits held by the account's pending holds unexpired at `nowMs`. */
+export function heldExpression(eb: ExpressionBuilder<DB, "accounts">, nowMs: number) {
+  return eb
     .selectFrom("reservations")
     .select((r) => r.fn.coalesce(r.fn.sum<number>("amount_micros"), r.lit(0)).as("held"))
     .whereRef("reservations.account_id", "=", "accounts.id")
     .where("reservations.status", "=", "pending")
     .where("reservations.expires_at_ms", ">", nowMs);
+}
+
+/**
+ * The plain conditions of a write on the account of a statement on `accounts`, at `nowMs`
+ * (epoch ms), lowering `available` by `neededMicros`. With `limitsText`, an account whose
+ * stored limits are that text also qualifies (SQLite's limited plain debit, src/limits/plain.ts,
+ * which adds the limits' own conditions).
+ */
+export function plainAccount(
+  eb: ExpressionBuilder<DB, "accounts">,
+  nowMs: number,
+  neededMicros: number,
+  limitsText?: string,
+) {
+  const held = heldExpression(eb, nowMs);
   const available = eb(eb.ref("balance_micros"), "-", held);
   const threshold = eb.ref("low_balance_threshold_micros");
   return eb.and([
+    limitsText === undefined ? eb("spend_limits", "is", null) : eb("spend_limits", "=", limitsText),
     eb(available, ">=", neededMicros),
     eb.or([
       eb(threshold, "is", null),

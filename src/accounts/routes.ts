@@ -1,9 +1,14 @@
-/** Routes of docs/api.md#endpoints: create, update, list, get and balance of accounts. */
+/**
+ * Routes of docs/api.md#endpoints: create, update, list, get and balance of accounts, and the
+ * spend limit reads (docs/api.md#spend-limits). Each route's handler is a named function.
+ */
 import type { z } from "@hono/zod-openapi";
 import type { App, AppDeps } from "../http/context.ts";
 import { paged, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { type OperationId, resourceRoutes } from "../http/routes.ts";
+import { limitsOfInput } from "../limits/limits.ts";
+import { limitRoutes, registerLimitRoutes } from "../limits/routes.ts";
 import {
   accountJson,
   accountRefQuery,
@@ -24,8 +29,39 @@ import {
   updateAccount,
 } from "./service.ts";
 
-/** The account routes, for tests and tools that call them by definition. */
-export const accountRoutes = resourceRoutes("Accounts", (route) => {
+/** The account writes: create and update. */
+const accountWriteRoutes = resourceRoutes("Accounts", (route) => ({
+  create: route.post("/v1/accounts/create", "Create an account", {
+    operationId: "createAccount",
+    description:
+      "Creates an account for one of your customers, named by your `externalId` (unique in " +
+      "the project; 409 `DUPLICATE_EXTERNAL_ID` otherwise). `name` and `email` default to " +
+      '`""`, `metadata` to null, and the balance starts at 0. `lowBalanceThreshold` makes ' +
+      "the account fire `balance.low` events; `spendLimits` caps what it spends per hour, " +
+      "day, week or month.",
+    body: createAccountBody,
+    ok: createAccountResponse,
+    errors: ["DUPLICATE_EXTERNAL_ID"],
+  }),
+  update: route.post(
+    "/v1/accounts/update",
+    "Change an account's name, email, metadata, low-balance threshold or spend limits",
+    {
+      operationId: "updateAccount",
+      description:
+        "Changes only the fields given: `name`, `email`, `metadata` (replaced whole) or " +
+        "`lowBalanceThreshold` (null removes it) or `spendLimits` (replaces the whole list; " +
+        "`[]` or null removes every limit). `accountId` is the internal id or the " +
+        "`externalId`. Changing the threshold or the limits fires no event.",
+      body: updateAccountBody,
+      ok: updateAccountResponse,
+      errors: ["ACCOUNT_NOT_FOUND"],
+    },
+  ),
+}));
+
+/** The account reads: get, balance and the list. */
+const accountReadRoutes = resourceRoutes("Accounts", (route) => {
   /** A read of the account a query names (`accountId` or `externalId`). */
   const byRef = <const P extends string, S extends z.ZodType>(
     path: P,
@@ -40,31 +76,6 @@ export const accountRoutes = resourceRoutes("Accounts", (route) => {
       errors: ["ACCOUNT_NOT_FOUND"],
     });
   return {
-    create: route.post("/v1/accounts/create", "Create an account", {
-      operationId: "createAccount",
-      description:
-        "Creates an account for one of your customers, named by your `externalId` (unique in " +
-        "the project; 409 `DUPLICATE_EXTERNAL_ID` otherwise). `name` and `email` default to " +
-        '`""`, `metadata` to null, and the balance starts at 0. `lowBalanceThreshold` makes ' +
-        "the account fire `balance.low` events.",
-      body: createAccountBody,
-      ok: createAccountResponse,
-      errors: ["DUPLICATE_EXTERNAL_ID"],
-    }),
-    update: route.post(
-      "/v1/accounts/update",
-      "Change an account's name, email, metadata or low-balance threshold",
-      {
-        operationId: "updateAccount",
-        description:
-          "Changes only the fields given: `name`, `email`, `metadata` (replaced whole) or " +
-          "`lowBalanceThreshold` (null removes it). `accountId` is the internal id or the " +
-          "`externalId`. Changing the threshold fires no event.",
-        body: updateAccountBody,
-        ok: updateAccountResponse,
-        errors: ["ACCOUNT_NOT_FOUND"],
-      },
-    ),
     get: byRef(
       "/v1/accounts/get",
       "Get an account by internal id or externalId",
@@ -100,20 +111,34 @@ export const accountRoutes = resourceRoutes("Accounts", (route) => {
   };
 });
 
-export function registerAccountRoutes(app: App, deps: AppDeps): void {
-  const r = accountRoutes;
-  writeRoute(app, deps, r.create, async ({ trx, nowMs, body, projectId, reply }) => {
-    const row = await createAccount(trx, projectId, body, nowMs);
+/** The account routes, for tests and tools that call them by definition. */
+export const accountRoutes = { ...accountWriteRoutes, ...accountReadRoutes, ...limitRoutes };
+
+/** `POST /v1/accounts/create`: a new account, with its spend limits if given. */
+function registerCreateAccount(app: App, deps: AppDeps): void {
+  writeRoute(app, deps, accountRoutes.create, async ({ trx, nowMs, body, projectId, reply }) => {
+    const { spendLimits, ...fields } = body;
+    const input = { ...fields, spendLimits: limitsOfInput(spendLimits ?? null) };
+    const row = await createAccount(trx, projectId, input, nowMs);
     return reply({ success: true, account: accountJson(row) });
   });
+}
 
-  writeRoute(app, deps, r.update, async ({ trx, nowMs, body, projectId, reply }) => {
-    const { accountId, ...fields } = body;
-    const row = await updateAccount(trx, projectId, { accountRef: accountId, ...fields }, nowMs);
+/** `POST /v1/accounts/update`: the fields given, `spendLimits` replacing the whole list. */
+function registerUpdateAccount(app: App, deps: AppDeps): void {
+  writeRoute(app, deps, accountRoutes.update, async ({ trx, nowMs, body, projectId, reply }) => {
+    const { accountId, spendLimits, ...fields } = body;
+    const limits = spendLimits === undefined ? undefined : limitsOfInput(spendLimits);
+    const input = { accountRef: accountId, ...fields, spendLimits: limits };
+    const row = await updateAccount(trx, projectId, input, nowMs);
     return reply({ success: true, account: accountJson(row) });
   });
+}
 
-  app.openapi(r.list, async (c) => {
+/** `GET /v1/accounts`: a page of the project's accounts. */
+function registerListAccounts(app: App, deps: AppDeps): void {
+  const route = accountRoutes.list;
+  app.openapi(route, async (c) => {
     const projectId = c.get("projectId");
     const query = c.req.valid("query");
     const { rows, pagination } = await paged(query, (page) =>
@@ -123,21 +148,36 @@ export function registerAccountRoutes(app: App, deps: AppDeps): void {
     // The list is bounded like every other; `pagination` comes when the caller paged, or when
     // the page does not hold every account (docs/api.md#account-list).
     const asked = c.req.query("limit") !== undefined || c.req.query("offset") !== undefined;
-    if (!asked && !pagination.hasMore) return ok(c, r.list, { accounts });
-    return ok(c, r.list, { accounts, pagination });
+    if (!asked && !pagination.hasMore) return ok(c, route, { accounts });
+    return ok(c, route, { accounts, pagination });
   });
+}
 
-  app.openapi(r.get, async (c) => {
+/** `GET /v1/accounts/get`: the Account object. */
+function registerGetAccount(app: App, deps: AppDeps): void {
+  const route = accountRoutes.get;
+  app.openapi(route, async (c) => {
     const account = await resolveAccount(deps.db.read, c.get("projectId"), c.req.valid("query"));
-    return ok(c, r.get, accountJson(account));
+    return ok(c, route, accountJson(account));
   });
+}
 
-  app.openapi(r.balance, async (c) => {
+/** `GET /v1/accounts/balance`: balance, reserved and available. */
+function registerGetBalance(app: App, deps: AppDeps): void {
+  const route = accountRoutes.balance;
+  app.openapi(route, async (c) => {
     const query = c.req.valid("query");
-    return ok(
-      c,
-      r.balance,
-      await balanceView(deps.db.read, c.get("projectId"), query, deps.clock()),
-    );
+    const view = await balanceView(deps.db.read, c.get("projectId"), query, deps.clock());
+    return ok(c, route, view);
   });
+}
+
+/** Registers every account route, each by its named function above. */
+export function registerAccountRoutes(app: App, deps: AppDeps): void {
+  registerCreateAccount(app, deps);
+  registerUpdateAccount(app, deps);
+  registerListAccounts(app, deps);
+  registerGetAccount(app, deps);
+  registerGetBalance(app, deps);
+  registerLimitRoutes(app, deps);
 }

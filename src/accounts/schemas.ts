@@ -20,6 +20,7 @@ import {
 } from "../http/schemas.ts";
 import { looksLikeAccountId } from "../ids.ts";
 import { parseJsonColumn } from "../json.ts";
+import { limitsJson, spendLimitSchema, spendLimitsInput } from "../limits/limits.ts";
 import { fromMicros } from "../money.ts";
 import type { WireOf } from "../wire.ts";
 
@@ -49,6 +50,10 @@ export const accountSchema = z
         "Credits; a write that takes `available` below it fires `balance.low` (null: none)",
       example: exampleAccount.lowBalanceThreshold,
     }),
+    spendLimits: z.array(spendLimitSchema).openapi({
+      description: "The account's spend limits per period ([] when none)",
+      example: [],
+    }),
     createdAt: z.string().openapi({ example: ex.accountCreatedAt }),
     updatedAt: z.string().openapi({ example: exampleAccount.updatedAt }),
   })
@@ -68,6 +73,7 @@ export function accountJson(row: AccountRow): WireOf<typeof accountSchema> {
       row.low_balance_threshold_micros === null
         ? null
         : fromMicros(row.low_balance_threshold_micros),
+    spendLimits: limitsJson(row.spend_limits),
     createdAt: iso(row.created_at_ms),
     updatedAt: iso(row.updated_at_ms),
   };
@@ -84,6 +90,7 @@ export const createAccountBody = z
     email: z.email().max(MAX_ID_LENGTH).optional().openapi({ example: ex.email }),
     metadata: metadataSchema.optional().openapi({ example: { ...ex.accountMetadata } }),
     lowBalanceThreshold: lowBalanceThreshold.optional(),
+    spendLimits: spendLimitsInput.optional(),
   })
   .openapi("CreateAccountRequest", {
     example: {
@@ -109,6 +116,7 @@ export const updateAccountBody = z
     email: z.email().max(MAX_ID_LENGTH).optional().openapi({ example: ex.email }),
     metadata: metadataSchema.optional().openapi({ example: { ...ex.accountMetadata } }),
     lowBalanceThreshold: lowBalanceThreshold.optional(),
+    spendLimits: spendLimitsInput.optional(),
   })
   .openapi("UpdateAccountRequest", {
     example: { accountId: ex.externalId, lowBalanceThreshold: 5 },

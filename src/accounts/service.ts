@@ -7,6 +7,8 @@ import type { AccountRow, DB } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { stringifyJson } from "../json.ts";
+import { rebuildCounters } from "../limits/counters.ts";
+import { limitsText, type SpendLimit } from "../limits/limits.ts";
 import { fromMicros } from "../money.ts";
 import type { WireOf } from "../wire.ts";
 import { findAccount, findAccountByExternalId, readBalance } from "./lookup.ts";
@@ -24,12 +26,16 @@ export interface CreateAccountInput extends AccountFields {
   externalId: string;
   /** Micro-credits; null or left out: none. */
   lowBalanceThreshold?: number | null | undefined;
+  /** The account's spend limits (docs/api.md#spend-limits); null or left out: none. */
+  spendLimits?: readonly SpendLimit[] | undefined;
 }
 
 export interface UpdateAccountInput extends AccountFields {
   accountRef: string;
   /** Micro-credits; null removes the threshold; left out keeps it. */
   lowBalanceThreshold?: number | null | undefined;
+  /** Replaces the whole list (`[]` removes every limit); left out keeps it. */
+  spendLimits?: readonly SpendLimit[] | undefined;
 }
 
 /**
@@ -64,6 +70,7 @@ export async function createAccount(
     created_at_ms: nowMs,
     updated_at_ms: nowMs,
     low_balance_threshold_micros: input.lowBalanceThreshold ?? null,
+    spend_limits: limitsText(input.spendLimits ?? []),
   };
   await trx.insertInto("accounts").values(row).execute();
   return row;
@@ -71,7 +78,9 @@ export async function createAccount(
 
 /**
  * Changes the fields given, and only those (docs/api.md#low-balance-threshold): `metadata` is
- * replaced whole. Changing the threshold fires no event, whatever the balance.
+ * replaced whole. Changing the threshold fires no event, whatever the balance. `spendLimits`
+ * replaces the whole list and rebuilds the account's window counters from the ledger
+ * (src/limits/counters.ts); it changes no booked row and fires nothing.
  * @returns the account as updated
  * @throws ApiError ACCOUNT_NOT_FOUND
  */
@@ -88,6 +97,10 @@ export async function updateAccount(
   if (input.metadata !== undefined) changes.metadata = stringifyJson(input.metadata);
   if (input.lowBalanceThreshold !== undefined) {
     changes.low_balance_threshold_micros = input.lowBalanceThreshold;
+  }
+  if (input.spendLimits !== undefined) {
+    changes.spend_limits = limitsText(input.spendLimits);
+    await rebuildCounters(trx, account.id, input.spendLimits, nowMs);
   }
   if (Object.keys(changes).length === 0) return account;
   const updatedAt = Math.max(account.updated_at_ms, nowMs);

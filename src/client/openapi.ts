@@ -113,7 +113,7 @@ export interface paths {
         put?: never;
         /**
          * Create an account
-         * @description Creates an account for one of your customers, named by your `externalId` (unique in the project; 409 `DUPLICATE_EXTERNAL_ID` otherwise). `name` and `email` default to `""`, `metadata` to null, and the balance starts at 0. `lowBalanceThreshold` makes the account fire `balance.low` events.
+         * @description Creates an account for one of your customers, named by your `externalId` (unique in the project; 409 `DUPLICATE_EXTERNAL_ID` otherwise). `name` and `email` default to `""`, `metadata` to null, and the balance starts at 0. `lowBalanceThreshold` makes the account fire `balance.low` events; `spendLimits` caps what it spends per hour, day, week or month.
          */
         post: operations["createAccount"];
         delete?: never;
@@ -132,8 +132,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Change an account's name, email, metadata or low-balance threshold
-         * @description Changes only the fields given: `name`, `email`, `metadata` (replaced whole) or `lowBalanceThreshold` (null removes it). `accountId` is the internal id or the `externalId`. Changing the threshold fires no event.
+         * Change an account's name, email, metadata, low-balance threshold or spend limits
+         * @description Changes only the fields given: `name`, `email`, `metadata` (replaced whole) or `lowBalanceThreshold` (null removes it) or `spendLimits` (replaces the whole list; `[]` or null removes every limit). `accountId` is the internal id or the `externalId`. Changing the threshold or the limits fires no event.
          */
         post: operations["updateAccount"];
         delete?: never;
@@ -194,6 +194,46 @@ export interface paths {
          * @description Answers `balance`, `reserved` (the pending, unexpired holds) and `available` (balance − reserved), the amount a deduction or reservation may take. Reading books nothing.
          */
         get: operations["getBalance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Spend limits and their current windows
+         * @description Answers each spend limit's current window (`windowStart`, `resetsAt`) with what it `spent` (spending debits booked in it), `held` (pending, unexpired reservations) and its `remaining`, and `spendable`: the largest deduction that would succeed now.
+         */
+        get: operations["getSpendLimits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Would a deduction succeed now?
+         * @description Tells whether a deduction of `amount` would succeed now (`allowed`) and what it would answer otherwise (`code`: `INSUFFICIENT_CREDITS` or `SPEND_LIMIT_EXCEEDED`), with the limits' windows. A read: it changes nothing and holds nothing (a reservation holds).
+         */
+        get: operations["checkSpend"];
         put?: never;
         post?: never;
         delete?: never;
@@ -904,6 +944,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "spend_limit.reached": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The spend_limit.reached event
+         * @description A committed write (a debit, a reservation or a confirm) took a spend limit's window spend (spent + held) from below its `amount` to at or above it; once per account, limit and window. POSTed as JSON to every active endpoint subscribed to `spend_limit.reached`, signed as Standard Webhooks describes; verify the signature over the raw body before parsing it. Amounts are exact decimal literals.
+         */
+        post: operations["onSpendLimitReached"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "webhook.test": {
         parameters: {
             query?: never;
@@ -1115,6 +1175,68 @@ export interface components {
              */
             periodStart: string;
         };
+        SpendLimitReachedEvent: {
+            /**
+             * @description The event id (`evt_…`), also sent as the `webhook-id` header
+             * @example evt_01M7YKQ49ZK3W7P2N6Y5D8E1RX
+             */
+            id: string;
+            /** @enum {string} */
+            type: "spend_limit.reached";
+            /**
+             * @description When the change that caused the event committed (ISO 8601, UTC)
+             * @example 2026-11-21T08:22:45.903Z
+             */
+            createdAt: string;
+            data: components["schemas"]["SpendLimitReachedData"];
+        };
+        SpendLimitReachedData: {
+            /** @example acc_01M7YK07B38628KR5DHES0CNDB */
+            accountId: string;
+            /** @example customer-42 */
+            externalId: string;
+            /**
+             * @example day
+             * @enum {string}
+             */
+            period: "hour" | "day" | "week" | "month";
+            /**
+             * @description The limit, credits
+             * @example 80
+             */
+            amount: Amount;
+            /** @example Europe/Paris */
+            timeZone: string;
+            /** @example true */
+            soft: boolean;
+            /** @example 2026-11-20T23:00:00.000Z */
+            windowStart: string;
+            /**
+             * @description The window's end
+             * @example 2026-11-21T23:00:00.000Z
+             */
+            resetsAt: string;
+            /**
+             * @description Spent in the window after the write
+             * @example 78
+             */
+            spent: Amount;
+            /**
+             * @description Held by pending reservations after it
+             * @example 4
+             */
+            held: Amount;
+            /**
+             * @description The debit that reached the limit; null when a reservation did
+             * @example txn_01M7YK6RWFSRRMMFG64WVR65TZ
+             */
+            transactionId: string | null;
+            /**
+             * @description The reservation that reached the limit; null when a debit did
+             * @example null
+             */
+            reservationId: string | null;
+        };
         WebhookTestEvent: {
             /**
              * @description The event id (`evt_…`), also sent as the `webhook-id` header
@@ -1237,6 +1359,14 @@ export interface components {
          *         "crmId": "hs_9921"
          *       },
          *       "lowBalanceThreshold": 5,
+         *       "spendLimits": [
+         *         {
+         *           "period": "day",
+         *           "amount": 50,
+         *           "timeZone": "Europe/Paris",
+         *           "soft": false
+         *         }
+         *       ],
          *       "createdAt": "2026-11-21T08:19:11.331Z",
          *       "updatedAt": "2026-11-21T08:23:10.250Z"
          *     }
@@ -1270,10 +1400,31 @@ export interface components {
              * @example 5
              */
             lowBalanceThreshold: Amount | null;
+            /**
+             * @description The account's spend limits per period ([] when none)
+             * @example []
+             */
+            spendLimits: components["schemas"]["SpendLimit"][];
             /** @example 2026-11-21T08:19:11.331Z */
             createdAt: string;
             /** @example 2026-11-21T08:23:10.250Z */
             updatedAt: string;
+        };
+        SpendLimit: {
+            /**
+             * @example day
+             * @enum {string}
+             */
+            period: "hour" | "day" | "week" | "month";
+            /**
+             * @description Credits
+             * @example 50
+             */
+            amount: Amount;
+            /** @example UTC */
+            timeZone: string;
+            /** @example false */
+            soft: boolean;
         };
         /**
          * @example {
@@ -1308,6 +1459,27 @@ export interface components {
              * @example 5
              */
             lowBalanceThreshold?: Amount | null;
+            /** @description Up to 10 limits, replacing the account's whole list; [] or null removes them */
+            spendLimits?: components["schemas"]["SpendLimitInput"][] | null;
+        };
+        SpendLimitInput: {
+            /**
+             * @example day
+             * @enum {string}
+             */
+            period: "hour" | "day" | "week" | "month";
+            /**
+             * @description Credits > 0, at most 6 decimals
+             * @example 50
+             */
+            amount: Amount;
+            /**
+             * @description IANA time zone of the window (default UTC)
+             * @example UTC
+             */
+            timeZone?: string;
+            /** @description Never refuses (default false) */
+            soft?: boolean;
         };
         /**
          * @example {
@@ -1341,6 +1513,8 @@ export interface components {
              * @example 5
              */
             lowBalanceThreshold?: Amount | null;
+            /** @description Up to 10 limits, replacing the account's whole list; [] or null removes them */
+            spendLimits?: components["schemas"]["SpendLimitInput"][] | null;
         };
         /**
          * @example {
@@ -1371,6 +1545,44 @@ export interface components {
              * @example 17.99
              */
             available: Amount;
+        };
+        SpendLimitWindow: {
+            /**
+             * @example day
+             * @enum {string}
+             */
+            period: "hour" | "day" | "week" | "month";
+            /**
+             * @description The limit, credits
+             * @example 50
+             */
+            amount: Amount;
+            /** @example Europe/Paris */
+            timeZone: string;
+            /** @example false */
+            soft: boolean;
+            /** @example 2026-11-20T23:00:00.000Z */
+            windowStart: string;
+            /**
+             * @description The window's end
+             * @example 2026-11-21T23:00:00.000Z
+             */
+            resetsAt: string;
+            /**
+             * @description Spending debits booked in the window
+             * @example 12.5
+             */
+            spent: Amount;
+            /**
+             * @description Pending, unexpired reservations
+             * @example 2
+             */
+            held: Amount;
+            /**
+             * @description max(0, amount − spent − held)
+             * @example 35.5
+             */
+            remaining: Amount;
         };
         /**
          * @example {
@@ -2196,10 +2408,11 @@ export interface components {
              *       "balance.low",
              *       "reservation.expired",
              *       "credits.expired",
-             *       "plan.granted"
+             *       "plan.granted",
+             *       "spend_limit.reached"
              *     ]
              */
-            events: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted")[];
+            events: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached")[];
             /** @example Billing alerts */
             description: string;
             /**
@@ -2233,7 +2446,7 @@ export interface components {
              *       "balance.low"
              *     ]
              */
-            events?: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted")[];
+            events?: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached")[];
             /** @example Billing alerts */
             description?: string;
         };
@@ -2262,10 +2475,11 @@ export interface components {
              *       "balance.low",
              *       "reservation.expired",
              *       "credits.expired",
-             *       "plan.granted"
+             *       "plan.granted",
+             *       "spend_limit.reached"
              *     ]
              */
-            events: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted")[];
+            events: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached")[];
             /** @example Billing alerts */
             description: string;
             /**
@@ -2302,7 +2516,7 @@ export interface components {
              *       "balance.low"
              *     ]
              */
-            events?: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted")[];
+            events?: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached")[];
             /** @example Billing alerts */
             description?: string;
             /**
@@ -2340,7 +2554,7 @@ export interface components {
             /** @example evt_01M7YKQ49ZK3W7P2N6Y5D8E1RX */
             eventId: string;
             /** @enum {string} */
-            eventType: "balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "webhook.test";
+            eventType: "balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "webhook.test";
             /** @enum {string} */
             status: "pending" | "delivered" | "failed";
             /** @description HTTP attempts made so far */
@@ -2751,7 +2965,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Change an account's name, email, metadata or low-balance threshold */
+            /** @description Change an account's name, email, metadata, low-balance threshold or spend limits */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3037,6 +3251,188 @@ export interface operations {
             };
         };
     };
+    getSpendLimits: {
+        parameters: {
+            query?: {
+                /** @description Internal id or externalId */
+                accountId?: string;
+                externalId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Spend limits and their current windows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        /** @example acc_01M7YK07B38628KR5DHES0CNDB */
+                        accountId: string;
+                        /** @example customer-42 */
+                        externalId: string;
+                        /**
+                         * @description balance − reserved
+                         * @example 17.99
+                         */
+                        available: Amount;
+                        /**
+                         * @description The largest deduction that would succeed now: available, or less by a hard limit
+                         * @example 17.99
+                         */
+                        spendable: Amount;
+                        limits: components["schemas"]["SpendLimitWindow"][];
+                    };
+                };
+            };
+            /** @description Invalid input: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key: `UNAUTHORIZED` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or one of another project: `ACCOUNT_NOT_FOUND` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure: `INTERNAL_ERROR` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable; safe to retry with the same Idempotency-Key: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    checkSpend: {
+        parameters: {
+            query: {
+                /** @description Internal id or externalId */
+                accountId?: string;
+                externalId?: string;
+                /** @description Credits > 0, at most 6 decimals */
+                amount: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Would a deduction succeed now? */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        /** @example true */
+                        allowed: boolean;
+                        /**
+                         * @description What that deduction would answer (null: success)
+                         * @example null
+                         * @enum {string|null}
+                         */
+                        code: "INSUFFICIENT_CREDITS" | "SPEND_LIMIT_EXCEEDED" | null;
+                        /** @example 4 */
+                        requested: Amount;
+                        /**
+                         * @description balance − reserved
+                         * @example 17.99
+                         */
+                        available: Amount;
+                        /**
+                         * @description The largest deduction that would succeed now: available, or less by a hard limit
+                         * @example 17.99
+                         */
+                        spendable: Amount;
+                        limits: components["schemas"]["SpendLimitWindow"][];
+                    };
+                };
+            };
+            /** @description Invalid input: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key: `UNAUTHORIZED` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or one of another project: `ACCOUNT_NOT_FOUND` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure: `INTERNAL_ERROR` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable; safe to retry with the same Idempotency-Key: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     addCredits: {
         parameters: {
             query?: never;
@@ -3173,7 +3569,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not enough available credits: `INSUFFICIENT_CREDITS` */
+            /** @description Not enough available credits: `INSUFFICIENT_CREDITS`, `SPEND_LIMIT_EXCEEDED` */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -3547,7 +3943,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not enough available credits: `INSUFFICIENT_CREDITS` */
+            /** @description Not enough available credits: `INSUFFICIENT_CREDITS`, `SPEND_LIMIT_EXCEEDED` */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -4172,7 +4568,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not enough available credits: `INSUFFICIENT_CREDITS` */
+            /** @description Not enough available credits: `INSUFFICIENT_CREDITS`, `SPEND_LIMIT_EXCEEDED` */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -4367,7 +4763,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not enough available credits: `INSUFFICIENT_CREDITS` */
+            /** @description Not enough available credits: `INSUFFICIENT_CREDITS`, `SPEND_LIMIT_EXCEEDED` */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -4557,7 +4953,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Not enough available credits: `INSUFFICIENT_CREDITS` */
+            /** @description Not enough available credits: `INSUFFICIENT_CREDITS`, `SPEND_LIMIT_EXCEEDED` */
             402: {
                 headers: {
                     [name: string]: unknown;
@@ -5915,6 +6311,35 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["PlanGrantedEvent"];
+            };
+        };
+        responses: {
+            /** @description Delivered. Anything else, or no answer within 10 s, is retried */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onSpendLimitReached: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id, the same on every attempt: deduplicate by it */
+                "webhook-id": string;
+                /** @description Unix seconds of the attempt; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body` with the secret */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SpendLimitReachedEvent"];
             };
         };
         responses: {

@@ -36,6 +36,7 @@ const KNOWN_TYPES = {
   "reservation.expired": true,
   "credits.expired": true,
   "plan.granted": true,
+  "spend_limit.reached": true,
   "webhook.test": true,
 } satisfies Record<LedgerEventType, true>;
 

@@ -40,6 +40,11 @@ export interface AccountsTable {
   updated_at_ms: number;
   /** balance.low fires when a write takes available below it (null: none). */
   low_balance_threshold_micros: number | null;
+  /**
+   * The account's spend limits as JSON text (src/limits/limits.ts `parseLimits`), null when it
+   * has none (migration 0011).
+   */
+  spend_limits: string | null;
 }
 
 export type ReservationStatus = "pending" | "confirmed" | "cancelled" | "expired";
@@ -282,6 +287,24 @@ export interface WebhookDeliveriesTable {
   ended_at_ms: number | null;
 }
 
+/** A spend window's counter (migration 0011, src/limits/counters.ts). */
+export interface SpendWindowsTable {
+  account_id: string;
+  period: string;
+  time_zone: string;
+  window_start_ms: number;
+  window_end_ms: number;
+  spent_micros: number;
+}
+
+/** A `spend_limit.reached` sent for one account, limit and window (migration 0011). */
+export interface SpendLimitReachedTable {
+  account_id: string;
+  limit_key: string;
+  window_start_ms: number;
+  created_at_ms: number;
+}
+
 export interface DB {
   projects: ProjectsTable;
   api_keys: ApiKeysTable;
@@ -299,6 +322,8 @@ export interface DB {
   webhooks: WebhooksTable;
   webhook_events: WebhookEventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  spend_windows: SpendWindowsTable;
+  spend_limit_reached: SpendLimitReachedTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

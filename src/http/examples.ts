@@ -57,6 +57,7 @@ export const exampleAccount = {
   balance: 22.79,
   metadata: { ...ex.accountMetadata },
   lowBalanceThreshold: 5,
+  spendLimits: [{ period: "day" as const, amount: 50, timeZone: "Europe/Paris", soft: false }],
   createdAt: ex.accountCreatedAt,
   updatedAt: ex.manualAt,
 };
@@ -66,6 +67,7 @@ export const exampleNewAccount = {
   ...exampleAccount,
   balance: 0,
   lowBalanceThreshold: null,
+  spendLimits: [],
   updatedAt: ex.accountCreatedAt,
 };
 
@@ -248,6 +250,19 @@ export const exampleErrors: Record<ErrorCode, { message: string; details?: unkno
   INSUFFICIENT_CREDITS: {
     message: "Insufficient available credits",
     details: { available: 2.5, requested: 9.6 },
+  },
+  SPEND_LIMIT_EXCEEDED: {
+    message: "The day spend limit of 50 credits would be passed",
+    details: {
+      period: "day",
+      limit: 50,
+      timeZone: "Europe/Paris",
+      spent: 46.5,
+      held: 2,
+      requested: 4,
+      remaining: 1.5,
+      resetsAt: "2026-11-21T23:00:00.000Z",
+    },
   },
   ACCOUNT_NOT_FOUND: { message: "Account customer-41 not found" },
   RESERVATION_NOT_FOUND: { message: `Reservation ${ex.reservationId} not found` },

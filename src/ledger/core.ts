@@ -22,6 +22,7 @@ import type { DB, TransactionRow, TransactionSource, TransactionType } from "../
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { JsonText, stringifyJson } from "../json.ts";
+import { type SqliteLimited, underLimits } from "../limits/plain.ts";
 import { fromMicros, MAX_BALANCE_MICROS } from "../money.ts";
 import {
   DEFAULT_PRIORITY,
@@ -82,6 +83,8 @@ export type PostedEntry = TransactionRow & { grantId: string | null };
 export interface PlainMove {
   byExternalId: boolean;
   neededMicros: number;
+  /** An account known to have these limits (src/limits/plain.ts): the limited plain move. */
+  limited?: SqliteLimited | undefined;
 }
 
 /** A plain debit posted: the entry and the account's externalId. */
@@ -171,8 +174,14 @@ function moveStatement(trx: Transaction<DB>, input: EntryInput, plain: PlainMove
   const args = { accountId: input.accountId, amountMicros: input.amountMicros, nowMs: input.nowMs };
   if (plain === undefined)
     return (input.type === "credit" ? creditBalance : debitBalance)(trx, args);
-  const move = plain.byExternalId ? plainDebitByExternalId : plainDebitById;
-  return move(trx, { ...args, projectId: input.projectId, neededMicros: plain.neededMicros });
+  const column = plain.byExternalId ? "external_id" : "id";
+  const plainArgs = { ...args, projectId: input.projectId, neededMicros: plain.neededMicros };
+  if (plain.limited !== undefined) {
+    const { text, count, args: limitArgs } = plain.limited;
+    const move = limitedMove(column, count);
+    return move(trx, { ...plainArgs, limits: text, ...limitArgs });
+  }
+  return (column === "id" ? plainDebitById : plainDebitByExternalId)(trx, plainArgs);
 }
 
 /**
@@ -302,6 +311,53 @@ function plainDebitMove(column: "id" | "external_id") {
 
 const plainDebitById = plainDebitMove("id");
 const plainDebitByExternalId = plainDebitMove("external_id");
+
+type LimitedMoveArgs = MoveArgs & {
+  projectId: string;
+  neededMicros: number;
+  limits: string;
+} & Record<string, string | number>;
+
+/**
+ * SQLite's limited plain debit move (src/limits/plain.ts): the plain move of an account whose
+ * stored limits are the `limits` argument, when each of its `n` limits stays below its amount.
+ */
+function limitedDebitMove(column: "id" | "external_id", n: number) {
+  return prepared<LimitedMoveArgs, Moved>((db, arg) =>
+    db
+      .updateTable("accounts")
+      .set((eb) => ({
+        balance_micros: eb("balance_micros", "-", arg("amountMicros")),
+        updated_at_ms: arg("nowMs"),
+      }))
+      .where("project_id", "=", arg("projectId"))
+      .where(column, "=", arg("accountId"))
+      .where((eb) =>
+        eb.and([
+          plainAccount(eb, arg("nowMs"), arg("neededMicros"), arg("limits")),
+          eb.or([
+            eb(eb.val(arg("amountMicros")), "=", 0),
+            eb(firstGrantRemaining(eb), ">=", arg("amountMicros")),
+          ]),
+          ...underLimits(eb, arg, n, arg("nowMs"), arg("neededMicros")),
+        ]),
+      )
+      .returning(["id", "external_id", "balance_micros", "updated_at_ms"]),
+  );
+}
+
+const limitedMoves = new Map<string, ReturnType<typeof limitedDebitMove>>();
+
+/** The limited move by `column` for `n` limits, prepared once. */
+function limitedMove(column: "id" | "external_id", n: number) {
+  const key = `${column} ${n}`;
+  let move = limitedMoves.get(key);
+  if (move === undefined) {
+    move = limitedDebitMove(column, n);
+    limitedMoves.set(key, move);
+  }
+  return move;
+}
 
 /** Both engines return the new row's `seq` (SQLite's rowid, PostgreSQL's identity). */
 export const insertTransaction = prepared<Omit<TransactionRow, "seq">, { seq: number }>((db, arg) =>

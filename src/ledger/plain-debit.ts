@@ -11,7 +11,8 @@
  *   WHERE holds every condition, then the entry's INSERT and the grant's UPDATE), then
  *   `settleHold`. The queue's one writer needs no row lock, and nothing runs between them.
  * - PostgreSQL: one call of `ledger_plain_debit` (sql/postgres/0006_fast_debit.sql), which
- *   locks the account, then reads and writes as above, in one round trip. The entry's
+ *   locks the account, then reads and writes as above, in one round trip; for an account known
+ *   to have spend limits, `ledger_plain_limited_debit` (src/limits/plain.ts). The entry's
  *   description and metadata are the service's text, passed as parameters. A confirm's is
  *   `ledger_plain_confirm` (reservations/plain-confirm.ts), which locks the hold and then makes
  *   that call with the text stored with the hold.
@@ -24,6 +25,9 @@ import { prepared } from "../db/prepared.ts";
 import type { DB } from "../db/schema.ts";
 import type { PlainWrite } from "../db/write-path.ts";
 import { INTERNAL_ACCOUNT_ID, newId } from "../ids.ts";
+import { addSpent, windowsAt } from "../limits/counters.ts";
+import { parseLimits } from "../limits/limits.ts";
+import { knownLimits, limitArgs, pgPlainLimitedDebit, sqliteLimited } from "../limits/plain.ts";
 import { entryMetadata, entryRow, type PostedEntry, postEntry } from "./core.ts";
 import { type Debit, debitEntry, neededMicros, settleHold, type UnheldDebit } from "./debit.ts";
 
@@ -53,12 +57,22 @@ export async function sqlitePlainDebit(
   debit: Debit,
   nowMs: number,
 ): Promise<PlainDebited | null> {
+  // An unheld debit on an account known to have spend limits: the limited move
+  // (src/limits/plain.ts), then the counters of its windows.
+  const text =
+    debit.hold === undefined ? knownLimits(debit.projectId, debit.accountRef) : undefined;
+  const limited = text === undefined ? undefined : sqliteLimited(text, nowMs);
   const plain = {
     byExternalId: !INTERNAL_ACCOUNT_ID.test(debit.accountRef),
     neededMicros: neededMicros(debit),
+    limited,
   };
   const posted = await postEntry(trx, debitEntry(debit, debit.accountRef, nowMs), plain);
   if (posted === null) return null;
+  if (text !== undefined && debit.amountMicros > 0) {
+    const windows = windowsAt(parseLimits(text), nowMs);
+    await addSpent(trx, posted.account_id, windows, debit.amountMicros);
+  }
   await settleHold(trx, debit, posted.id, nowMs);
   const { externalId, ...row } = posted;
   return { account: { id: row.account_id, external_id: externalId }, row };
@@ -124,7 +138,13 @@ export function pgDebitArgs(debit: UnheldDebit, nowMs: number, txnId: string): P
 async function pgDebit(db: Kysely<DB>, debit: UnheldDebit, nowMs: number) {
   const txnId = newId("txn");
   const args = pgDebitArgs(debit, nowMs, txnId);
-  const done = (await db.executeQuery(pgPlainDebit(db, args))).rows[0];
+  // An account known to have spend limits: the limited plain debit (src/limits/plain.ts).
+  const limits = knownLimits(debit.projectId, debit.accountRef);
+  const statement =
+    limits === undefined
+      ? pgPlainDebit(db, args)
+      : pgPlainLimitedDebit(db, { ...args, ...limitArgs(limits, nowMs) });
+  const done = (await db.executeQuery(statement)).rows[0];
   return done?.outcome === "applied" ? pgDebited(debit, txnId, nowMs, done) : null;
 }
 

@@ -44,7 +44,7 @@ export const ledgerRoutes = {
         "`amount ≤ available` (402 `INSUFFICIENT_CREDITS` otherwise, and nothing changes).",
       body: deductCreditsBody,
       ok: deductCreditsResponse,
-      errors: ["INSUFFICIENT_CREDITS", "ACCOUNT_NOT_FOUND"],
+      errors: ["INSUFFICIENT_CREDITS", "SPEND_LIMIT_EXCEEDED", "ACCOUNT_NOT_FOUND"],
     }),
   })),
   ...resourceRoutes("Credit grants", (route) => ({

@@ -8,6 +8,7 @@ import { checkLowBalance } from "../accounts/low-balance.ts";
 import { parseDateParam } from "../dates.ts";
 import type { AccountRow, DB, TransactionSource, TransactionType } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
+import { limitDebit } from "../limits/enforce.ts";
 import { type PostedEntry, postEntry, requireAvailable } from "./core.ts";
 import { type Debit, debitEntry, neededMicros, settleHold, type UnheldDebit } from "./debit.ts";
 import { bookDueExpiries, expiryAccount } from "./expiry.ts";
@@ -89,10 +90,11 @@ export function debitOf(
  * The general path of a debit (a deduction, a manual debit, a confirm whose hold the unit has
  * locked): the account (locked on PostgreSQL) with its holds, its due expiries booked, the
  * check of what it needs of `available` (debit.ts), the entry (`postEntry`, which draws the
- * grants down in spending order) and, for a confirm, the hold settled. The caller then checks
- * the low-balance threshold against `found.available`.
+ * grants down in spending order), for a confirm the hold settled, and the account's spend limits
+ * (src/limits/enforce.ts: its window counters, a refusal, `spend_limit.reached`). The caller then
+ * checks the low-balance threshold against `found.available`.
  * @returns the account, the stored entry, the account as found and its expiries booked
- * @throws ApiError ACCOUNT_NOT_FOUND, INSUFFICIENT_CREDITS
+ * @throws ApiError ACCOUNT_NOT_FOUND, INSUFFICIENT_CREDITS, SPEND_LIMIT_EXCEEDED
  */
 export async function generalDebit(trx: Transaction<DB>, debit: Debit, nowMs: number) {
   const found = await findAccountWithBalance(trx, debit.projectId, debit.accountRef, nowMs);
@@ -101,6 +103,14 @@ export async function generalDebit(trx: Transaction<DB>, debit: Debit, nowMs: nu
   if (needed > 0) requireAvailable(found.available - due.expiredMicros, needed);
   const row = await postEntry(trx, debitEntry(debit, found.account.id, nowMs, due.spendable));
   await settleHold(trx, debit, row.id, nowMs);
+  await limitDebit(trx, found.account, {
+    amountMicros: debit.amountMicros,
+    neededMicros: needed,
+    heldMicros: found.reserved,
+    atMs: row.created_at_ms,
+    transactionId: row.id,
+    nowMs,
+  });
   return { account: found.account, row, found, due };
 }
 

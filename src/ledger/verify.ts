@@ -8,7 +8,9 @@
  * - every confirmed reservation names an existing debit of its account;
  * - balance = Σ remaining of the account's grants; 0 ≤ remaining ≤ amount, 0 ≤ priority ≤ 100,
  *   and a grant's credit transaction is a credit of its account of the same amount
- *   (docs/api.md#grant-invariant).
+ *   (docs/api.md#grant-invariant);
+ * - every spend window counter equals the sum of its account's spending debits in its window,
+ *   whose bounds are its period's in its zone (src/limits/counters.ts, docs/api.md#spend-limits).
  *
  * The ledger is read in `seq` order: on PostgreSQL too, an account's entries ascend in seq along
  * their balanceAfter chain, since each is inserted under the account's row lock.
@@ -17,6 +19,7 @@ import type { Kysely } from "kysely";
 import { reservedMicros } from "../accounts/lookup.ts";
 import type { DB } from "../db/schema.ts";
 import { inReadSnapshot } from "../db/snapshot.ts";
+import { counterProblems } from "../limits/counters.ts";
 import { fromMicros, MAX_BALANCE_MICROS } from "../money.ts";
 
 export interface VerifyReport {
@@ -132,6 +135,7 @@ async function checkLedger(db: Kysely<DB>, nowMs: number): Promise<VerifyReport>
     .execute();
   for (const o of orphans) problems.push(`reservation ${o.id}: confirmed without its debit`);
   await checkGrants(db, balances, problems);
+  problems.push(...(await counterProblems(db)));
   return { accounts: accounts.length, transactions, problems };
 }
 

@@ -51,7 +51,7 @@ export const reservationRoutes = resourceRoutes("Reservations", (route) => ({
       "expires; it moves no balance.",
     body: createReservationBody,
     ok: createReservationResponse,
-    errors: ["ACCOUNT_NOT_FOUND", "INSUFFICIENT_CREDITS"],
+    errors: ["ACCOUNT_NOT_FOUND", "INSUFFICIENT_CREDITS", "SPEND_LIMIT_EXCEEDED"],
   }),
   confirm: route.post("/v1/reservations/confirm", "Settle a reservation with the actual amount", {
     operationId: "confirmReservation",
@@ -69,6 +69,7 @@ export const reservationRoutes = resourceRoutes("Reservations", (route) => ({
       "RESERVATION_NOT_FOUND",
       "RESERVATION_NOT_PENDING",
       "INSUFFICIENT_CREDITS",
+      "SPEND_LIMIT_EXCEEDED",
       "MODEL_NOT_FOUND",
     ],
   }),

@@ -19,6 +19,7 @@ import { requireAvailable } from "../ledger/core.ts";
 import { endHold } from "../ledger/debit.ts";
 import { bookDueExpiries, type DueExpiries, expiryAccount } from "../ledger/expiry.ts";
 import { generalDebit } from "../ledger/service.ts";
+import { limitHold } from "../limits/enforce.ts";
 import { defineEvent } from "../webhooks/outbox.ts";
 import { confirmDebit, confirmEntry } from "./confirm-debit.ts";
 import { NEW_HOLD_COLUMNS, type PlainHold } from "./plain-reserve.ts";
@@ -97,8 +98,10 @@ export function newHold(
 /**
  * Holds `amountMicros` of the account's available credits until now + ttl, on the general path
  * (the route's plain path, plain-reserve.ts, is tried first by the write path): books the
- * account's due expiries first and checks the low-balance threshold after.
- * @throws ApiError ACCOUNT_NOT_FOUND, INSUFFICIENT_CREDITS (amount > available)
+ * account's due expiries first, applies its spend limits (src/limits/enforce.ts) and checks the
+ * low-balance threshold after.
+ * @throws ApiError ACCOUNT_NOT_FOUND, INSUFFICIENT_CREDITS (amount > available),
+ *   SPEND_LIMIT_EXCEEDED
  */
 export async function createReservation(
   trx: Transaction<DB>,
@@ -112,6 +115,12 @@ export async function createReservation(
   // Credits past their expiresAt are never reserved (docs/api.md#expiry-of-grants).
   const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
   requireAvailable(found.available - due.expiredMicros, input.amountMicros);
+  await limitHold(trx, account, {
+    id: hold.id,
+    amountMicros: input.amountMicros,
+    heldMicros: found.reserved,
+    nowMs,
+  });
   const row: ReservationRow = { ...hold, account_id: account.id };
   await trx.executeQuery(insertReservation(trx, row));
   await checkLowBalance(trx, account, {

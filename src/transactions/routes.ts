@@ -99,7 +99,12 @@ export const transactionRoutes = resourceRoutes("Transactions", (route) => ({
         "new transaction.",
       body: createTransactionBody,
       ok: createTransactionResponse,
-      errors: ["ACCOUNT_NOT_FOUND", "INSUFFICIENT_CREDITS", "BALANCE_LIMIT_EXCEEDED"],
+      errors: [
+        "ACCOUNT_NOT_FOUND",
+        "INSUFFICIENT_CREDITS",
+        "SPEND_LIMIT_EXCEEDED",
+        "BALANCE_LIMIT_EXCEEDED",
+      ],
     },
   ),
 }));

@@ -46,6 +46,7 @@ export const usageRoutes = resourceRoutes("Usage", (route) => ({
         "MODEL_NOT_FOUND",
         "TRANSACTION_NOT_FOUND",
         "INSUFFICIENT_CREDITS",
+        "SPEND_LIMIT_EXCEEDED",
       ],
     },
   ),

@@ -23,6 +23,7 @@ export const EVENT_TYPES = [
   "reservation.expired",
   "credits.expired",
   "plan.granted",
+  "spend_limit.reached",
 ] as const;
 
 /** An event type an endpoint may subscribe to. */
