@@ -215,22 +215,25 @@ function runPass(
   ops: Prepared[],
   savepoints: boolean,
 ): Promise<BatchAnswer | ReplayedBatch> {
-  return ctx.queue.run(async (trx, nowMs) => {
-    if (ctx.keyed) {
-      const stored = await findStored(trx, nowMs, ctx.keyed);
-      if (stored !== null) return { replayed: true as const, text: stored };
-    }
-    const refs = ops.flatMap((op) => ("refs" in op ? op.refs : []));
-    await lockBatchAccounts(trx, ctx.projectId, refs);
-    const results = atomic
-      ? await runAtomic(trx, nowMs, ops)
-      : await runIndependent(trx, nowMs, ops, ctx.logger, savepoints);
-    const done = answer(atomic, results);
-    if (ctx.keyed && results.every((r) => r.status === 200)) {
-      await storeAnswer(trx, nowMs, ctx.keyed, stringifyJson(done));
-    }
-    return done;
-  });
+  return ctx.queue.run(
+    async (trx, nowMs) => {
+      if (ctx.keyed) {
+        const stored = await findStored(trx, nowMs, ctx.keyed);
+        if (stored !== null) return { replayed: true as const, text: stored };
+      }
+      const refs = ops.flatMap((op) => ("refs" in op ? op.refs : []));
+      await lockBatchAccounts(trx, ctx.projectId, refs);
+      const results = atomic
+        ? await runAtomic(trx, nowMs, ops)
+        : await runIndependent(trx, nowMs, ops, ctx.logger, savepoints);
+      const done = answer(atomic, results);
+      if (ctx.keyed && results.every((r) => r.status === 200)) {
+        await storeAnswer(trx, nowMs, ctx.keyed, stringifyJson(done));
+      }
+      return done;
+    },
+    { alone: true },
+  );
 }
 
 /** Each operation in order, stopping the unit at the first failure (`BatchAborted`). */

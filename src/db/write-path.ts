@@ -55,6 +55,17 @@ export function mapPlain<T, U>(write: PlainWrite<T>, map: (result: T) => U): Pla
   };
 }
 
+/** How `WriteQueue.run` runs a unit. */
+export interface RunOptions {
+  /**
+   * SQLite: the unit is large (a batch of many operations, src/batch/run.ts) and runs in a
+   * transaction of its own, without a savepoint, instead of joining the next group commit:
+   * SQLite's statements cost about twice as much inside a savepoint that many statements
+   * follow (docs/design.md#batches). PostgreSQL runs every unit in its own transaction anyway.
+   */
+  alone?: boolean;
+}
+
 /** The write path services and routes use, whatever the engine. */
 export interface WriteQueue {
   /**
@@ -66,7 +77,7 @@ export interface WriteQueue {
    *   unreachable, or conflicts outlasted the retries (nothing was applied, unless the commit's
    *   outcome is unknown)
    */
-  run<T>(unit: WriteUnit<T>): Promise<T>;
+  run<T>(unit: WriteUnit<T>, options?: RunOptions): Promise<T>;
   /**
    * Runs `write`, its plain path first when it has one and then, only when that made nothing,
    * its general unit: the one place where each engine asks whether a write is plain. SQLite:

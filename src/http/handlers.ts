@@ -6,7 +6,7 @@ import { type RouteConfig, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Transaction } from "kysely";
 import type { DB } from "../db/schema.ts";
-import type { PlainWrite, WriteUnit } from "../db/write-path.ts";
+import type { PlainWrite, WriteQueue, WriteUnit } from "../db/write-path.ts";
 import { validationError } from "../errors.ts";
 import type { App, AppDeps, AppEnv } from "./context.ts";
 import { runWrite } from "./idempotency.ts";
@@ -66,7 +66,7 @@ export function writeRoute<R extends RouteConfig & { method: "post" }>(
   unit: (input: WriteInput<R>) => Promise<Replied<R>>,
   options: WriteRouteOptions<R> = {},
 ): void {
-  registerOperation(app, route, unit, options);
+  registerOperation(app, deps.queue, route, unit, options);
   app.openapi(route, async (c: Context<AppEnv, string, { out: { json: BodyOf<R> } }>) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
@@ -114,9 +114,14 @@ function bodySchemaOf(route: RouteConfig): z.ZodType {
   return schema;
 }
 
-/** Records `route` with its unit and options as a `WriteOperation` of `app` (`writeRoute`). */
+/**
+ * Records `route` with its unit and options as a `WriteOperation` of `app` (`writeRoute`). The
+ * operation's unit is the one a keyed single request runs (`WriteQueue.unitOf`): the route's plain
+ * path first when it has one, then, only when that made nothing, its general unit.
+ */
 function registerOperation<R extends RouteConfig>(
   app: App,
+  queue: WriteQueue,
   route: R,
   unit: (input: WriteInput<R>) => Promise<Replied<R>>,
   options: WriteRouteOptions<R>,
@@ -135,7 +140,11 @@ function registerOperation<R extends RouteConfig>(
     // The route's own schema made this value: it is the body its handler would be given.
     const body = parsed.data as BodyOf<R>;
     if (options.check) await options.check(body);
-    return async (trx, nowMs) => (await unit({ trx, nowMs, body, projectId, reply })).body;
+    const write = queue.unitOf({
+      plain: options.plain?.({ body, projectId, reply }),
+      general: (trx, nowMs) => unit({ trx, nowMs, body, projectId, reply }),
+    });
+    return async (trx, nowMs) => (await write(trx, nowMs)).body;
   };
   const operations = operationsOf.get(app) ?? new Map<string, WriteOperation>();
   operations.set(route.path, { route, prepare });
