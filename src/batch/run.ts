@@ -11,17 +11,19 @@
  * commit together.
  */
 import type { Transaction } from "kysely";
+import { locksRows } from "../db/engine.ts";
 import { isRetryableConflict, isUnavailable } from "../db/postgres.ts";
 import { inSavepoint } from "../db/savepoint.ts";
 import type { DB } from "../db/schema.ts";
 import { isStorageFailure } from "../db/storage-errors.ts";
 import type { WriteQueue, WriteUnit } from "../db/write-path.ts";
 import { ApiError } from "../errors.ts";
-import type { WriteOperation } from "../http/handlers.ts";
+import type { PreparedWrite, WriteOperation } from "../http/handlers.ts";
 import { findStored, type KeyedRequest, requestHash, storeAnswer } from "../http/idempotency.ts";
 import { parseJsonVerbatim, stringifyJson } from "../json.ts";
 import type { Logger } from "../logger.ts";
 import { lockBatchAccounts } from "./locks.ts";
+import { MAX_DEBITS_PER_CALL, runPlainDebits } from "./pg-debits.ts";
 import type { BatchEnvelope } from "./schemas.ts";
 
 /** One operation's answer: the route's own status and body. */
@@ -42,8 +44,11 @@ export interface BatchAnswer {
 
 /** An operation ready to run: its route's unit, or the error that stops it before it runs. */
 export type Prepared =
-  | { index: number; unit: WriteUnit<unknown>; keyed: KeyedRequest | undefined; refs: string[] }
+  | { index: number; write: PreparedWrite; keyed: KeyedRequest | undefined; refs: string[] }
   | { index: number; error: unknown };
+
+/** An operation its route accepted. */
+type Runnable = Extract<Prepared, { write: unknown }>;
 
 /** What a batch runs with. */
 export interface BatchContext {
@@ -99,13 +104,13 @@ export async function prepareOperations(
           "This Idempotency-Key is the batch's own, used with another path or body",
         );
       }
-      const unit = await route.prepare(op.body, projectId);
+      const write = await route.prepare(op.body, projectId);
       const keyed =
         op.idempotencyKey === undefined
           ? undefined
           : { projectId, key: op.idempotencyKey, path: op.path, hash: requestHash(op.body) };
       const ref = op.body.accountId;
-      prepared.push({ index, unit, keyed, refs: typeof ref === "string" ? [ref] : [] });
+      prepared.push({ index, write, keyed, refs: typeof ref === "string" ? [ref] : [] });
     } catch (error) {
       prepared.push({ index, error });
     }
@@ -117,12 +122,13 @@ export async function prepareOperations(
 async function runOperation(
   trx: Transaction<DB>,
   nowMs: number,
-  op: Extract<Prepared, { unit: unknown }>,
+  op: Runnable,
+  unit: WriteUnit<unknown> = op.write.unit,
 ): Promise<{ replayed: boolean; body: unknown }> {
-  if (op.keyed === undefined) return { replayed: false, body: await op.unit(trx, nowMs) };
+  if (op.keyed === undefined) return { replayed: false, body: await unit(trx, nowMs) };
   const stored = await findStored(trx, nowMs, op.keyed);
   if (stored !== null) return { replayed: true, body: parseJsonVerbatim(stored) };
-  const body = await op.unit(trx, nowMs);
+  const body = await unit(trx, nowMs);
   await storeAnswer(trx, nowMs, op.keyed, stringifyJson(body));
   return { replayed: false, body };
 }
@@ -186,10 +192,23 @@ function answer(atomic: boolean, results: OperationResult[]): BatchAnswer {
 class NeedsSavepoints extends Error {}
 
 /**
+ * Thrown out of a pass whose grouped plain debits (pg-debits.ts) failed as a statement: which
+ * operation failed is unknown, so the pass rolls back whole and runs again without grouping.
+ */
+class Ungroup extends Error {}
+
+/** How a pass runs: a savepoint per operation, plain debits grouped (PostgreSQL). */
+interface PassMode {
+  savepoints: boolean;
+  grouped: boolean;
+}
+
+/**
  * Runs the batch as one unit of the write path (see the module comment). An independent batch
  * first runs without a savepoint per operation (two statements fewer each): when every
  * operation succeeds that pass commits; when one fails it rolls back whole and the batch runs
- * again with savepoints, so that only the failures roll back.
+ * again with savepoints, so that only the failures roll back. A first pass groups the plain
+ * debits (pg-debits.ts); when a group fails as a statement, the pass runs again without.
  * @returns the answer, or the stored answer of the batch's own Idempotency-Key
  * @throws what the write path throws for the whole unit (503 when the database cannot write
  *   or be reached, or when conflicts outlasted the retries); nothing of the batch is kept then
@@ -199,21 +218,28 @@ export async function runBatch(
   atomic: boolean,
   ops: Prepared[],
 ): Promise<BatchAnswer | ReplayedBatch> {
-  try {
-    return await runPass(ctx, atomic, ops, false);
-  } catch (err) {
-    if (err instanceof BatchAborted) return aborted(ops.length, err, ctx.logger);
-    if (err instanceof NeedsSavepoints) return runPass(ctx, atomic, ops, true);
-    throw err;
+  const savepoints = { savepoints: true, grouped: false };
+  for (const mode of [
+    { savepoints: false, grouped: true },
+    { savepoints: false, grouped: false },
+  ]) {
+    try {
+      return await runPass(ctx, atomic, ops, mode);
+    } catch (err) {
+      if (err instanceof BatchAborted) return aborted(ops.length, err, ctx.logger);
+      if (err instanceof NeedsSavepoints) return runPass(ctx, atomic, ops, savepoints);
+      if (!(err instanceof Ungroup)) throw err;
+    }
   }
+  return runPass(ctx, atomic, ops, savepoints);
 }
 
-/** One pass of the batch in one unit: `savepoints` for the independent batch's second pass. */
+/** One pass of the batch in one unit (see `PassMode`). */
 function runPass(
   ctx: BatchContext,
   atomic: boolean,
   ops: Prepared[],
-  savepoints: boolean,
+  mode: PassMode,
 ): Promise<BatchAnswer | ReplayedBatch> {
   return ctx.queue.run(
     async (trx, nowMs) => {
@@ -223,9 +249,13 @@ function runPass(
       }
       const refs = ops.flatMap((op) => ("refs" in op ? op.refs : []));
       await lockBatchAccounts(trx, ctx.projectId, refs);
-      const results = atomic
-        ? await runAtomic(trx, nowMs, ops)
-        : await runIndependent(trx, nowMs, ops, ctx.logger, savepoints);
+      // An operation its route refused before running aborts an atomic batch before anything runs.
+      const refused = atomic ? ops.find((op) => "error" in op) : undefined;
+      if (refused && "error" in refused) throw new BatchAborted(refused.index, refused.error);
+      const grouped = mode.grouped && locksRows(trx);
+      const step: Step = (op, work) =>
+        atomic ? atomicStep(op, work) : independentStep(trx, op, work, ctx.logger, mode);
+      const results = await runInOrder({ trx, nowMs, ctx }, ops, grouped, step);
       const done = answer(atomic, results);
       if (ctx.keyed && results.every((r) => r.status === 200)) {
         await storeAnswer(trx, nowMs, ctx.keyed, stringifyJson(done));
@@ -236,63 +266,106 @@ function runPass(
   );
 }
 
-/** Each operation in order, stopping the unit at the first failure (`BatchAborted`). */
-async function runAtomic(
-  trx: Transaction<DB>,
-  nowMs: number,
+/** Runs one operation's `work` and answers its result, or throws as its mode does. */
+type Step = (
+  op: Runnable,
+  work: () => Promise<{ replayed: boolean; body: unknown }>,
+) => Promise<OperationResult>;
+
+/**
+ * Runs the operations in order with `step`; with `mode.grouped`, each run of consecutive plain
+ * debits without a key in one round trip (pg-debits.ts), the first that is not plain on its
+ * general path through `step`. An operation refused before running is its own failed result.
+ * @throws Ungroup when a group fails as a statement (unless that failure ends the unit)
+ */
+async function runInOrder(
+  on: { trx: Transaction<DB>; nowMs: number; ctx: BatchContext },
   ops: Prepared[],
+  grouped: boolean,
+  step: Step,
 ): Promise<OperationResult[]> {
-  // An operation its route refused before running aborts the batch before anything runs.
-  const refused = ops.find((op) => "error" in op);
-  if (refused && "error" in refused) throw new BatchAborted(refused.index, refused.error);
+  const { trx, nowMs, ctx } = on;
   const results: OperationResult[] = [];
-  for (const op of ops) {
-    if ("error" in op) throw new BatchAborted(op.index, op.error);
-    try {
-      const { replayed, body } = await runOperation(trx, nowMs, op);
-      results.push({ index: op.index, status: 200, replayed, body });
-    } catch (error) {
-      if (endsUnit(error)) throw error;
-      throw new BatchAborted(op.index, error);
+  for (let i = 0; i < ops.length; ) {
+    const group = grouped ? groupAt(ops, i) : [];
+    if (group.length > 0) {
+      const done = await runGroup(trx, nowMs, ctx.projectId, group);
+      for (const [k, body] of done.bodies.entries()) {
+        results.push({ index: (group[k] as Runnable).index, status: 200, replayed: false, body });
+      }
+      i += done.bodies.length;
+      const notPlain = done.stoppedAtNotPlain ? group[done.bodies.length] : undefined;
+      if (notPlain) {
+        results.push(
+          await step(notPlain, () => runOperation(trx, nowMs, notPlain, notPlain.write.general)),
+        );
+        i++;
+      }
+      continue;
     }
+    const op = ops[i++] as Prepared;
+    if ("error" in op) results.push(failed(op.index, op.error, ctx.logger));
+    else results.push(await step(op, () => runOperation(trx, nowMs, op)));
   }
   return results;
 }
 
+/** The run of operations from `start` that `runPlainDebits` can make: unkeyed plain debits. */
+function groupAt(ops: Prepared[], start: number): Runnable[] {
+  const group: Runnable[] = [];
+  for (const op of ops.slice(start, start + MAX_DEBITS_PER_CALL)) {
+    if (!("write" in op) || op.keyed !== undefined || op.write.debitCall === undefined) break;
+    group.push(op);
+  }
+  return group;
+}
+
+/** `runPlainDebits` of `group`, a failure of the statement turned into `Ungroup`. */
+async function runGroup(trx: Transaction<DB>, nowMs: number, projectId: string, group: Runnable[]) {
+  const calls = group.flatMap((op) => (op.write.debitCall ? [op.write.debitCall] : []));
+  try {
+    return await runPlainDebits(trx, nowMs, projectId, calls);
+  } catch (error) {
+    if (endsUnit(error)) throw error;
+    throw new Ungroup();
+  }
+}
+
+/** An atomic batch's step: a failure stops the unit (`BatchAborted`). */
+async function atomicStep(
+  op: Runnable,
+  work: () => Promise<{ replayed: boolean; body: unknown }>,
+): Promise<OperationResult> {
+  try {
+    return { index: op.index, status: 200, ...(await work()) };
+  } catch (error) {
+    if (endsUnit(error)) throw error;
+    throw new BatchAborted(op.index, error);
+  }
+}
+
 /**
- * Each operation in its own savepoint, so that a failure rolls back that operation alone; or,
- * without `savepoints`, each as it is, a failure ending the pass (`NeedsSavepoints`).
+ * An independent batch's step: in its own savepoint, so that a failure rolls back that
+ * operation alone; or, without `mode.savepoints`, as it is, a failure ending the pass
+ * (`NeedsSavepoints`).
  */
-async function runIndependent(
+async function independentStep(
   trx: Transaction<DB>,
-  nowMs: number,
-  ops: Prepared[],
+  op: Runnable,
+  work: () => Promise<{ replayed: boolean; body: unknown }>,
   logger: Logger,
-  savepoints: boolean,
-): Promise<OperationResult[]> {
-  const results: OperationResult[] = [];
-  for (const op of ops) {
-    if ("error" in op) {
-      results.push(failed(op.index, op.error, logger));
-      continue;
-    }
-    if (!savepoints) {
-      try {
-        results.push({ index: op.index, status: 200, ...(await runOperation(trx, nowMs, op)) });
-        continue;
-      } catch (error) {
-        if (endsUnit(error)) throw error;
-        throw new NeedsSavepoints();
-      }
-    }
-    const outcome = await inSavepoint(trx, "batch_op", () => runOperation(trx, nowMs, op));
-    if (outcome.ok) {
-      results.push({ index: op.index, status: 200, ...outcome.value });
-    } else if (endsUnit(outcome.error)) {
-      throw outcome.error;
-    } else {
-      results.push(failed(op.index, outcome.error, logger));
+  mode: PassMode,
+): Promise<OperationResult> {
+  if (!mode.savepoints) {
+    try {
+      return { index: op.index, status: 200, ...(await work()) };
+    } catch (error) {
+      if (endsUnit(error)) throw error;
+      throw new NeedsSavepoints();
     }
   }
-  return results;
+  const outcome = await inSavepoint(trx, "batch_op", work);
+  if (outcome.ok) return { index: op.index, status: 200, ...outcome.value };
+  if (endsUnit(outcome.error)) throw outcome.error;
+  return failed(op.index, outcome.error, logger);
 }

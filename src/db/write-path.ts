@@ -35,7 +35,40 @@ export interface PlainWrite<T> {
    * commits by itself when `db` is not a transaction.
    */
   postgres: (db: Kysely<DB>, nowMs: number) => Promise<T | null>;
+  /**
+   * PostgreSQL, for a write whose plain form is one call of `ledger_plain_debit`: that call's
+   * arguments and how its answer row becomes the result (null: not plain, nothing changed). A
+   * batch sends many such calls in one round trip (src/batch/pg-debits.ts); `postgres` makes
+   * the same call.
+   */
+  debitCall?: ((nowMs: number) => PlainDebitCall<T>) | undefined;
 }
+
+/** One call of PostgreSQL's `ledger_plain_debit` without a hold (sql/postgres/0006_fast_debit.sql). */
+export interface PlainDebitCall<T> {
+  args: {
+    projectId: string;
+    ref: string;
+    byId: boolean;
+    amountMicros: number;
+    txnId: string;
+    description: string;
+    metadata: string;
+    source: string;
+  };
+  /** The result from the function's answer row: null when its outcome is not `applied`. */
+  done: (row: PlainDebitRow) => T | null;
+}
+
+/** What `ledger_plain_debit` answers (and `ledger_plain_confirm`). */
+export type PlainDebitRow = {
+  outcome: "applied" | "other";
+  account_id: string;
+  external_id: string;
+  balance_after_micros: number;
+  created_at_ms: number;
+  seq: number;
+};
 
 /**
  * A write with two paths: `general` makes it in every case (and answers its errors); `plain`,
@@ -49,9 +82,16 @@ export interface TwoPathWrite<T> {
 /** `write` answering `map(result)` instead of its result, on both engines. */
 export function mapPlain<T, U>(write: PlainWrite<T>, map: (result: T) => U): PlainWrite<U> {
   const then = (result: T | null) => (result === null ? null : map(result));
+  const { debitCall } = write;
   return {
     sqlite: async (trx, nowMs) => then(await write.sqlite(trx, nowMs)),
     postgres: async (db, nowMs) => then(await write.postgres(db, nowMs)),
+    debitCall:
+      debitCall &&
+      ((nowMs) => {
+        const call = debitCall(nowMs);
+        return { args: call.args, done: (row) => then(call.done(row)) };
+      }),
   };
 }
 

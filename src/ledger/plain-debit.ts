@@ -22,7 +22,7 @@
 import { type Kysely, sql, type Transaction } from "kysely";
 import { prepared } from "../db/prepared.ts";
 import type { DB } from "../db/schema.ts";
-import type { PlainWrite } from "../db/write-path.ts";
+import type { PlainDebitCall, PlainDebitRow, PlainWrite } from "../db/write-path.ts";
 import { INTERNAL_ACCOUNT_ID, newId } from "../ids.ts";
 import { entryMetadata, entryRow, type PostedEntry, postEntry } from "./core.ts";
 import { type Debit, debitEntry, neededMicros, settleHold, type UnheldDebit } from "./debit.ts";
@@ -41,6 +41,7 @@ export function plainDebit(debit: UnheldDebit): PlainWrite<PlainDebited> {
   return {
     sqlite: (trx, nowMs) => sqlitePlainDebit(trx, debit, nowMs),
     postgres: (db, nowMs) => pgDebit(db, debit, nowMs),
+    debitCall: (nowMs) => pgDebitCall(debit, nowMs),
   };
 }
 
@@ -65,14 +66,7 @@ export async function sqlitePlainDebit(
 }
 
 /** What PostgreSQL's plain debit function answers (ledger_plain_debit, ledger_plain_confirm). */
-export type PgDebitRow = {
-  outcome: "applied" | "other";
-  account_id: string;
-  external_id: string;
-  balance_after_micros: number;
-  created_at_ms: number;
-  seq: number;
-};
+export type PgDebitRow = PlainDebitRow;
 
 type PgArgs = {
   projectId: string;
@@ -99,8 +93,11 @@ export const pgPlainDebit = prepared<PgArgs, PgDebitRow>((db, arg) => ({
     ),
 }));
 
-/** The plain debit on PostgreSQL: one statement (committed by itself outside a transaction). */
-async function pgDebit(db: Kysely<DB>, debit: UnheldDebit, nowMs: number) {
+/**
+ * The plain debit `debit` on PostgreSQL as one call of `ledger_plain_debit` at `nowMs`: its
+ * arguments (a new transaction id) and what an answer row means (null: not plain).
+ */
+function pgDebitCall(debit: UnheldDebit, nowMs: number): PlainDebitCall<PlainDebited> {
   const txnId = newId("txn");
   const entry = debitEntry(debit, debit.accountRef, nowMs);
   const args = {
@@ -108,16 +105,22 @@ async function pgDebit(db: Kysely<DB>, debit: UnheldDebit, nowMs: number) {
     ref: debit.accountRef,
     byId: INTERNAL_ACCOUNT_ID.test(debit.accountRef),
     amountMicros: debit.amountMicros,
-    nowMs,
     txnId,
     description: debit.description,
     metadata: entryMetadata(entry),
     source: debit.source,
-    holdId: null,
-    holdMicros: null,
   };
-  const done = (await db.executeQuery(pgPlainDebit(db, args))).rows[0];
-  return done?.outcome === "applied" ? pgDebited(debit, txnId, nowMs, done) : null;
+  const done = (row: PlainDebitRow) =>
+    row.outcome === "applied" ? pgDebited(debit, txnId, nowMs, row) : null;
+  return { args, done };
+}
+
+/** The plain debit on PostgreSQL: one statement (committed by itself outside a transaction). */
+async function pgDebit(db: Kysely<DB>, debit: UnheldDebit, nowMs: number) {
+  const { args, done } = pgDebitCall(debit, nowMs);
+  const call = { ...args, nowMs, holdId: null, holdMicros: null };
+  const row = (await db.executeQuery(pgPlainDebit(db, call))).rows[0];
+  return row === undefined ? null : done(row);
 }
 
 /**
