@@ -15,7 +15,7 @@ import type { WriteQueue } from "../db/write-path.ts";
 import { ApiError } from "../errors.ts";
 import type { WriteOperation } from "../http/handlers.ts";
 import { findStored, type KeyedRequest, requestHash, storeAnswer } from "../http/idempotency.ts";
-import { stringifyJson } from "../json.ts";
+import { stringifyJson, stringifyJsonFast } from "../json.ts";
 import type { Logger } from "../logger.ts";
 import { lockBatchAccounts } from "./locks.ts";
 import type { BatchEnvelope } from "./schemas.ts";
@@ -85,7 +85,7 @@ export async function prepareOperations(
     try {
       const route = routes.get(op.path);
       if (!route) throw new Error(`no write route registered for ${op.path}`);
-      if (Buffer.byteLength(stringifyJson(op.body)) > bodyLimitBytes) {
+      if (Buffer.byteLength(stringifyJsonFast(op.body)) > bodyLimitBytes) {
         throw new ApiError(
           "PAYLOAD_TOO_LARGE",
           `Request body is larger than ${bodyLimitBytes} bytes`,
