@@ -219,6 +219,21 @@ describe("batches", () => {
     for (const name of ["solo", "seq", "atom"]) {
       expect(events.filter((e) => e.payload.includes(`"${name}"`))).toHaveLength(1);
     }
+    // A manual debit's plain path is the same debit: it runs in the same way, in order.
+    const described = { accountId: "seq", amount: 0.25, description: "manual", metadata: { n: 1 } };
+    const mixed = await batch({
+      operations: [
+        { path: "/v1/transactions/create", body: { ...described, type: "debit" } },
+        { path: DEDUCT, body: { accountId: "seq", amount: 0.5 } },
+        { path: "/v1/transactions/create", body: { ...described, type: "debit" } },
+      ],
+    });
+    expect(mixed.results.map((r) => r.status)).toEqual([200, 200, 200]);
+    const manual = mixed.results[0]?.body.transaction as Record<string, unknown> | undefined;
+    expect(manual).toMatchObject({ amount: 0.25, balanceAfter: 0.75, type: "debit" });
+    expect(manual).toMatchObject({ description: "manual", metadata: { n: 1 } });
+    expect(balances(mixed.results.slice(1, 2))).toEqual([0.25]);
+    expect(await balanceOf("seq")).toBe(0);
   });
 
   it("atomic: one failure aborts all, and nothing of the batch is kept", async () => {
