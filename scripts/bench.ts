@@ -130,19 +130,27 @@ function pipelines(): number {
 /**
  * Runs a warm-up and a measured run; `perOp` divides req/s for multi-request scenarios, and
  * `opsPerRequest` multiplies it for batches (the row's rate is then operations per second);
- * `connections` replaces the 50, `timeoutSeconds` autocannon's 10 s per request.
+ * `connections` replaces the 50, `timeoutSeconds` autocannon's 10 s per request; `settle` runs
+ * between the two (batches: the warm-up's requests autocannon stopped waiting for are still
+ * running in the service, and would otherwise be measured as the run's own work).
  */
 async function scenario(
   name: string,
   target: string | string[],
   requests: Requests,
   perOp = 1,
-  options: { opsPerRequest?: number; connections?: number; timeoutSeconds?: number } = {},
+  options: {
+    opsPerRequest?: number;
+    connections?: number;
+    timeoutSeconds?: number;
+    settle?: () => Promise<void>;
+  } = {},
 ): Promise<Row> {
   const urls = typeof target === "string" ? [target] : target;
   const pipelinesBefore = pipelines();
   const { opsPerRequest = 1, connections = CONNECTIONS, timeoutSeconds } = options;
   const warm = await drive(urls, requests, WARMUP_SECONDS, connections, timeoutSeconds);
+  await options.settle?.();
   const cpuBefore = servicePids.reduce((sum, pid) => sum + cpuOf(pid), 0);
   const r = await drive(urls, requests, SECONDS, connections, timeoutSeconds);
   const cpuSeconds = servicePids.reduce((sum, pid) => sum + cpuOf(pid), 0) - cpuBefore;
@@ -350,6 +358,7 @@ async function main(): Promise<void> {
               opsPerRequest: BATCH_SIZE,
               connections: 4,
               timeoutSeconds: 60,
+              settle: () => writesIdle(urls),
             },
           ),
         );

@@ -1,5 +1,5 @@
 /**
- * `npm run profile -- [--postgres] [--scenario deduct|limits|reserve|balance|usage|usage-deduct]
+ * `npm run profile -- [--postgres] [--scenario deduct|limits|reserve|balance|usage|usage-deduct|batch]
  * [--seconds N] [--out FILE.cpuprofile] [--perf]`:
  * where one scenario of the bench spends its time (docs/benchmarks.md#how-the-speed-work-was-led).
  *
@@ -14,7 +14,8 @@
  * autocannon at 50 connections, stops the service (which writes its CPU profile) and prints:
  * requests answered, the service's CPU time per request, its self time by module, and on
  * PostgreSQL the statements `pg_stat_statements` saw (calls per request, mean execution time),
- * that is the round trips a request makes. The cluster must load pg_stat_statements
+ * that is the round trips a request makes. The `batch` scenario is the bench's (batches of
+ * 1,000 deductions over 100 accounts, 4 connections): its figures are per operation. The cluster must load pg_stat_statements
  * (scripts/pg-cluster.sh does); the extension is created in the run's database by the cluster's
  * superuser, over the cluster's socket (LEDGER_PG_DATA names its folder).
  */
@@ -27,7 +28,9 @@ import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import pg from "pg";
 import {
+  BATCH_SIZE,
   balanceRead,
+  batchDeduct,
   deduct,
   fund,
   type Requests,
@@ -60,7 +63,12 @@ const scenarios: Record<string, Requests> = {
   balance: balanceRead,
   usage: usageRecord,
   "usage-deduct": usageDeduct,
+  batch: batchDeduct({ incomplete: 0 }),
 };
+/** The batch scenario: 4 connections, each request BATCH_SIZE operations. */
+const BATCH = SCENARIO === "batch";
+const CONNECTIONS = BATCH ? 4 : 50;
+const OPS_PER_REQUEST = BATCH ? BATCH_SIZE : 1;
 
 /**
  * Starts `ledger serve`, under `--cpu-prof` when `profDir` is given (with `--perf`, with
@@ -234,18 +242,14 @@ async function main(): Promise<void> {
   const { proc, port } = await startService(env, dir);
   const base = `http://127.0.0.1:${port}`;
   const headers = { "X-API-Key": apiKey, "Content-Type": "application/json" };
-  await autocannon({ url: base, connections: 50, duration: 2, headers, requests });
+  const timeout = BATCH ? 60 : 10;
+  const drive = { url: base, connections: CONNECTIONS, headers, requests, timeout };
+  await autocannon({ ...drive, duration: 2 });
   if (POSTGRES) await asSuperuser(url, dbName, "SELECT pg_stat_statements_reset()");
   const perfData = join(dir, "perf.data");
   const recording = PERF ? recordPerf(proc.pid ?? 0, perfData, SECONDS) : undefined;
-  const result = await autocannon({
-    url: base,
-    connections: 50,
-    duration: SECONDS,
-    headers,
-    requests,
-  });
-  const answered = result["2xx"];
+  const result = await autocannon({ ...drive, duration: SECONDS });
+  const answered = result["2xx"] * OPS_PER_REQUEST;
   await recording;
   const stmts = POSTGRES ? await statements(url) : [];
   await stopProcess(proc);
@@ -263,7 +267,7 @@ async function main(): Promise<void> {
     const keep = option("out", "");
     if (keep) copyFileSync(join(dir, file), keep);
     console.log(
-      `service CPU (warm-up and run): ${Math.round(busyMs)} ms busy of ${Math.round(totalMs)} ms sampled, ${((1000 * busyMs) / Math.max(1, answered)).toFixed(0)} µs per answered request of the run`,
+      `service CPU (warm-up and run): ${Math.round(busyMs)} ms busy of ${Math.round(totalMs)} ms sampled, ${((1000 * busyMs) / Math.max(1, answered)).toFixed(0)} µs per answered ${BATCH ? "operation" : "request"} of the run`,
     );
     console.log("self time by module (% of sampled):");
     for (const [module, us] of [...byModule].sort((a, b) => b[1] - a[1]).slice(0, 25)) {
@@ -271,7 +275,9 @@ async function main(): Promise<void> {
     }
   }
   if (POSTGRES) {
-    console.log(`statements (pg_stat_statements, per answered request):`);
+    console.log(
+      `statements (pg_stat_statements, per answered ${BATCH ? "operation" : "request"}):`,
+    );
     for (const s of stmts) {
       const perRequest = (Number(s.calls) / Math.max(1, answered)).toFixed(2);
       console.log(`  ${perRequest.padStart(6)}  ${s.mean_ms.padStart(7)} ms  ${s.query}`);

@@ -183,6 +183,59 @@ describe("batches", () => {
     expect(await balanceOf("ada")).toBe(7.5);
   });
 
+  it("runs deductions in order around one that is not plain, as single requests would", async () => {
+    // 10 credits, low-balance threshold 5: the second deduction crosses it (general path, with
+    // the event), the fourth is refused; the others are plain. Single requests on "solo" are
+    // the yardstick for the batch on "seq" (PostgreSQL groups the plain ones: pg-debits.ts).
+    const amounts = [3, 3, 1, 5, 2];
+    await t.client.POST("/v1/webhooks/create", {
+      body: { url: "http://127.0.0.1:9/hook", events: ["balance.low"] },
+    });
+    for (const name of ["solo", "seq", "atom"]) {
+      await fundedAccount(t, name, 10);
+      await post("/v1/accounts/update", { accountId: name, lowBalanceThreshold: 5 });
+    }
+    const alone = [];
+    for (const amount of amounts) alone.push(await post(DEDUCT, { accountId: "solo", amount }));
+    const deducts = (name: string, list: number[]) =>
+      list.map((amount) => ({ path: DEDUCT, body: { accountId: name, amount } }));
+    const done = await batch({ operations: deducts("seq", amounts) });
+    expect(done.results.map((r) => r.status)).toEqual(alone.map((a) => a.status));
+    expect(done.results.map((r) => r.status)).toEqual([200, 200, 200, 402, 200]);
+    const balances = (list: { body: unknown }[]) =>
+      list.map((r) => (r.body as { balance?: number }).balance);
+    expect(balances(done.results)).toEqual(balances(alone));
+    expect(balances(done.results)).toEqual([7, 4, 3, undefined, 1]);
+    expect(done.results[3]?.body).toEqual(alone[3]?.body);
+    expect(done.committed).toBe(4);
+    const atomic = await batch({ atomic: true, operations: deducts("atom", [3, 3, 1, 2]) });
+    expect(atomic.committed).toBe(4);
+    expect(balances(atomic.results)).toEqual([7, 4, 3, 1]);
+    const events = await t.ledger.db.read
+      .selectFrom("webhook_events")
+      .select("payload")
+      .where("type", "=", "balance.low")
+      .execute();
+    for (const name of ["solo", "seq", "atom"]) {
+      expect(events.filter((e) => e.payload.includes(`"${name}"`))).toHaveLength(1);
+    }
+    // A manual debit's plain path is the same debit: it runs in the same way, in order.
+    const described = { accountId: "seq", amount: 0.25, description: "manual", metadata: { n: 1 } };
+    const mixed = await batch({
+      operations: [
+        { path: "/v1/transactions/create", body: { ...described, type: "debit" } },
+        { path: DEDUCT, body: { accountId: "seq", amount: 0.5 } },
+        { path: "/v1/transactions/create", body: { ...described, type: "debit" } },
+      ],
+    });
+    expect(mixed.results.map((r) => r.status)).toEqual([200, 200, 200]);
+    const manual = mixed.results[0]?.body.transaction as Record<string, unknown> | undefined;
+    expect(manual).toMatchObject({ amount: 0.25, balanceAfter: 0.75, type: "debit" });
+    expect(manual).toMatchObject({ description: "manual", metadata: { n: 1 } });
+    expect(balances(mixed.results.slice(1, 2))).toEqual([0.25]);
+    expect(await balanceOf("seq")).toBe(0);
+  });
+
   it("atomic: one failure aborts all, and nothing of the batch is kept", async () => {
     await fundedAccount(t, "lin", 50);
     await t.client.POST("/v1/accounts/update", {

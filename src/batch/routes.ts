@@ -12,7 +12,7 @@ import type { App, AppDeps } from "../http/context.ts";
 import { writeOperations } from "../http/handlers.ts";
 import { idempotencyKeyOf, requestHash } from "../http/idempotency.ts";
 import { resourceRoutes } from "../http/routes.ts";
-import { parseJsonVerbatim } from "../json.ts";
+import { parseJsonVerbatim, stringifyJsonFast } from "../json.ts";
 import { type BatchAnswer, prepareOperations, runBatch } from "./run.ts";
 import { batchBody, batchEnvelope, batchResponse } from "./schemas.ts";
 
@@ -59,9 +59,17 @@ export function registerBatchRoutes(app: App, deps: AppDeps): void {
     });
     const ctx = { queue: deps.queue, projectId, logger: deps.logger, keyed };
     const result = await runBatch(ctx, atomic, ops);
-    if (!("text" in result)) return c.json<BatchAnswer>(result, 200);
+    // Up to 1,000 results: written by the exact JSON writer's direct walk (the same text as
+    // `c.json`'s, src/json.ts), which is about ten times faster.
+    const type = { "Content-Type": "application/json" };
+    if (!("text" in result)) return c.newResponse(answerText(result), 200, type);
     c.header("Idempotent-Replayed", "true");
     // The stored text is this route's answer to the first request with this key and body.
     return c.json(parseJsonVerbatim(result.text), 200);
   });
+}
+
+/** The JSON text of a batch's answer. */
+function answerText(answer: BatchAnswer): string {
+  return stringifyJsonFast(answer);
 }

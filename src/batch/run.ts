@@ -5,32 +5,35 @@
  * boundary, nothing of any route's rules.
  *
  * A whole batch is one unit of the write path: on SQLite it goes through the single writer as
- * one unit (one group commit), on PostgreSQL it is one transaction. Atomic: the operations run
- * one after the other and the first failure rolls the unit back. Independent: each operation
- * runs in a SAVEPOINT of its own, so a failure rolls back that operation alone and the others
- * commit together.
+ * a unit of its own (a transaction of its own, `RunOptions.alone`), on PostgreSQL it is one
+ * transaction. Atomic: the operations run one after the other and the first failure rolls the
+ * unit back. Independent: each operation runs in a SAVEPOINT of its own, so a failure rolls back
+ * that operation alone and the others commit together (steps.ts).
  */
-import type { Transaction } from "kysely";
-import { isRetryableConflict, isUnavailable } from "../db/postgres.ts";
-import { inSavepoint } from "../db/savepoint.ts";
-import type { DB } from "../db/schema.ts";
-import { isStorageFailure } from "../db/storage-errors.ts";
-import type { WriteQueue, WriteUnit } from "../db/write-path.ts";
+import { locksRows } from "../db/engine.ts";
+import type { WriteQueue } from "../db/write-path.ts";
 import { ApiError } from "../errors.ts";
 import type { WriteOperation } from "../http/handlers.ts";
 import { findStored, type KeyedRequest, requestHash, storeAnswer } from "../http/idempotency.ts";
-import { parseJsonVerbatim, stringifyJson } from "../json.ts";
+import { stringifyJson, stringifyJsonFast } from "../json.ts";
 import type { Logger } from "../logger.ts";
 import { lockBatchAccounts } from "./locks.ts";
 import type { BatchEnvelope } from "./schemas.ts";
+import {
+  atomicStep,
+  BatchAborted,
+  failed,
+  independentStep,
+  NeedsSavepoints,
+  type OperationResult,
+  type PassMode,
+  type Prepared,
+  runInOrder,
+  type Step,
+  Ungroup,
+} from "./steps.ts";
 
-/** One operation's answer: the route's own status and body. */
-export interface OperationResult {
-  index: number;
-  status: number;
-  replayed: boolean;
-  body: unknown;
-}
+export type { OperationResult, Prepared } from "./steps.ts";
 
 /** The 200 body of a well-formed batch. */
 export interface BatchAnswer {
@@ -39,11 +42,6 @@ export interface BatchAnswer {
   committed: number;
   results: OperationResult[];
 }
-
-/** An operation ready to run: its route's unit, or the error that stops it before it runs. */
-export type Prepared =
-  | { index: number; unit: WriteUnit<unknown>; keyed: KeyedRequest | undefined; refs: string[] }
-  | { index: number; error: unknown };
 
 /** What a batch runs with. */
 export interface BatchContext {
@@ -87,7 +85,7 @@ export async function prepareOperations(
     try {
       const route = routes.get(op.path);
       if (!route) throw new Error(`no write route registered for ${op.path}`);
-      if (Buffer.byteLength(stringifyJson(op.body)) > bodyLimitBytes) {
+      if (Buffer.byteLength(stringifyJsonFast(op.body)) > bodyLimitBytes) {
         throw new ApiError(
           "PAYLOAD_TOO_LARGE",
           `Request body is larger than ${bodyLimitBytes} bytes`,
@@ -99,61 +97,18 @@ export async function prepareOperations(
           "This Idempotency-Key is the batch's own, used with another path or body",
         );
       }
-      const unit = await route.prepare(op.body, projectId);
+      const write = await route.prepare(op.body, projectId);
       const keyed =
         op.idempotencyKey === undefined
           ? undefined
           : { projectId, key: op.idempotencyKey, path: op.path, hash: requestHash(op.body) };
       const ref = op.body.accountId;
-      prepared.push({ index, unit, keyed, refs: typeof ref === "string" ? [ref] : [] });
+      prepared.push({ index, write, keyed, refs: typeof ref === "string" ? [ref] : [] });
     } catch (error) {
       prepared.push({ index, error });
     }
   }
   return prepared;
-}
-
-/** Runs one operation in `trx` as its route would with its key (docs/api.md#idempotency). */
-async function runOperation(
-  trx: Transaction<DB>,
-  nowMs: number,
-  op: Extract<Prepared, { unit: unknown }>,
-): Promise<{ replayed: boolean; body: unknown }> {
-  if (op.keyed === undefined) return { replayed: false, body: await op.unit(trx, nowMs) };
-  const stored = await findStored(trx, nowMs, op.keyed);
-  if (stored !== null) return { replayed: true, body: parseJsonVerbatim(stored) };
-  const body = await op.unit(trx, nowMs);
-  await storeAnswer(trx, nowMs, op.keyed, stringifyJson(body));
-  return { replayed: false, body };
-}
-
-/**
- * True for an error after which the batch's transaction cannot go on, or that the write path
- * must see to retry the whole unit (a PostgreSQL conflict): it is rethrown, not an answer.
- */
-function endsUnit(error: unknown): boolean {
-  return isStorageFailure(error) || isRetryableConflict(error) || isUnavailable(error);
-}
-
-/** The result of an operation that failed with `error`, as the route alone would answer it. */
-function failed(index: number, error: unknown, logger: Logger): OperationResult {
-  if (error instanceof ApiError) {
-    return { index, status: error.status, replayed: false, body: error.toBody() };
-  }
-  const { name, message } = error instanceof Error ? error : { name: "unknown", message: "" };
-  logger.error({ route: "/v1/batch", index, err: { name, message } }, "unhandled error");
-  const internal = new ApiError("INTERNAL_ERROR", "An unexpected error occurred");
-  return { index, status: internal.status, replayed: false, body: internal.toBody() };
-}
-
-/** Thrown out of an atomic batch's unit so that it rolls back: the operation that failed. */
-class BatchAborted extends Error {
-  constructor(
-    readonly failedIndex: number,
-    readonly error: unknown,
-  ) {
-    super("batch aborted");
-  }
 }
 
 /** The answer of an atomic batch whose operation `failedIndex` failed with `error`. */
@@ -179,17 +134,11 @@ function answer(atomic: boolean, results: OperationResult[]): BatchAnswer {
 }
 
 /**
- * Thrown out of an independent batch's first pass, which runs without savepoints, when an
- * operation fails: that pass rolls back whole and the batch runs again with a savepoint per
- * operation.
- */
-class NeedsSavepoints extends Error {}
-
-/**
  * Runs the batch as one unit of the write path (see the module comment). An independent batch
  * first runs without a savepoint per operation (two statements fewer each): when every
  * operation succeeds that pass commits; when one fails it rolls back whole and the batch runs
- * again with savepoints, so that only the failures roll back.
+ * again with savepoints, so that only the failures roll back. A first pass groups the plain
+ * debits (pg-debits.ts); when a group fails as a statement, the pass runs again without.
  * @returns the answer, or the stored answer of the batch's own Idempotency-Key
  * @throws what the write path throws for the whole unit (503 when the database cannot write
  *   or be reached, or when conflicts outlasted the retries); nothing of the batch is kept then
@@ -199,97 +148,55 @@ export async function runBatch(
   atomic: boolean,
   ops: Prepared[],
 ): Promise<BatchAnswer | ReplayedBatch> {
-  try {
-    return await runPass(ctx, atomic, ops, false);
-  } catch (err) {
-    if (err instanceof BatchAborted) return aborted(ops.length, err, ctx.logger);
-    if (err instanceof NeedsSavepoints) return runPass(ctx, atomic, ops, true);
-    throw err;
+  const savepoints = { savepoints: true, grouped: false };
+  for (const mode of [
+    { savepoints: false, grouped: true },
+    { savepoints: false, grouped: false },
+  ]) {
+    try {
+      return await runPass(ctx, atomic, ops, mode);
+    } catch (err) {
+      if (err instanceof BatchAborted) return aborted(ops.length, err, ctx.logger);
+      if (err instanceof NeedsSavepoints) return runPass(ctx, atomic, ops, savepoints);
+      if (!(err instanceof Ungroup)) throw err;
+    }
   }
+  return runPass(ctx, atomic, ops, savepoints);
 }
 
-/** One pass of the batch in one unit: `savepoints` for the independent batch's second pass. */
+/** One pass of the batch in one unit (see `PassMode`). */
 function runPass(
   ctx: BatchContext,
   atomic: boolean,
   ops: Prepared[],
-  savepoints: boolean,
+  mode: PassMode,
 ): Promise<BatchAnswer | ReplayedBatch> {
-  return ctx.queue.run(async (trx, nowMs) => {
-    if (ctx.keyed) {
-      const stored = await findStored(trx, nowMs, ctx.keyed);
-      if (stored !== null) return { replayed: true as const, text: stored };
-    }
-    const refs = ops.flatMap((op) => ("refs" in op ? op.refs : []));
-    await lockBatchAccounts(trx, ctx.projectId, refs);
-    const results = atomic
-      ? await runAtomic(trx, nowMs, ops)
-      : await runIndependent(trx, nowMs, ops, ctx.logger, savepoints);
-    const done = answer(atomic, results);
-    if (ctx.keyed && results.every((r) => r.status === 200)) {
-      await storeAnswer(trx, nowMs, ctx.keyed, stringifyJson(done));
-    }
-    return done;
-  });
-}
-
-/** Each operation in order, stopping the unit at the first failure (`BatchAborted`). */
-async function runAtomic(
-  trx: Transaction<DB>,
-  nowMs: number,
-  ops: Prepared[],
-): Promise<OperationResult[]> {
-  // An operation its route refused before running aborts the batch before anything runs.
-  const refused = ops.find((op) => "error" in op);
-  if (refused && "error" in refused) throw new BatchAborted(refused.index, refused.error);
-  const results: OperationResult[] = [];
-  for (const op of ops) {
-    if ("error" in op) throw new BatchAborted(op.index, op.error);
-    try {
-      const { replayed, body } = await runOperation(trx, nowMs, op);
-      results.push({ index: op.index, status: 200, replayed, body });
-    } catch (error) {
-      if (endsUnit(error)) throw error;
-      throw new BatchAborted(op.index, error);
-    }
-  }
-  return results;
-}
-
-/**
- * Each operation in its own savepoint, so that a failure rolls back that operation alone; or,
- * without `savepoints`, each as it is, a failure ending the pass (`NeedsSavepoints`).
- */
-async function runIndependent(
-  trx: Transaction<DB>,
-  nowMs: number,
-  ops: Prepared[],
-  logger: Logger,
-  savepoints: boolean,
-): Promise<OperationResult[]> {
-  const results: OperationResult[] = [];
-  for (const op of ops) {
-    if ("error" in op) {
-      results.push(failed(op.index, op.error, logger));
-      continue;
-    }
-    if (!savepoints) {
-      try {
-        results.push({ index: op.index, status: 200, ...(await runOperation(trx, nowMs, op)) });
-        continue;
-      } catch (error) {
-        if (endsUnit(error)) throw error;
-        throw new NeedsSavepoints();
+  return ctx.queue.run(
+    async (trx, nowMs) => {
+      if (ctx.keyed) {
+        const stored = await findStored(trx, nowMs, ctx.keyed);
+        if (stored !== null) return { replayed: true as const, text: stored };
       }
-    }
-    const outcome = await inSavepoint(trx, "batch_op", () => runOperation(trx, nowMs, op));
-    if (outcome.ok) {
-      results.push({ index: op.index, status: 200, ...outcome.value });
-    } else if (endsUnit(outcome.error)) {
-      throw outcome.error;
-    } else {
-      results.push(failed(op.index, outcome.error, logger));
-    }
-  }
-  return results;
+      const refs = ops.flatMap((op) => ("refs" in op ? op.refs : []));
+      await lockBatchAccounts(trx, ctx.projectId, refs);
+      // An operation its route refused before running aborts an atomic batch before anything runs.
+      const refused = atomic ? ops.find((op) => "error" in op) : undefined;
+      if (refused && "error" in refused) throw new BatchAborted(refused.index, refused.error);
+      const grouped = mode.grouped && locksRows(trx);
+      const step: Step = (op, work) =>
+        atomic ? atomicStep(op, work) : independentStep(trx, op, work, ctx.logger, mode);
+      const results = await runInOrder(
+        { trx, nowMs, projectId: ctx.projectId, logger: ctx.logger },
+        ops,
+        grouped,
+        step,
+      );
+      const done = answer(atomic, results);
+      if (ctx.keyed && results.every((r) => r.status === 200)) {
+        await storeAnswer(trx, nowMs, ctx.keyed, stringifyJson(done));
+      }
+      return done;
+    },
+    { alone: true },
+  );
 }

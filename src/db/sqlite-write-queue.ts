@@ -3,7 +3,8 @@
  * two overlapping transactions. It takes every unit waiting (at most `maxBatch`) into one
  * `BEGIN IMMEDIATE` transaction, runs each inside its own SAVEPOINT so that a unit that throws
  * (402, 409, a bug) rolls back alone, commits once, and only then settles each unit's promise.
- * A unit alone in its batch runs without a savepoint: it rolls back with its transaction, and
+ * A unit handed in to run alone (`RunOptions.alone`: a batch request's many operations) is
+ * never grouped with others. A unit alone in its batch runs without a savepoint: it rolls back with its transaction, and
  * two statements fewer matter most on remote libSQL, where each is a round trip.
  * A unit that meets a database that cannot write (src/db/storage-errors.ts) ends its batch:
  * every unit of it gets the 503, nothing of it is kept, and `health` records the failure
@@ -26,6 +27,7 @@ import { WriteHealth } from "./write-health.ts";
 import type {
   BatchStats,
   Clock,
+  RunOptions,
   TwoPathWrite,
   WriteQueue,
   WriteQueueOptions,
@@ -35,6 +37,8 @@ import { probeWrite } from "./write-probe.ts";
 
 interface Job {
   unit: WriteUnit<unknown>;
+  /** Runs in a transaction of its own (`RunOptions.alone`). */
+  alone: boolean;
   /** When it was handed in, `performance.now()` time. */
   queuedMs: number;
   resolve: (value: unknown) => void;
@@ -84,10 +88,11 @@ export class SqliteWriteQueue implements WriteQueue {
    * @throws whatever the unit threw (its savepoint rolled back), the commit's error, or
    *   `CannotWriteError` (503) when the database cannot write: then no unit of the batch is kept.
    */
-  run<T>(unit: WriteUnit<T>): Promise<T> {
+  run<T>(unit: WriteUnit<T>, options: RunOptions = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.#waiting.push({
         unit,
+        alone: options.alone === true,
         queuedMs: performance.now(),
         resolve: resolve as (v: unknown) => void,
         reject,
@@ -107,6 +112,18 @@ export class SqliteWriteQueue implements WriteQueue {
       (plain ? await plain.sqlite(trx, nowMs) : null) ?? write.general(trx, nowMs);
   }
 
+  /**
+   * How many of the waiting units the next transaction takes: at most `maxBatch`, in order, up
+   * to the first unit that runs alone (`RunOptions.alone`), which is taken by itself.
+   */
+  #nextBatchSize(): number {
+    const limit = Math.min(this.#maxBatch, this.#waiting.length);
+    for (let i = 0; i < limit; i++) {
+      if (this.#waiting[i]?.alone) return Math.max(i, 1);
+    }
+    return limit;
+  }
+
   /** Resolves when every unit handed in so far has been committed or rejected. */
   async idle(): Promise<void> {
     while (this.#running) await this.#running;
@@ -119,7 +136,7 @@ export class SqliteWriteQueue implements WriteQueue {
       // batch would hold a single unit. Requests read in this turn join the next batch.
       await new Promise((resolve) => setImmediate(resolve));
       while (this.#waiting.length > 0) {
-        const batch = this.#waiting.splice(0, this.#maxBatch);
+        const batch = this.#waiting.splice(0, this.#nextBatchSize());
         await this.#runBatch(batch);
         await new Promise((resolve) => setImmediate(resolve));
       }

@@ -35,7 +35,40 @@ export interface PlainWrite<T> {
    * commits by itself when `db` is not a transaction.
    */
   postgres: (db: Kysely<DB>, nowMs: number) => Promise<T | null>;
+  /**
+   * PostgreSQL, for a write whose plain form is one call of `ledger_plain_debit`: that call's
+   * arguments and how its answer row becomes the result (null: not plain, nothing changed). A
+   * batch sends many such calls in one round trip (src/batch/pg-debits.ts); `postgres` makes
+   * the same call.
+   */
+  debitCall?: ((nowMs: number) => PlainDebitCall<T>) | undefined;
 }
+
+/** One call of PostgreSQL's `ledger_plain_debit` without a hold (sql/postgres/0006_fast_debit.sql). */
+export interface PlainDebitCall<T> {
+  args: {
+    projectId: string;
+    ref: string;
+    byId: boolean;
+    amountMicros: number;
+    txnId: string;
+    description: string;
+    metadata: string;
+    source: string;
+  };
+  /** The result from the function's answer row: null when its outcome is not `applied`. */
+  done: (row: PlainDebitRow) => T | null;
+}
+
+/** What `ledger_plain_debit` answers (and `ledger_plain_confirm`). */
+export type PlainDebitRow = {
+  outcome: "applied" | "other";
+  account_id: string;
+  external_id: string;
+  balance_after_micros: number;
+  created_at_ms: number;
+  seq: number;
+};
 
 /**
  * A write with two paths: `general` makes it in every case (and answers its errors); `plain`,
@@ -49,10 +82,28 @@ export interface TwoPathWrite<T> {
 /** `write` answering `map(result)` instead of its result, on both engines. */
 export function mapPlain<T, U>(write: PlainWrite<T>, map: (result: T) => U): PlainWrite<U> {
   const then = (result: T | null) => (result === null ? null : map(result));
+  const { debitCall } = write;
   return {
     sqlite: async (trx, nowMs) => then(await write.sqlite(trx, nowMs)),
     postgres: async (db, nowMs) => then(await write.postgres(db, nowMs)),
+    debitCall:
+      debitCall &&
+      ((nowMs) => {
+        const call = debitCall(nowMs);
+        return { args: call.args, done: (row) => then(call.done(row)) };
+      }),
   };
+}
+
+/** How `WriteQueue.run` runs a unit. */
+export interface RunOptions {
+  /**
+   * SQLite: the unit is large (a batch of many operations, src/batch/run.ts) and runs in a
+   * transaction of its own, without a savepoint, instead of joining the next group commit:
+   * SQLite's statements cost about twice as much inside a savepoint that many statements
+   * follow (docs/design.md#batches). PostgreSQL runs every unit in its own transaction anyway.
+   */
+  alone?: boolean;
 }
 
 /** The write path services and routes use, whatever the engine. */
@@ -66,7 +117,7 @@ export interface WriteQueue {
    *   unreachable, or conflicts outlasted the retries (nothing was applied, unless the commit's
    *   outcome is unknown)
    */
-  run<T>(unit: WriteUnit<T>): Promise<T>;
+  run<T>(unit: WriteUnit<T>, options?: RunOptions): Promise<T>;
   /**
    * Runs `write`, its plain path first when it has one and then, only when that made nothing,
    * its general unit: the one place where each engine asks whether a write is plain. SQLite:

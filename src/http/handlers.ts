@@ -6,7 +6,7 @@ import { type RouteConfig, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Transaction } from "kysely";
 import type { DB } from "../db/schema.ts";
-import type { PlainWrite, WriteUnit } from "../db/write-path.ts";
+import type { PlainDebitCall, PlainWrite, WriteQueue, WriteUnit } from "../db/write-path.ts";
 import { validationError } from "../errors.ts";
 import type { App, AppDeps, AppEnv } from "./context.ts";
 import { runWrite } from "./idempotency.ts";
@@ -66,7 +66,7 @@ export function writeRoute<R extends RouteConfig & { method: "post" }>(
   unit: (input: WriteInput<R>) => Promise<Replied<R>>,
   options: WriteRouteOptions<R> = {},
 ): void {
-  registerOperation(app, route, unit, options);
+  registerOperation(app, deps.queue, route, unit, options);
   app.openapi(route, async (c: Context<AppEnv, string, { out: { json: BodyOf<R> } }>) => {
     const body = c.req.valid("json");
     const projectId = c.get("projectId");
@@ -92,11 +92,21 @@ export interface WriteOperation {
   /**
    * Validates `raw`, a body as sent, with the route's body schema (as the route's validator
    * does) and runs the route's `check`.
-   * @returns the route's write unit for that body and project, answering the route's 200 body
+   * @returns the route's write for that body and project, answering the route's 200 body
    * @throws ApiError VALIDATION_ERROR (`details` name `body.<field>`, as the route alone
    *   answers), or whatever `check` throws
    */
-  prepare(raw: unknown, projectId: string): Promise<WriteUnit<unknown>>;
+  prepare(raw: unknown, projectId: string): Promise<PreparedWrite>;
+}
+
+/** A batch operation's write, validated (`WriteOperation.prepare`). */
+export interface PreparedWrite {
+  /** The unit a keyed single request runs: the plain path first, then the general one. */
+  unit: WriteUnit<unknown>;
+  /** The route's general unit alone, for an operation whose plain path was found not plain. */
+  general: WriteUnit<unknown>;
+  /** The plain path as one call of `ledger_plain_debit` (PostgreSQL), when it is one. */
+  debitCall?: ((nowMs: number) => PlainDebitCall<unknown>) | undefined;
 }
 
 const operationsOf = new WeakMap<App, Map<string, WriteOperation>>();
@@ -114,9 +124,14 @@ function bodySchemaOf(route: RouteConfig): z.ZodType {
   return schema;
 }
 
-/** Records `route` with its unit and options as a `WriteOperation` of `app` (`writeRoute`). */
+/**
+ * Records `route` with its unit and options as a `WriteOperation` of `app` (`writeRoute`). The
+ * operation's unit is the one a keyed single request runs (`WriteQueue.unitOf`): the route's plain
+ * path first when it has one, then, only when that made nothing, its general unit.
+ */
 function registerOperation<R extends RouteConfig>(
   app: App,
+  queue: WriteQueue,
   route: R,
   unit: (input: WriteInput<R>) => Promise<Replied<R>>,
   options: WriteRouteOptions<R>,
@@ -124,7 +139,7 @@ function registerOperation<R extends RouteConfig>(
   const schema = bodySchemaOf(route);
   const shape = inputShape(schema);
   const reply = replyFor(route);
-  const prepare = async (raw: unknown, projectId: string): Promise<WriteUnit<unknown>> => {
+  const prepare = async (raw: unknown, projectId: string): Promise<PreparedWrite> => {
     // Strict input, as the route's own validation hook applies it (docs/api.md#strict-input).
     const parsed = await schema.safeParseAsync(raw);
     const unknown = unknownFields(shape, raw);
@@ -135,7 +150,21 @@ function registerOperation<R extends RouteConfig>(
     // The route's own schema made this value: it is the body its handler would be given.
     const body = parsed.data as BodyOf<R>;
     if (options.check) await options.check(body);
-    return async (trx, nowMs) => (await unit({ trx, nowMs, body, projectId, reply })).body;
+    const plain = options.plain?.({ body, projectId, reply });
+    const general: WriteUnit<Replied<R>> = (trx, nowMs) =>
+      unit({ trx, nowMs, body, projectId, reply });
+    const both = queue.unitOf({ plain, general });
+    const debitCall = plain?.debitCall;
+    return {
+      unit: async (trx, nowMs) => (await both(trx, nowMs)).body,
+      general: async (trx, nowMs) => (await general(trx, nowMs)).body,
+      debitCall:
+        debitCall &&
+        ((nowMs) => {
+          const call = debitCall(nowMs);
+          return { args: call.args, done: (row) => call.done(row)?.body ?? null };
+        }),
+    };
   };
   const operations = operationsOf.get(app) ?? new Map<string, WriteOperation>();
   operations.set(route.path, { route, prepare });

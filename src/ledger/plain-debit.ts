@@ -23,7 +23,7 @@
 import { type Kysely, sql, type Transaction } from "kysely";
 import { prepared } from "../db/prepared.ts";
 import type { DB } from "../db/schema.ts";
-import type { PlainWrite } from "../db/write-path.ts";
+import type { PlainDebitCall, PlainDebitRow, PlainWrite } from "../db/write-path.ts";
 import { INTERNAL_ACCOUNT_ID, newId } from "../ids.ts";
 import { addSpent, windowsAt } from "../limits/counters.ts";
 import { parseLimits } from "../limits/limits.ts";
@@ -45,6 +45,7 @@ export function plainDebit(debit: UnheldDebit): PlainWrite<PlainDebited> {
   return {
     sqlite: (trx, nowMs) => sqlitePlainDebit(trx, debit, nowMs),
     postgres: (db, nowMs) => pgDebit(db, debit, nowMs),
+    debitCall: (nowMs) => pgDebitCall(debit, nowMs),
   };
 }
 
@@ -79,14 +80,7 @@ export async function sqlitePlainDebit(
 }
 
 /** What PostgreSQL's plain debit function answers (ledger_plain_debit, ledger_plain_confirm). */
-export type PgDebitRow = {
-  outcome: "applied" | "other";
-  account_id: string;
-  external_id: string;
-  balance_after_micros: number;
-  created_at_ms: number;
-  seq: number;
-};
+export type PgDebitRow = PlainDebitRow;
 
 export type PgArgs = {
   projectId: string;
@@ -132,6 +126,19 @@ export function pgDebitArgs(debit: UnheldDebit, nowMs: number, txnId: string): P
     holdId: null,
     holdMicros: null,
   };
+}
+
+/**
+ * The plain debit `debit` on PostgreSQL as one call of `ledger_plain_debit` at `nowMs` (a batch
+ * groups such calls: src/batch/pg-debits.ts): its arguments (a new transaction id) and what an
+ * answer row means (null: not plain).
+ */
+function pgDebitCall(debit: UnheldDebit, nowMs: number): PlainDebitCall<PlainDebited> {
+  const txnId = newId("txn");
+  const args = pgDebitArgs(debit, nowMs, txnId);
+  const done = (row: PlainDebitRow) =>
+    row.outcome === "applied" ? pgDebited(debit, txnId, nowMs, row) : null;
+  return { args, done };
 }
 
 /** The plain debit on PostgreSQL: one statement (committed by itself outside a transaction). */

@@ -1,0 +1,4 @@
+-- 0013: nothing on SQLite. PostgreSQL's 0013 (sql/postgres/0013_batch_debits.sql) adds the
+-- function that runs a batch's plain debits in one round trip; SQLite's writer runs in this
+-- process, where a statement costs no round trip. The number is kept so that both engines'
+-- migrations keep matching numbers. Frozen once merged: changes go in a new file.
