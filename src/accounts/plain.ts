@@ -5,22 +5,13 @@
  * reservation's amount); it is plain when `available` covers that, it keeps the low-balance event
  * out of it (no threshold, already below, or still at or above it after), no grant expiry is
  * due or held, and the account has no spend limits (docs/design.md#spend-limits: those are
- * enforced on the general path, and recognised by the limited plain debit, src/limits/plain.ts). PostgreSQL decides the same in `ledger_plain_account` and
- * `ledger_no_crossing` (sql/postgres/0006_fast_debit.sql, 0011_spend_limits.sql).
+ * enforced on the general path, and recognised by the limited plain debit, src/limits/plain.ts).
+ * PostgreSQL decides the same in `ledger_plain_account` and `ledger_no_crossing` (sql/postgres/0006_fast_debit.sql, 0011_spend_limits.sql).
  */
 import type { ExpressionBuilder } from "kysely";
+import { heldExpression } from "../db/held.ts";
 import type { DB } from "../db/schema.ts";
 import { grantWork } from "./lookup.ts";
-
-/** The micro-credits held by the account's pending holds unexpired at `nowMs`. */
-export function heldExpression(eb: ExpressionBuilder<DB, "accounts">, nowMs: number) {
-  return eb
-    .selectFrom("reservations")
-    .select((r) => r.fn.coalesce(r.fn.sum<number>("amount_micros"), r.lit(0)).as("held"))
-    .whereRef("reservations.account_id", "=", "accounts.id")
-    .where("reservations.status", "=", "pending")
-    .where("reservations.expires_at_ms", ">", nowMs);
-}
 
 /**
  * The plain conditions of a write on the account of a statement on `accounts`, at `nowMs`

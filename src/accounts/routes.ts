@@ -8,7 +8,7 @@ import { paged, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { type OperationId, resourceRoutes } from "../http/routes.ts";
 import { limitsOfInput } from "../limits/limits.ts";
-import { limitRoutes, registerLimitRoutes } from "../limits/routes.ts";
+import { limitRoutes, registerLimitRoutes } from "./limit-routes.ts";
 import {
   accountJson,
   accountRefQuery,

@@ -2,7 +2,7 @@
  * The spend limit rule (docs/api.md#spend-limits), as a pure function: given an account's
  * limits, what each window spent and holds, and what a write adds, which limit refuses it and
  * which limits it makes reached. Written once; the general path of every write that spends
- * (src/limits/enforce.ts) and the reads (src/limits/view.ts) apply it.
+ * (src/limits/enforce.ts) and the reads (src/accounts/limit-view.ts) apply it.
  */
 import { iso } from "../dates.ts";
 import { ApiError } from "../errors.ts";

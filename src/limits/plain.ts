@@ -11,10 +11,10 @@
  * (ledger/plain-debit.ts). test/debit-equivalence.test.ts runs limited cases through both paths.
  */
 import { type Expression, type ExpressionBuilder, type SqlBool, sql } from "kysely";
-import { heldExpression } from "../accounts/plain.ts";
+import { heldExpression } from "../db/held.ts";
 import { prepared } from "../db/prepared.ts";
 import type { AccountRow, DB } from "../db/schema.ts";
-import type { PgDebitRow } from "../ledger/plain-debit.ts";
+import type { PlainDebitRow as PgDebitRow } from "../db/write-path.ts";
 import { parseLimits } from "./limits.ts";
 import { windowAt } from "./windows.ts";
 

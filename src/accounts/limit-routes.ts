@@ -3,12 +3,13 @@
  * `GET /v1/accounts/check`, part of the account routes (src/accounts/routes.ts), each handler a
  * named function.
  */
-import { accountRefQuery } from "../accounts/schemas.ts";
+
 import type { App, AppDeps } from "../http/context.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
-import { checkQuery, checkResponse, limitsResponse } from "./schemas.ts";
-import { checkView, limitsView } from "./view.ts";
+import { checkQuery, checkResponse, limitsResponse } from "../limits/schemas.ts";
+import { checkView, limitsView } from "./limit-view.ts";
+import { accountRefQuery } from "./schemas.ts";
 
 /** The spend limit routes, for tests and tools that call them by definition. */
 export const limitRoutes = resourceRoutes("Accounts", (route) => ({

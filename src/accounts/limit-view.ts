@@ -4,16 +4,16 @@
  * nothing and hold nothing; they apply the same rule as the writes (judge.ts).
  */
 import type { Kysely } from "kysely";
-import { readBalance } from "../accounts/lookup.ts";
-import { type AccountQuery, resolveAccount } from "../accounts/service.ts";
 import { iso } from "../dates.ts";
 import type { DB } from "../db/schema.ts";
+import { readSpent, windowsAt } from "../limits/counters.ts";
+import { type LimitState, limitStates, refusingLimit, remainingMicros } from "../limits/judge.ts";
+import { parseLimits } from "../limits/limits.ts";
+import type { checkResponse, limitsResponse, limitWindowSchema } from "../limits/schemas.ts";
 import { fromMicros } from "../money.ts";
 import type { WireOf } from "../wire.ts";
-import { readSpent, windowsAt } from "./counters.ts";
-import { type LimitState, limitStates, refusingLimit, remainingMicros } from "./judge.ts";
-import { parseLimits } from "./limits.ts";
-import type { checkResponse, limitsResponse, limitWindowSchema } from "./schemas.ts";
+import { readBalance } from "./lookup.ts";
+import { type AccountQuery, resolveAccount } from "./service.ts";
 
 /** An account's limits at `nowMs`, with its available credits (micro-credits). */
 async function limitsAt(db: Kysely<DB>, projectId: string, ref: AccountQuery, nowMs: number) {
