@@ -350,6 +350,9 @@ it("0004 moves what remains of each grant to its own table, which the database k
       .where("id", "=", "grt_OLDAAA")
       .execute();
     await db.write.deleteFrom("credit_grant_remaining").where("seq", "=", Number(seq)).execute();
+    // `ledger verify` reads the current schema (the spend limits' counters of 0011 too): the
+    // later migrations first, which leave the grants as they are.
+    await migrateToLatest(db.write);
     const { problems } = await verifyLedger(db.read, T0);
     expect(problems.filter((p) => p.startsWith("grant "))).toEqual([
       "grant grt_OLDAAA: remaining 0 of amount 75, priority 50, exhausted 0",
