@@ -14,7 +14,7 @@ import { type Expression, type ExpressionBuilder, type SqlBool, sql } from "kyse
 import { heldExpression } from "../db/held.ts";
 import { prepared } from "../db/prepared.ts";
 import type { AccountRow, DB } from "../db/schema.ts";
-import type { PlainDebitRow as PgDebitRow } from "../db/write-path.ts";
+import type { PlainDebitCall, PlainDebitRow as PgDebitRow } from "../db/write-path.ts";
 import { parseLimits } from "./limits.ts";
 import { windowAt } from "./windows.ts";
 
@@ -50,16 +50,9 @@ export function knownLimits(projectId: string, ref: string): string | undefined 
   return known.get(keyOf(projectId, ref));
 }
 
-type Args = {
-  projectId: string;
-  ref: string;
-  byId: boolean;
-  amountMicros: number;
+/** The plain debit's arguments (as one call of a batch passes them), with the account's limits. */
+type Args = PlainDebitCall<unknown>["args"] & {
   nowMs: number;
-  txnId: string;
-  description: string;
-  metadata: string;
-  source: string;
   limits: string;
   periods: string[];
   zones: string[];
