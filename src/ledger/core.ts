@@ -176,12 +176,9 @@ function moveStatement(trx: Transaction<DB>, input: EntryInput, plain: PlainMove
     return (input.type === "credit" ? creditBalance : debitBalance)(trx, args);
   const column = plain.byExternalId ? "external_id" : "id";
   const plainArgs = { ...args, projectId: input.projectId, neededMicros: plain.neededMicros };
-  if (plain.limited !== undefined) {
-    const { text, count, args: limitArgs } = plain.limited;
-    const move = limitedMove(column, count);
-    return move(trx, { ...plainArgs, limits: text, ...limitArgs });
-  }
-  return (column === "id" ? plainDebitById : plainDebitByExternalId)(trx, plainArgs);
+  if (plain.limited === undefined) return debitMove(column, 0)(trx, plainArgs);
+  const { text, count, args: limitArgs } = plain.limited;
+  return debitMove(column, count)(trx, { ...plainArgs, limits: text, ...limitArgs });
 }
 
 /**
@@ -281,49 +278,22 @@ const debitBalance = balanceMove("-", (eb, amountMicros) =>
   eb("balance_micros", ">=", amountMicros),
 );
 
-/**
- * SQLite's plain debit move, naming the account by `column`: the debit's move only when it is
- * plain (see `PlainMove`). The queue's one writer needs no lock between it and the statements
- * after it.
- */
-function plainDebitMove(column: "id" | "external_id") {
-  return prepared<MoveArgs & { projectId: string; neededMicros: number }, Moved>((db, arg) =>
-    db
-      .updateTable("accounts")
-      .set((eb) => ({
-        balance_micros: eb("balance_micros", "-", arg("amountMicros")),
-        updated_at_ms: arg("nowMs"),
-      }))
-      .where("project_id", "=", arg("projectId"))
-      .where(column, "=", arg("accountId"))
-      .where((eb) =>
-        eb.and([
-          plainAccount(eb, arg("nowMs"), arg("neededMicros")),
-          eb.or([
-            eb(eb.val(arg("amountMicros")), "=", 0),
-            eb(firstGrantRemaining(eb), ">=", arg("amountMicros")),
-          ]),
-        ]),
-      )
-      .returning(["id", "external_id", "balance_micros", "updated_at_ms"]),
-  );
-}
-
-const plainDebitById = plainDebitMove("id");
-const plainDebitByExternalId = plainDebitMove("external_id");
-
-type LimitedMoveArgs = MoveArgs & {
+type DebitMoveArgs = MoveArgs & {
   projectId: string;
   neededMicros: number;
-  limits: string;
-} & Record<string, string | number>;
+  /** The limited move's: the account's stored limits text, and each limit's arguments. */
+  limits?: string;
+} & Record<string, string | number | undefined>;
 
 /**
- * SQLite's limited plain debit move (src/limits/plain.ts): the plain move of an account whose
- * stored limits are the `limits` argument, when each of its `n` limits stays below its amount.
+ * SQLite's plain debit move, naming the account by `column`: the debit's move only when it is
+ * plain (see `PlainMove`). With `n` > 0 it is the limited plain debit's move
+ * (src/limits/plain.ts): the account's stored limits must be the `limits` argument, and each of
+ * its `n` limits stay below its amount. The queue's one writer needs no lock between it and the
+ * statements after it.
  */
-function limitedDebitMove(column: "id" | "external_id", n: number) {
-  return prepared<LimitedMoveArgs, Moved>((db, arg) =>
+function plainDebitMove(column: "id" | "external_id", n: number) {
+  return prepared<DebitMoveArgs, Moved>((db, arg) =>
     db
       .updateTable("accounts")
       .set((eb) => ({
@@ -334,27 +304,29 @@ function limitedDebitMove(column: "id" | "external_id", n: number) {
       .where(column, "=", arg("accountId"))
       .where((eb) =>
         eb.and([
-          plainAccount(eb, arg("nowMs"), arg("neededMicros"), arg("limits")),
+          n === 0
+            ? plainAccount(eb, arg("nowMs"), arg("neededMicros"))
+            : plainAccount(eb, arg("nowMs"), arg("neededMicros"), arg("limits")),
           eb.or([
             eb(eb.val(arg("amountMicros")), "=", 0),
             eb(firstGrantRemaining(eb), ">=", arg("amountMicros")),
           ]),
-          ...underLimits(eb, arg, n, arg("nowMs"), arg("neededMicros")),
+          ...(n === 0 ? [] : underLimits(eb, arg, n, arg("nowMs"), arg("neededMicros"))),
         ]),
       )
       .returning(["id", "external_id", "balance_micros", "updated_at_ms"]),
   );
 }
 
-const limitedMoves = new Map<string, ReturnType<typeof limitedDebitMove>>();
+const moves = new Map<string, ReturnType<typeof plainDebitMove>>();
 
-/** The limited move by `column` for `n` limits, prepared once. */
-function limitedMove(column: "id" | "external_id", n: number) {
+/** The plain move by `column` for `n` limits (0: the plain debit's own), prepared once. */
+function debitMove(column: "id" | "external_id", n: number) {
   const key = `${column} ${n}`;
-  let move = limitedMoves.get(key);
+  let move = moves.get(key);
   if (move === undefined) {
-    move = limitedDebitMove(column, n);
-    limitedMoves.set(key, move);
+    move = plainDebitMove(column, n);
+    moves.set(key, move);
   }
   return move;
 }

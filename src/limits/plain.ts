@@ -14,7 +14,7 @@ import { type Expression, type ExpressionBuilder, type SqlBool, sql } from "kyse
 import { heldExpression } from "../db/held.ts";
 import { prepared } from "../db/prepared.ts";
 import type { AccountRow, DB } from "../db/schema.ts";
-import type { PlainDebitCall, PlainDebitRow as PgDebitRow } from "../db/write-path.ts";
+import type { PlainDebitRow as PgDebitRow, PlainDebitCall } from "../db/write-path.ts";
 import { parseLimits } from "./limits.ts";
 import { windowAt } from "./windows.ts";
 
