@@ -39,10 +39,7 @@ export const batchRoutes = resourceRoutes("Batches", (route) => ({
  */
 export function registerBatchRoutes(app: App, deps: AppDeps): void {
   const r = batchRoutes;
-  // The document describes the route; its `middleware` (strict input's declaration, for routes
-  // the validation hook checks) is not part of the OpenAPI operation.
-  const { middleware: _declared, ...documented } = r.run;
-  app.openAPIRegistry.registerPath(documented);
+  app.openAPIRegistry.registerPath(r.run);
   app.post(r.run.path, async (c) => {
     const raw: unknown = await c.req.json();
     const envelope = batchEnvelope.safeParse(raw);

@@ -14,7 +14,6 @@
  * (docs/api.md#openapi-document-and-typed-client).
  */
 import { createRoute, type RouteConfig, z } from "@hono/zod-openapi";
-import type { MiddlewareHandler } from "hono";
 import type { ErrorCode } from "../errors.ts";
 import { errorResponses, jsonBody, okJson } from "./schemas.ts";
 import { declareInput } from "./strict-input.ts";
@@ -88,13 +87,6 @@ function downloadResponse(summary: string, def: { csvExample: string; ndjsonExam
   };
 }
 
-/**
- * The middleware of a route: none. Strict input's shapes are recorded when the route is defined
- * (`declareInput`), not checked by a middleware of each request; the field stays so that code
- * taking a definition apart (the batch route's document) keeps its shape.
- */
-const NO_MIDDLEWARE: MiddlewareHandler[] = [];
-
 /** A GET route of `query` answering `responses`, its query's shape declared for strict input. */
 function getRoute<
   const P extends string,
@@ -116,7 +108,6 @@ function getRoute<
     operationId: def.operationId,
     description: def.description,
     request: { query: def.query },
-    middleware: NO_MIDDLEWARE,
     responses,
   });
 }
@@ -171,7 +162,6 @@ function routeDefiners(tag: string) {
         operationId: def.operationId,
         description: def.description,
         request: { body: jsonBody(def.body) },
-        middleware: NO_MIDDLEWARE,
         responses: { ...okJson(def.ok, summary), ...errors },
       });
     },
