@@ -236,6 +236,108 @@ describe("batches", () => {
     expect(await balanceOf("seq")).toBe(0);
   });
 
+  it("makes a run of debits over several accounts as single requests would, in order", async () => {
+    // Four accounts of 10 credits in a batch and four twins sent single requests: "b" has a
+    // low-balance threshold of 5 that its third debit crosses (general path, with the event),
+    // "c"'s third debit is refused, "d" holds two grants (3, then 7) and its first runs out
+    // exactly between two debits, "a" is also named by its internal id (which cuts SQLite's
+    // grouped run, src/ledger/plain-run.ts). Everything must match the single requests.
+    await t.client.POST("/v1/webhooks/create", {
+      body: { url: "http://127.0.0.1:9/hook", events: ["balance.low"] },
+    });
+    const ids: Record<string, string> = {};
+    for (const side of ["batch", "solo"]) {
+      for (const name of ["a", "b", "c"]) {
+        ids[`${side}-${name}`] = await fundedAccount(t, `${side}-${name}`, 10);
+      }
+      await fundedAccount(t, `${side}-d`, 3);
+      await post(ADD, { accountId: `${side}-d`, amount: 7 });
+      await post("/v1/accounts/update", { accountId: `${side}-b`, lowBalanceThreshold: 5 });
+    }
+    const steps: [string, number, boolean?][] = [
+      ["a", 2],
+      ["b", 1],
+      ["c", 1],
+      ["d", 2],
+      ["a", 1],
+      ["b", 1],
+      ["c", 1],
+      ["d", 1],
+      ["d", 2],
+      ["b", 3.5],
+      ["c", 20],
+      ["a", 1, true],
+      ["b", 0.5],
+      ["c", 4],
+      ["a", 1.25],
+    ];
+    const body = (side: string, [name, amount, byId]: [string, number, boolean?]) => ({
+      accountId: byId ? ids[`${side}-${name}`] : `${side}-${name}`,
+      amount,
+    });
+    const alone: Answer[] = [];
+    for (const step of steps) alone.push(await post(DEDUCT, body("solo", step)));
+    const done = await batch({
+      operations: steps.map((step) => ({ path: DEDUCT, body: body("batch", step) })),
+    });
+    expect(done.results.map((r) => r.status)).toEqual(alone.map((a) => a.status));
+    expect(done.results.map((r) => r.status).filter((s) => s !== 200)).toEqual([402]);
+    expect(done.results[10]?.body).toEqual(alone[10]?.body);
+    const balances = (list: { body: unknown }[]) =>
+      list.map((r) => (r.body as { balance?: number }).balance);
+    expect(balances(done.results)).toEqual(balances(alone));
+    expect(balances(done.results)).toEqual([
+      8,
+      9,
+      9,
+      8,
+      7,
+      8,
+      8,
+      7,
+      5,
+      4.5,
+      undefined,
+      6,
+      4,
+      4,
+      4.75,
+    ]);
+    // The batch's entries follow the operations' order, each with its running balance.
+    const entries = await t.ledger.db.read
+      .selectFrom("transactions")
+      .innerJoin("accounts", "accounts.id", "transactions.account_id")
+      .select(["accounts.external_id", "amount_micros", "balance_after_micros"])
+      .where("accounts.external_id", "like", "batch-%")
+      .where("type", "=", "debit")
+      .orderBy("seq")
+      .execute();
+    const ok = steps.filter((_, i) => alone[i]?.status === 200);
+    expect(entries.map((e) => [e.external_id, Number(e.amount_micros) / 1e6])).toEqual(
+      ok.map(([name, amount]) => [`batch-${name}`, amount]),
+    );
+    expect(entries.map((e) => Number(e.balance_after_micros) / 1e6)).toEqual(
+      balances(done.results).filter((b) => b !== undefined),
+    );
+    const grants = async (accountId: string) => {
+      const res = await t.client.GET("/v1/accounts/grants", { params: { query: { accountId } } });
+      return res.data?.grants.map((g) => [g.amount, g.remaining]);
+    };
+    expect(await grants("batch-d")).toEqual(await grants("solo-d"));
+    expect(await grants("batch-d")).toEqual([
+      [7, 5],
+      [3, 0],
+    ]);
+    const events = await t.ledger.db.read
+      .selectFrom("webhook_events")
+      .select("payload")
+      .where("type", "=", "balance.low")
+      .execute();
+    for (const side of ["batch", "solo"]) {
+      expect(events.filter((e) => e.payload.includes(`"${side}-b"`))).toHaveLength(1);
+    }
+  });
+
   it("atomic: one failure aborts all, and nothing of the batch is kept", async () => {
     await fundedAccount(t, "lin", 50);
     await t.client.POST("/v1/accounts/update", {

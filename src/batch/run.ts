@@ -10,7 +10,6 @@
  * unit back. Independent: each operation runs in a SAVEPOINT of its own, so a failure rolls back
  * that operation alone and the others commit together (steps.ts).
  */
-import { locksRows } from "../db/engine.ts";
 import type { WriteQueue } from "../db/write-path.ts";
 import { ApiError } from "../errors.ts";
 import type { WriteOperation } from "../http/handlers.ts";
@@ -137,8 +136,9 @@ function answer(atomic: boolean, results: OperationResult[]): BatchAnswer {
  * Runs the batch as one unit of the write path (see the module comment). An independent batch
  * first runs without a savepoint per operation (two statements fewer each): when every
  * operation succeeds that pass commits; when one fails it rolls back whole and the batch runs
- * again with savepoints, so that only the failures roll back. A first pass groups the plain
- * debits (pg-debits.ts); when a group fails as a statement, the pass runs again without.
+ * again with savepoints, so that only the failures roll back. A pass groups the plain debits
+ * (plain-debits.ts: a group only holds debits that succeed); when a group fails as a statement,
+ * the pass runs again without grouping. So a batch runs at most three passes.
  * @returns the answer, or the stored answer of the batch's own Idempotency-Key
  * @throws what the write path throws for the whole unit (503 when the database cannot write
  *   or be reached, or when conflicts outlasted the retries); nothing of the batch is kept then
@@ -148,20 +148,17 @@ export async function runBatch(
   atomic: boolean,
   ops: Prepared[],
 ): Promise<BatchAnswer | ReplayedBatch> {
-  const savepoints = { savepoints: true, grouped: false };
-  for (const mode of [
-    { savepoints: false, grouped: true },
-    { savepoints: false, grouped: false },
-  ]) {
+  let mode: PassMode = { savepoints: false, grouped: true };
+  for (;;) {
     try {
       return await runPass(ctx, atomic, ops, mode);
     } catch (err) {
       if (err instanceof BatchAborted) return aborted(ops.length, err, ctx.logger);
-      if (err instanceof NeedsSavepoints) return runPass(ctx, atomic, ops, savepoints);
-      if (!(err instanceof Ungroup)) throw err;
+      if (err instanceof NeedsSavepoints && !mode.savepoints) mode = { ...mode, savepoints: true };
+      else if (err instanceof Ungroup && mode.grouped) mode = { ...mode, grouped: false };
+      else throw err;
     }
   }
-  return runPass(ctx, atomic, ops, savepoints);
 }
 
 /** One pass of the batch in one unit (see `PassMode`). */
@@ -182,13 +179,12 @@ function runPass(
       // An operation its route refused before running aborts an atomic batch before anything runs.
       const refused = atomic ? ops.find((op) => "error" in op) : undefined;
       if (refused && "error" in refused) throw new BatchAborted(refused.index, refused.error);
-      const grouped = mode.grouped && locksRows(trx);
       const step: Step = (op, work) =>
         atomic ? atomicStep(op, work) : independentStep(trx, op, work, ctx.logger, mode);
       const results = await runInOrder(
         { trx, nowMs, projectId: ctx.projectId, logger: ctx.logger },
         ops,
-        grouped,
+        mode.grouped,
         step,
       );
       const done = answer(atomic, results);

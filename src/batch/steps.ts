@@ -2,9 +2,9 @@
  * The operations of a batch in order, inside its unit (docs/design.md#batches): each run as its
  * route would with its key, and what a failure does in each mode: an atomic batch stops
  * (`BatchAborted`), an independent one's first pass starts again with savepoints
- * (`NeedsSavepoints`) or, with them, answers the failure. On PostgreSQL a run of plain debits
- * goes in one round trip (pg-debits.ts); a group that fails as a statement starts the pass again
- * without grouping (`Ungroup`).
+ * (`NeedsSavepoints`) or, with them, answers the failure. A run of plain debits is made
+ * together (plain-debits.ts: on SQLite one balance move per account, on PostgreSQL one round
+ * trip); a group that fails as a statement starts the pass again without grouping (`Ungroup`).
  */
 import type { Transaction } from "kysely";
 import { isRetryableConflict, isUnavailable } from "../db/postgres.ts";
@@ -17,7 +17,7 @@ import type { PreparedWrite } from "../http/handlers.ts";
 import { findStored, type KeyedRequest, storeAnswer } from "../http/idempotency.ts";
 import { parseJsonVerbatim, stringifyJson } from "../json.ts";
 import type { Logger } from "../logger.ts";
-import { MAX_DEBITS_PER_CALL, runPlainDebits } from "./pg-debits.ts";
+import { MAX_DEBITS_PER_CALL, runPlainDebits } from "./plain-debits.ts";
 
 /** One operation's answer: the route's own status and body. */
 export interface OperationResult {
@@ -87,12 +87,12 @@ export class BatchAborted extends Error {
 export class NeedsSavepoints extends Error {}
 
 /**
- * Thrown out of a pass whose grouped plain debits (pg-debits.ts) failed as a statement: which
+ * Thrown out of a pass whose grouped plain debits (plain-debits.ts) failed as a statement: which
  * operation failed is unknown, so the pass rolls back whole and runs again without grouping.
  */
 export class Ungroup extends Error {}
 
-/** How a pass runs: a savepoint per operation, plain debits grouped (PostgreSQL). */
+/** How a pass runs: a savepoint per operation, plain debits grouped (plain-debits.ts). */
 export interface PassMode {
   savepoints: boolean;
   grouped: boolean;
@@ -106,7 +106,7 @@ export type Step = (
 
 /**
  * Runs the operations in order with `step`; with `mode.grouped`, each run of consecutive plain
- * debits without a key in one round trip (pg-debits.ts), the first that is not plain on its
+ * debits without a key together (plain-debits.ts), the first that is not plain on its
  * general path through `step`. An operation refused before running is its own failed result.
  * @throws Ungroup when a group fails as a statement (unless that failure ends the unit)
  */

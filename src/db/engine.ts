@@ -33,3 +33,11 @@ export function engineOf(db: Kysely<DB>): Engine {
 export function locksRows(db: Kysely<DB>): boolean {
   return db.isTransaction && engineOf(db) === "postgres";
 }
+
+/**
+ * The form of a step for the engine of `db`: callers hand one form per engine, so that which
+ * engine runs stays a question asked here (a batch's run of plain debits, src/batch/plain-debits.ts).
+ */
+export function onEngine<T>(db: Kysely<DB>, forms: Record<Engine, () => T>): T {
+  return forms[engineOf(db)]();
+}

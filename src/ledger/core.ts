@@ -92,7 +92,8 @@ export type PlainPosted = PostedEntry & { externalId: string };
 
 /**
  * Appends one ledger entry and moves the account's balance with it: the only function that
- * moves a balance on SQLite, and on PostgreSQL but for the plain debit's database function
+ * moves a balance on SQLite but for `plainRunMove` (a batch's run of plain debits, with the same
+ * move statement), and on PostgreSQL but for the plain debit's database functions
  * (docs/design.md#plain-writes). A credit makes a grant; a debit draws the account's grants down
  * in the spending order (docs/api.md#spending-order), or takes from the one grant `fromGrantSeq`
  * names. With `plain` (SQLite's plain debit) it moves nothing and answers null unless the
@@ -134,6 +135,29 @@ export async function postEntry(
   const grantId = await bookGrants(trx, input, row);
   const posted = { ...row, seq: Number(seq), grantId };
   return plain ? { ...posted, externalId: moved.external_id } : posted;
+}
+
+/**
+ * SQLite's plain move of a run of debits on one account (docs/design.md#batches): the account
+ * named by `ref` (its internal id, or its externalId when `byExternalId`) gives `totalMicros`,
+ * the sum of the run's debits, only when that sum is plain (see `PlainMove`: a sum of debits is
+ * plain only when each of them, applied in order, is), and its first grant in spending order
+ * gives it too. The run's entries are inserted by the caller, one per debit (plain-run.ts).
+ * @returns the account and its balance after the whole sum, or null (nothing changed) when the
+ *   sum is not plain
+ */
+export async function plainRunMove(
+  trx: Transaction<DB>,
+  run: { projectId: string; ref: string; byExternalId: boolean; totalMicros: number },
+  nowMs: number,
+): Promise<Moved | null> {
+  const { projectId, ref, byExternalId, totalMicros } = run;
+  const move = debitMove(byExternalId ? "external_id" : "id", 0);
+  const args = { accountId: ref, amountMicros: totalMicros, neededMicros: totalMicros, nowMs };
+  const moved = (await trx.executeQuery(move(trx, { ...args, projectId }))).rows[0];
+  if (moved === undefined) return null;
+  await drawDown(trx, moved.id, totalMicros);
+  return moved;
 }
 
 /**
@@ -231,7 +255,13 @@ async function refusedEntry(trx: Transaction<DB>, input: EntryInput): Promise<Er
 }
 
 type MoveArgs = { accountId: string; amountMicros: number; nowMs: number };
-type Moved = { id: string; external_id: string; balance_micros: number; updated_at_ms: number };
+/** An account moved: its new balance and `updated_at_ms`. */
+export type Moved = {
+  id: string;
+  external_id: string;
+  balance_micros: number;
+  updated_at_ms: number;
+};
 
 /**
  * The account's new `updated_at_ms`, which is also its entry's `created_at_ms`. On PostgreSQL

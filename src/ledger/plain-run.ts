@@ -1,0 +1,220 @@
+/**
+ * A run of plain debits on SQLite (docs/design.md#batches): a batch's consecutive deductions and
+ * manual debits without an idempotencyKey, made with one balance move per account and one
+ * INSERT of all their entries, instead of three statements per debit.
+ *
+ * It rests on one property of the plain conditions (docs/design.md#plain-writes): a sum of
+ * debits on one account is plain only when each of them, applied in order, is plain. `available`
+ * covering the sum covers every running prefix; the low-balance condition (no threshold, already
+ * below it, or still at or above it after) holding for the sum holds after each prefix; the first
+ * grant in spending order covering the sum covers each prefix and stays first. So when each
+ * account's sum is plain (`plainRunMove`, core.ts: the plain debit's own move statement with the
+ * sum), the run is exactly its debits made one by one: each entry gets the running balance, in
+ * the operations' order, and the first grant gives the sum. When an account's sum is not plain,
+ * the moves are rolled back and the run is cut before that account's first debit, which the
+ * caller runs on its general path.
+ *
+ * The calls are those a batch sends to PostgreSQL's `ledger_plain_debits` (plain-debit.ts
+ * `pgDebitCall`): the same arguments and answer rows, so each operation's body comes from its
+ * route's own `done`.
+ */
+import { sql, type Transaction } from "kysely";
+import { prepared } from "../db/prepared.ts";
+import type { DB } from "../db/schema.ts";
+import type { PlainDebitCall, PlainDebitRow } from "../db/write-path.ts";
+import { type Moved, plainRunMove } from "./core.ts";
+
+type CallArgs = PlainDebitCall<unknown>["args"];
+
+/** What a run did: the answer rows of its leading calls, in order, all applied. */
+export interface RunDone {
+  rows: PlainDebitRow[];
+  /** Whether the call after them is not plain: its account's sum was not (nothing of it changed). */
+  stoppedAtNotPlain: boolean;
+}
+
+/**
+ * The run's entries, one INSERT: `entries` is a JSON array of `[id, projectId, accountId,
+ * amountMicros, balanceAfterMicros, description, metadata, source, createdAtMs]`, in the
+ * operations' order, so that `seq` follows it. Integers in micro-credits and epoch ms.
+ */
+const insertEntries = prepared<{ entries: string }, { id: string; seq: number }>((db, arg) => ({
+  compile: () =>
+    sql<{
+      id: string;
+      seq: number;
+    }>`INSERT INTO transactions (id, project_id, account_id, type, amount_micros, balance_after_micros, description, metadata, source, reservation_id, account_plan_id, created_at_ms) SELECT e.value ->> 0, e.value ->> 1, e.value ->> 2, 'debit', e.value ->> 3, e.value ->> 4, e.value ->> 5, e.value ->> 6, e.value ->> 7, NULL, NULL, e.value ->> 8 FROM json_each(${arg("entries")}) e ORDER BY e.key RETURNING id, seq`.compile(
+      db,
+    ),
+}));
+
+/**
+ * Makes the leading calls of `calls` (one project's plain debits, in order) at `nowMs` in the
+ * unit `trx`, grouped per account (see the module comment). It takes the leading calls that name
+ * their accounts the same way (all by internal id, or all by externalId), so that two references
+ * never name one account; the caller sends the rest again.
+ * @returns the answer rows of the calls made (at least the first, unless it is not plain)
+ * @throws what a statement throws (the run's changes are rolled back first)
+ */
+export async function sqlitePlainRun(
+  trx: Transaction<DB>,
+  nowMs: number,
+  calls: readonly CallArgs[],
+): Promise<RunDone> {
+  const byId = calls[0]?.byId;
+  const sameWay = calls.findIndex((call) => call.byId !== byId);
+  let upTo = sameWay < 0 ? calls.length : sameWay;
+  let stoppedAtNotPlain = false;
+  await sql.raw("SAVEPOINT plain_run").execute(trx);
+  try {
+    for (;;) {
+      const head = calls.slice(0, upTo);
+      const moved = await moveAccounts(trx, nowMs, head);
+      if (moved.notPlainAt === undefined) {
+        const rows = await insertRun(trx, nowMs, head, moved.accounts);
+        await sql.raw("RELEASE plain_run").execute(trx);
+        return { rows, stoppedAtNotPlain };
+      }
+      await sql.raw("ROLLBACK TO plain_run").execute(trx);
+      upTo = moved.notPlainAt;
+      stoppedAtNotPlain = true;
+      if (upTo === 0) {
+        await sql.raw("RELEASE plain_run").execute(trx);
+        return { rows: [], stoppedAtNotPlain: true };
+      }
+    }
+  } catch (error) {
+    await sql.raw("ROLLBACK TO plain_run").execute(trx);
+    await sql.raw("RELEASE plain_run").execute(trx);
+    throw error;
+  }
+}
+
+/** An account of a run: its reference, the sum of its debits, and their indexes in the run. */
+interface Group {
+  ref: string;
+  totalMicros: number;
+  calls: number[];
+}
+
+/**
+ * Moves each account of `calls` by the sum of its debits, in the order of their first debit.
+ * When an account's sum is not plain, its debits are moved one at a time after the sums before
+ * it, to find the first that is not plain.
+ * @returns the accounts moved, by reference; or the index of the first debit found not plain
+ *   (the moves made are not rolled back here, and those of the accounts after it not made)
+ */
+async function moveAccounts(
+  trx: Transaction<DB>,
+  nowMs: number,
+  calls: readonly CallArgs[],
+): Promise<{ accounts: Map<string, Moved & { totalMicros: number }>; notPlainAt?: number }> {
+  const groups = new Map<string, Group>();
+  for (const [i, call] of calls.entries()) {
+    const group = groups.get(call.ref);
+    if (group === undefined)
+      groups.set(call.ref, { ref: call.ref, totalMicros: call.amountMicros, calls: [i] });
+    else {
+      group.totalMicros += call.amountMicros;
+      group.calls.push(i);
+    }
+  }
+  const accounts = new Map<string, Moved & { totalMicros: number }>();
+  for (const group of groups.values()) {
+    const moved = await moveBy(trx, nowMs, calls, group.calls);
+    if (moved === null)
+      return { accounts, notPlainAt: await firstNotPlain(trx, nowMs, calls, group) };
+    accounts.set(group.ref, { ...moved, totalMicros: group.totalMicros });
+  }
+  return { accounts };
+}
+
+/** `plainRunMove` of the debits `indexes` of `calls` (one account's), by their sum. */
+function moveBy(
+  trx: Transaction<DB>,
+  nowMs: number,
+  calls: readonly CallArgs[],
+  indexes: readonly number[],
+): Promise<Moved | null> {
+  const first = calls[indexes[0] as number] as CallArgs;
+  let totalMicros = 0;
+  for (const i of indexes) totalMicros += (calls[i] as CallArgs).amountMicros;
+  const run = {
+    projectId: first.projectId,
+    ref: first.ref,
+    byExternalId: !first.byId,
+    totalMicros,
+  };
+  return plainRunMove(trx, run, nowMs);
+}
+
+/**
+ * The index of the first of `group`'s debits that is not plain, its debits moved one by one; or,
+ * when each is plain but their sum is not (the first grant runs out exactly between two of them,
+ * so no one grant covers the sum), the index of its last, which the caller then runs alone.
+ */
+async function firstNotPlain(
+  trx: Transaction<DB>,
+  nowMs: number,
+  calls: readonly CallArgs[],
+  group: Group,
+): Promise<number> {
+  for (const i of group.calls) {
+    if ((await moveBy(trx, nowMs, calls, [i])) === null) return i;
+  }
+  return group.calls[group.calls.length - 1] as number;
+}
+
+/**
+ * Inserts the entries of `calls`, whose accounts `accounts` moved: each with the running balance
+ * of its account in the calls' order.
+ * @returns each call's answer row, in order
+ */
+async function insertRun(
+  trx: Transaction<DB>,
+  nowMs: number,
+  calls: readonly CallArgs[],
+  accounts: ReadonlyMap<string, Moved & { totalMicros: number }>,
+): Promise<PlainDebitRow[]> {
+  /** Each account's balance before the debits still to be entered. */
+  const running = new Map<string, number>();
+  const rows: PlainDebitRow[] = [];
+  const entries: unknown[][] = [];
+  for (const call of calls) {
+    const account = accounts.get(call.ref);
+    if (account === undefined) throw new Error(`plain run: account ${call.ref} was not moved`);
+    const before = running.get(call.ref) ?? account.balance_micros + account.totalMicros;
+    const after = before - call.amountMicros;
+    running.set(call.ref, after);
+    const createdAtMs = account.updated_at_ms;
+    entries.push([
+      call.txnId,
+      call.projectId,
+      account.id,
+      call.amountMicros,
+      after,
+      call.description,
+      call.metadata,
+      call.source,
+      createdAtMs,
+    ]);
+    rows.push({
+      outcome: "applied",
+      account_id: account.id,
+      external_id: account.external_id,
+      balance_after_micros: after,
+      created_at_ms: createdAtMs,
+      seq: 0,
+    });
+  }
+  const inserted = await trx.executeQuery(insertEntries(trx, { entries: JSON.stringify(entries) }));
+  const seqs = new Map(inserted.rows.map((row) => [row.id, row.seq]));
+  for (const [i, call] of calls.entries()) {
+    const seq = seqs.get(call.txnId);
+    const row = rows[i];
+    if (seq === undefined || row === undefined)
+      throw new Error("plain run: an entry was not inserted");
+    row.seq = Number(seq);
+  }
+  return rows;
+}
