@@ -141,7 +141,7 @@ function registerOperation<R extends RouteConfig>(
   const reply = replyFor(route);
   const prepare = async (raw: unknown, projectId: string): Promise<PreparedWrite> => {
     // Strict input, as the route's own validation hook applies it (docs/api.md#strict-input).
-    const parsed = await schema.safeParseAsync(raw);
+    const parsed = schema.safeParse(raw);
     const unknown = unknownFields(shape, raw);
     if (!parsed.success || unknown.length > 0) {
       const error = parsed.success ? undefined : parsed.error;
