@@ -186,7 +186,7 @@ describe("batches", () => {
   it("runs deductions in order around one that is not plain, as single requests would", async () => {
     // 10 credits, low-balance threshold 5: the second deduction crosses it (general path, with
     // the event), the fourth is refused; the others are plain. Single requests on "solo" are
-    // the yardstick for the batch on "seq" (PostgreSQL groups the plain ones: pg-debits.ts).
+    // the yardstick for the batch on "seq" (a batch groups the plain ones: plain-debits.ts).
     const amounts = [3, 3, 1, 5, 2];
     await t.client.POST("/v1/webhooks/create", {
       body: { url: "http://127.0.0.1:9/hook", events: ["balance.low"] },

@@ -36,10 +36,11 @@ export interface PlainWrite<T> {
    */
   postgres: (db: Kysely<DB>, nowMs: number) => Promise<T | null>;
   /**
-   * PostgreSQL, for a write whose plain form is one call of `ledger_plain_debit`: that call's
-   * arguments and how its answer row becomes the result (null: not plain, nothing changed). A
-   * batch sends many such calls in one round trip (src/batch/pg-debits.ts); `postgres` makes
-   * the same call.
+   * For a write whose plain form is one call of PostgreSQL's `ledger_plain_debit` (a deduction,
+   * a manual debit): that call's arguments and how its answer row becomes the result (null: not
+   * plain, nothing changed). A batch makes a run of such calls together on either engine
+   * (src/batch/plain-debits.ts; SQLite from the same arguments, src/ledger/plain-run.ts);
+   * `postgres` makes the same call.
    */
   debitCall?: ((nowMs: number) => PlainDebitCall<T>) | undefined;
 }

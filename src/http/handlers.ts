@@ -105,7 +105,7 @@ export interface PreparedWrite {
   unit: WriteUnit<unknown>;
   /** The route's general unit alone, for an operation whose plain path was found not plain. */
   general: WriteUnit<unknown>;
-  /** The plain path as one call of `ledger_plain_debit` (PostgreSQL), when it is one. */
+  /** The plain path as one call of `ledger_plain_debit`, when it is one (a batch groups them). */
   debitCall?: ((nowMs: number) => PlainDebitCall<unknown>) | undefined;
 }
 

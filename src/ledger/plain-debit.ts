@@ -130,7 +130,7 @@ export function pgDebitArgs(debit: UnheldDebit, nowMs: number, txnId: string): P
 
 /**
  * The plain debit `debit` on PostgreSQL as one call of `ledger_plain_debit` at `nowMs` (a batch
- * groups such calls: src/batch/pg-debits.ts): its arguments (a new transaction id) and what an
+ * groups such calls: src/batch/plain-debits.ts): its arguments (a new transaction id) and what an
  * answer row means (null: not plain).
  */
 function pgDebitCall(debit: UnheldDebit, nowMs: number): PlainDebitCall<PlainDebited> {
