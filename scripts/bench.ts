@@ -52,6 +52,14 @@ import { runPgbench } from "./lib/pgbench.ts";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = 2;
+/**
+ * BENCH_SCENARIOS (comma-separated: limits, usage-deduct, batch, usage-record) keeps only those
+ * of the optional scenarios; deduct, reserve+confirm, balance read and transactions page always
+ * run. Unset: all of them. Comparing with an older build means running the scenarios it had, in
+ * the same order, on a database seeded the same way (docs/benchmarks.md#running-the-bench).
+ */
+const SCENARIOS = process.env.BENCH_SCENARIOS?.split(",").map((name) => name.trim());
+const wanted = (name: string) => SCENARIOS === undefined || SCENARIOS.includes(name);
 const CONNECTIONS = 50;
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const cli = here("../src/cli/index.js");
@@ -320,8 +328,10 @@ async function main(): Promise<void> {
     process.stdout.write(`funding ${ACCOUNTS} accounts (${ENGINE})...\n`);
     await fund(baseOf(services[0] as { port: number }), apiKey);
     await setCreditPrice(baseOf(services[0] as { port: number }), apiKey);
-    process.stdout.write("seeding limited accounts (100,000 earlier debits)...\n");
-    await seedLimited(baseOf(services[0] as { port: number }), apiKey);
+    if (wanted("limits")) {
+      process.stdout.write("seeding limited accounts (100,000 earlier debits)...\n");
+      await seedLimited(baseOf(services[0] as { port: number }), apiKey);
+    }
     const ceilingRow = await scenario(
       `ceiling (bare Hono JSON POST)`,
       `http://127.0.0.1:${ceiling.port}`,
@@ -337,31 +347,37 @@ async function main(): Promise<void> {
       const urls = services.map(baseOf);
       const label = (name: string) => (ENGINE === "postgres" ? `${name}, ${processes} proc` : name);
       const deducted = await scenario(label("deduct"), urls, deduct);
-      // Spend limits (scripts/lib/bench-limits.ts): against the plain deduct of this run.
-      const limitedRow = await scenario(label("deduct, 3 limits"), urls, limitedDeduct);
-      const charged = await scenario(label("usage+deduct"), urls, usageDeduct);
-      rows.push(deducted, limitedRow, charged);
-      process.stdout.write(
-        `  deduct, 3 limits / deduct: ${(limitedRow.reqPerSec / deducted.reqPerSec).toFixed(2)}\n`,
-      );
-      process.stdout.write(
-        `  usage+deduct / deduct: ${(charged.reqPerSec / deducted.reqPerSec).toFixed(2)}\n`,
-      );
-      if (processes === 1) {
-        rows.push(
-          await scenario(
-            label(`batch of ${BATCH_SIZE} deducts, 4 conn`),
-            urls,
-            batchDeduct(batches),
-            1,
-            {
-              opsPerRequest: BATCH_SIZE,
-              connections: 4,
-              timeoutSeconds: 60,
-              settle: () => writesIdle(urls),
-            },
-          ),
+      rows.push(deducted);
+      const ratio = (row: Row, name: string) =>
+        process.stdout.write(
+          `  ${name} / deduct: ${(row.reqPerSec / deducted.reqPerSec).toFixed(2)}\n`,
         );
+      if (wanted("limits")) {
+        // Spend limits (scripts/lib/bench-limits.ts): against the plain deduct of this run.
+        const limitedRow = await scenario(label("deduct, 3 limits"), urls, limitedDeduct);
+        rows.push(limitedRow);
+        ratio(limitedRow, "deduct, 3 limits");
+      }
+      if (wanted("usage-deduct")) {
+        const charged = await scenario(label("usage+deduct"), urls, usageDeduct);
+        rows.push(charged);
+        ratio(charged, "usage+deduct");
+      }
+      if (processes === 1 && wanted("batch")) {
+        const batched = await scenario(
+          label(`batch of ${BATCH_SIZE} deducts, 4 conn`),
+          urls,
+          batchDeduct(batches),
+          1,
+          {
+            opsPerRequest: BATCH_SIZE,
+            connections: 4,
+            timeoutSeconds: 60,
+            settle: () => writesIdle(urls),
+          },
+        );
+        rows.push(batched);
+        ratio(batched, "batch (deductions/s)");
         // Batches the run stopped waiting for still hold the writer (SQLite) or their accounts'
         // locks (PostgreSQL): the next scenario starts once the service has finished them.
         await writesIdle(urls);
@@ -370,7 +386,8 @@ async function main(): Promise<void> {
       rows.push(await scenario(label("balance read"), urls, balanceRead));
       if (processes > 1) continue;
       rows.push(await scenario(label("transactions page"), urls, transactionsPage));
-      rows.push(await scenario(label("usage record"), urls, usageRecord));
+      if (wanted("usage-record"))
+        rows.push(await scenario(label("usage record"), urls, usageRecord));
     }
     for (const service of services) {
       const w = await acknowledgedWrites(baseOf(service));
