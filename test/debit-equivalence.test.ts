@@ -572,7 +572,7 @@ describe(`one debit rule, plain path against general path (${TEST_ENGINE})`, () 
       const db = plain.t.ledger.db.write;
       const order = sql`${spendingOrder("g")}`.compile(db).sql;
       const { rows } = await sql<{ prosrc: string }>`
-        SELECT prosrc FROM pg_proc WHERE proname = 'ledger_plain_debit'`.execute(db);
+        SELECT prosrc FROM pg_proc WHERE proname = 'ledger_plain_state'`.execute(db);
       const normal = (text: string) => text.replaceAll('"', "").replace(/\s+/g, " ").toLowerCase();
       expect(normal(rows[0]?.prosrc ?? "")).toContain(`order by ${normal(order)} limit 1`);
     },
