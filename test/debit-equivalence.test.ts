@@ -567,7 +567,7 @@ describe(`one debit rule, plain path against general path (${TEST_ENGINE})`, () 
   });
 
   it.runIf(TEST_ENGINE === "postgres")(
-    "ledger_plain_debit spends grants in the order of grants.ts",
+    "the plain move (ledger_plain_state) spends grants in the order of grants.ts",
     async () => {
       const db = plain.t.ledger.db.write;
       const order = sql`${spendingOrder("g")}`.compile(db).sql;

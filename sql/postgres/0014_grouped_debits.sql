@@ -208,14 +208,14 @@ BEGIN
   END LOOP;
   SELECT coalesce(min(r.i), n + 1) INTO first_other
     FROM (SELECT c.acc, c.i,
-              sum(p_amounts[c.i]) OVER (PARTITION BY c.acc ORDER BY c.i) AS running
+              sum(p_amounts[c.i]) OVER (PARTITION BY c.acc ORDER BY c.i)::BIGINT AS running
             FROM unnest(accs) WITH ORDINALITY AS c(acc, i)) r
     LEFT JOIN unnest(st_ids, st_plain, st_available, st_threshold, st_first)
       AS s(id, plain, available, threshold, first_remaining) ON s.id = r.acc
     WHERE NOT ledger_plain_fits(s.plain, s.available, s.threshold, s.first_remaining,
       r.running, r.running);
   -- 3. One move per account for its calls before that one.
-  FOR g IN SELECT c.acc, sum(p_amounts[c.i]) AS total
+  FOR g IN SELECT c.acc, sum(p_amounts[c.i])::BIGINT AS total
     FROM unnest(accs) WITH ORDINALITY AS c(acc, i) WHERE c.i < first_other
     GROUP BY c.acc ORDER BY c.acc
   LOOP
@@ -233,7 +233,7 @@ BEGIN
   RETURN QUERY
     WITH calls AS (
       SELECT c.acc, c.i, p_amounts[c.i] AS amount,
-          sum(p_amounts[c.i]) OVER (PARTITION BY c.acc ORDER BY c.i) AS running
+          sum(p_amounts[c.i]) OVER (PARTITION BY c.acc ORDER BY c.i)::BIGINT AS running
         FROM unnest(accs) WITH ORDINALITY AS c(acc, i) WHERE c.i < first_other
     ), applied AS (
       SELECT calls.i, calls.acc, calls.amount, mv.ext, mv.at_ms,
