@@ -4,10 +4,13 @@
  * (a deduction, a manual debit) is one call of `ledger_plain_debit`, and a batch of 1,000 would
  * wait for 1,000 round trips. So a run of consecutive operations whose plain path is such a call
  * (and that carry no idempotencyKey, whose lookup and store are statements of their own) goes to
- * `ledger_plain_debits` (sql/postgres/0013_batch_debits.sql), which makes the same calls in the
- * same order inside the database and stops after the first one that is not plain. The rule
- * stays where it is, in `ledger_plain_debit`; the answers become each route's body through the
- * route's own `done` (src/ledger/plain-debit.ts).
+ * `ledger_plain_debits` (sql/postgres/0014_grouped_debits.sql), which answers as those calls made
+ * in the same order would, and stops after the first one that is not plain (that one changed
+ * nothing). Inside, it makes one plain move per account for the sum of that account's debits
+ * (the plain conditions are monotone in the amount, so the sum is plain exactly when each debit
+ * in order is) and inserts all their entries in one statement. The rule stays where it is, in
+ * the plain move that `ledger_plain_debit` makes too; the answers become each route's body
+ * through the route's own `done` (src/ledger/plain-debit.ts).
  */
 import { sql, type Transaction } from "kysely";
 import { prepared } from "../db/prepared.ts";
