@@ -567,12 +567,12 @@ describe(`one debit rule, plain path against general path (${TEST_ENGINE})`, () 
   });
 
   it.runIf(TEST_ENGINE === "postgres")(
-    "ledger_plain_debit spends grants in the order of grants.ts",
+    "the plain move (ledger_plain_state) spends grants in the order of grants.ts",
     async () => {
       const db = plain.t.ledger.db.write;
       const order = sql`${spendingOrder("g")}`.compile(db).sql;
       const { rows } = await sql<{ prosrc: string }>`
-        SELECT prosrc FROM pg_proc WHERE proname = 'ledger_plain_debit'`.execute(db);
+        SELECT prosrc FROM pg_proc WHERE proname = 'ledger_plain_state'`.execute(db);
       const normal = (text: string) => text.replaceAll('"', "").replace(/\s+/g, " ").toLowerCase();
       expect(normal(rows[0]?.prosrc ?? "")).toContain(`order by ${normal(order)} limit 1`);
     },

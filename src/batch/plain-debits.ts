@@ -7,8 +7,9 @@
  *
  * - SQLite: `sqlitePlainRun` (src/ledger/plain-run.ts): one balance move per account for the
  *   sum of its debits, one INSERT of all the entries;
- * - PostgreSQL: `ledger_plain_debits` (sql/postgres/0013_batch_debits.sql), which makes the same
- *   calls in the same order inside the database, in one round trip.
+ * - PostgreSQL: `ledger_plain_debits` (sql/postgres/0014_grouped_debits.sql), in one round trip:
+ *   it answers as those calls made one at a time in the same order would, with one plain move
+ *   per account for the sum of its debits and one INSERT of all the entries.
  *
  * Both make the leading calls that are plain and stop before the first one that is not (which
  * changed nothing): the caller runs that one on its general path, then the rest. The rule stays

@@ -1,0 +1,5 @@
+-- 0014: nothing on SQLite. PostgreSQL's 0014 (sql/postgres/0014_grouped_debits.sql) splits the
+-- plain debit into its move and its entry and makes a batch's plain debits one move per account
+-- (docs/design.md#batches); SQLite's batch runs its debits in this process, through the one
+-- writer. The number is kept so that both engines' migrations keep matching numbers. Frozen once
+-- merged: changes go in a new file.

@@ -1,0 +1,266 @@
+-- 0014 for PostgreSQL: a batch's plain debits grouped per account (docs/design.md#batches).
+-- Frozen once merged: changes go in a new file. Amounts in micro-credits, times in Unix epoch
+-- milliseconds (_ms).
+--
+-- The plain debit of 0006 is split into its move (the account's state, the plain conditions, the
+-- balance's UPDATE and the first grant's draw) and what a debit adds to it (the entry, the hold's
+-- settlement), so that a batch's run of plain debits can make one move per account for the sum
+-- of that account's debits, and insert all their entries in one statement. The plain conditions
+-- are monotone in the amount: when a sum S of debits on one account is plain, each of them,
+-- applied in order, is (available ≥ S covers every running prefix; the low-balance condition
+-- holds for every prefix when it holds for S; the first grant covering S covers every prefix and
+-- stays first). So the grouped run writes exactly what the debits one at a time would.
+
+-- What a plain write needs to know of the account p_ref (locked): ledger_plain_account (0006, as
+-- 0011 re-created it: the account, its `available` at p_now, whether it may go the plain way at
+-- all) and its first grant with something left in the spending order (src/ledger/grants.ts
+-- `spendingOrder`, the order of the index credit_grants_spend): its seq and remaining.
+CREATE FUNCTION ledger_plain_state(p_project TEXT, p_ref TEXT, p_by_id BOOLEAN, p_now BIGINT,
+  OUT acc accounts, OUT available BIGINT, OUT plain BOOLEAN, OUT first_seq BIGINT,
+  OUT first_remaining BIGINT)
+LANGUAGE plpgsql AS $$
+DECLARE
+  info RECORD;
+BEGIN
+  SELECT * INTO info FROM ledger_plain_account(p_project, p_ref, p_by_id, p_now);
+  acc := info.acc;
+  available := info.available;
+  plain := coalesce(info.plain, false);
+  IF NOT plain THEN
+    RETURN;
+  END IF;
+  SELECT g.seq, rem.remaining_micros INTO first_seq, first_remaining
+    FROM credit_grants g JOIN credit_grant_remaining rem ON rem.seq = g.seq
+    WHERE g.account_id = acc.id AND g.exhausted = 0
+    ORDER BY g.expiry_booked DESC, g.priority, coalesce(g.expires_at_ms, 9007199254740991), g.seq
+    LIMIT 1;
+END;
+$$;
+
+-- The plain conditions on that state for a debit of p_amount that takes p_needed of `available`
+-- (less than p_amount by the hold a confirm settles): the account may go the plain way,
+-- `available` covers p_needed without the low-balance event (ledger_no_crossing, 0006), and the
+-- first grant covers p_amount (a debit of 0 draws no grant).
+CREATE FUNCTION ledger_plain_fits(p_plain BOOLEAN, p_available BIGINT, p_threshold BIGINT,
+  p_first_remaining BIGINT, p_amount BIGINT, p_needed BIGINT)
+RETURNS BOOLEAN LANGUAGE sql IMMUTABLE AS $$
+  SELECT coalesce(p_plain AND p_available >= p_needed
+    AND ledger_no_crossing(p_threshold, p_available, p_needed)
+    AND (p_amount = 0 OR p_first_remaining >= p_amount), false);
+$$;
+
+-- The plain move of p_amount (taking p_needed of `available`) on the account p_ref at p_now:
+-- when the plain conditions hold, lowers the balance, stamps the account and draws the first
+-- grant down, and answers the account, its balance after and the time of the write (the
+-- entry's created_at_ms). Otherwise it changes nothing and answers a null account_id.
+CREATE FUNCTION ledger_plain_move(p_project TEXT, p_ref TEXT, p_by_id BOOLEAN, p_amount BIGINT,
+  p_needed BIGINT, p_now BIGINT,
+  OUT account_id TEXT, OUT external_id TEXT, OUT balance_after_micros BIGINT,
+  OUT created_at_ms BIGINT)
+LANGUAGE plpgsql AS $$
+DECLARE
+  st RECORD;
+BEGIN
+  SELECT * INTO st FROM ledger_plain_state(p_project, p_ref, p_by_id, p_now);
+  IF NOT ledger_plain_fits(st.plain, st.available, (st.acc).low_balance_threshold_micros,
+       st.first_remaining, p_amount, p_needed) THEN
+    RETURN;
+  END IF;
+  UPDATE accounts a SET balance_micros = a.balance_micros - p_amount,
+      updated_at_ms = greatest(a.updated_at_ms, p_now)
+    WHERE a.id = (st.acc).id
+    RETURNING a.balance_micros, a.updated_at_ms INTO balance_after_micros, created_at_ms;
+  IF p_amount > 0 THEN
+    UPDATE credit_grant_remaining rem SET remaining_micros = rem.remaining_micros - p_amount
+      WHERE rem.seq = st.first_seq;
+  END IF;
+  account_id := (st.acc).id;
+  external_id := (st.acc).external_id;
+END;
+$$;
+
+-- 0006's plain debit, same signature and answer: the plain move, then the entry and (p_hold set)
+-- the settlement of that pending hold of p_hold_micros, which the caller has locked and checked.
+-- ledger_plain_confirm (0008) and ledger_plain_limited_debit (0011) call it as before.
+CREATE OR REPLACE FUNCTION ledger_plain_debit(
+  p_project TEXT,
+  p_ref TEXT,
+  p_by_id BOOLEAN,
+  p_amount BIGINT,
+  p_now BIGINT,
+  p_txn_id TEXT,
+  p_description TEXT,
+  p_metadata TEXT,
+  p_source TEXT,
+  p_hold TEXT,
+  p_hold_micros BIGINT
+) RETURNS TABLE (
+  outcome TEXT,
+  account_id TEXT,
+  external_id TEXT,
+  balance_after_micros BIGINT,
+  created_at_ms BIGINT,
+  seq BIGINT
+) LANGUAGE plpgsql AS $$
+DECLARE
+  m RECORD;
+BEGIN
+  outcome := 'other';
+  SELECT * INTO m FROM ledger_plain_move(p_project, p_ref, p_by_id, p_amount,
+    p_amount - coalesce(p_hold_micros, 0), p_now);
+  IF m.account_id IS NULL THEN
+    RETURN NEXT;
+    RETURN;
+  END IF;
+  INSERT INTO transactions AS t (id, project_id, account_id, type, amount_micros,
+      balance_after_micros, description, metadata, source, reservation_id, account_plan_id,
+      created_at_ms)
+    VALUES (p_txn_id, p_project, m.account_id, 'debit', p_amount, m.balance_after_micros,
+      p_description, p_metadata, p_source, p_hold, NULL, m.created_at_ms)
+    RETURNING t.seq INTO seq;
+  IF p_hold IS NOT NULL THEN
+    UPDATE reservations r SET status = 'confirmed', settled_at_ms = p_now,
+        actual_micros = p_amount, transaction_id = p_txn_id
+      WHERE r.id = p_hold AND r.status = 'pending';
+  END IF;
+  outcome := 'applied';
+  account_id := m.account_id;
+  external_id := m.external_id;
+  balance_after_micros := m.balance_after_micros;
+  created_at_ms := m.created_at_ms;
+  RETURN NEXT;
+END;
+$$;
+
+-- 0013's batch of plain debits, same signature and answer (one row per call made, 1-based idx;
+-- the leading calls applied; after them, when one is not plain, its row 'other', having changed
+-- nothing), made per account instead of per call:
+-- 1. lock the accounts the calls name, in id order (the batch has already: src/batch/locks.ts),
+--    and resolve each call's account as ledger_plain_account does (by id first when p_by_ids,
+--    then by externalId), so that one account named both ways is one group;
+-- 2. read each account's state once (ledger_plain_state) and find the first call whose
+--    account's running sum up to it (in call order) is not plain (ledger_plain_fits): the calls
+--    one at a time would find that very call not plain first, by the monotony above (or, when
+--    the first grant runs out exactly before it, would draw the next grant, a write the general
+--    path makes as well; the service runs this call on the general path);
+-- 3. make one plain move per account for the sum of its calls before that one (the move checks
+--    again: a refusal there raises, and the service runs the batch again without grouping);
+-- 4. insert the entries of those calls in one statement in call order (so `seq` follows the
+--    operations), each with the account's running balance after it and the move's time.
+CREATE OR REPLACE FUNCTION ledger_plain_debits(
+  p_project TEXT,
+  p_refs TEXT[],
+  p_by_ids BOOLEAN[],
+  p_amounts BIGINT[],
+  p_now BIGINT,
+  p_txn_ids TEXT[],
+  p_descriptions TEXT[],
+  p_metadata TEXT[],
+  p_sources TEXT[]
+) RETURNS TABLE (
+  idx INTEGER,
+  outcome TEXT,
+  account_id TEXT,
+  external_id TEXT,
+  balance_after_micros BIGINT,
+  created_at_ms BIGINT,
+  seq BIGINT
+) LANGUAGE plpgsql AS $$
+DECLARE
+  n INTEGER := coalesce(array_length(p_refs, 1), 0);
+  accs TEXT[];
+  first_other INTEGER;
+  g RECORD;
+  st RECORD;
+  m RECORD;
+  st_ids TEXT[] := '{}';
+  st_plain BOOLEAN[] := '{}';
+  st_available BIGINT[] := '{}';
+  st_threshold BIGINT[] := '{}';
+  st_first BIGINT[] := '{}';
+  mv_ids TEXT[] := '{}';
+  mv_ext TEXT[] := '{}';
+  mv_after BIGINT[] := '{}';
+  mv_at BIGINT[] := '{}';
+  mv_sum BIGINT[] := '{}';
+BEGIN
+  IF n = 0 THEN
+    RETURN;
+  END IF;
+  -- 1. The locks, then each call's account (null: none).
+  PERFORM 1 FROM accounts a
+    WHERE a.project_id = p_project AND (a.id = ANY (p_refs) OR a.external_id = ANY (p_refs))
+    ORDER BY a.id FOR UPDATE;
+  SELECT array_agg(coalesce(by_id.id, by_ext.id) ORDER BY c.i) INTO accs
+    FROM unnest(p_refs, p_by_ids) WITH ORDINALITY AS c(ref, by_id, i)
+    LEFT JOIN accounts by_id ON c.by_id AND by_id.project_id = p_project AND by_id.id = c.ref
+    LEFT JOIN accounts by_ext ON by_ext.project_id = p_project AND by_ext.external_id = c.ref;
+  -- 2. Each account's state, then the first call not plain (n + 1: none).
+  FOR g IN SELECT DISTINCT u.acc FROM unnest(accs) AS u(acc) WHERE u.acc IS NOT NULL
+    ORDER BY u.acc
+  LOOP
+    SELECT * INTO st FROM ledger_plain_state(p_project, g.acc, true, p_now);
+    st_ids := st_ids || g.acc;
+    st_plain := st_plain || st.plain;
+    st_available := st_available || st.available;
+    st_threshold := st_threshold || (st.acc).low_balance_threshold_micros;
+    st_first := st_first || st.first_remaining;
+  END LOOP;
+  SELECT coalesce(min(r.i), n + 1) INTO first_other
+    FROM (SELECT c.acc, c.i,
+              sum(p_amounts[c.i]) OVER (PARTITION BY c.acc ORDER BY c.i)::BIGINT AS running
+            FROM unnest(accs) WITH ORDINALITY AS c(acc, i)) r
+    LEFT JOIN unnest(st_ids, st_plain, st_available, st_threshold, st_first)
+      AS s(id, plain, available, threshold, first_remaining) ON s.id = r.acc
+    WHERE NOT ledger_plain_fits(s.plain, s.available, s.threshold, s.first_remaining,
+      r.running, r.running);
+  -- 3. One move per account for its calls before that one.
+  FOR g IN SELECT c.acc, sum(p_amounts[c.i])::BIGINT AS total
+    FROM unnest(accs) WITH ORDINALITY AS c(acc, i) WHERE c.i < first_other
+    GROUP BY c.acc ORDER BY c.acc
+  LOOP
+    SELECT * INTO m FROM ledger_plain_move(p_project, g.acc, true, g.total, g.total, p_now);
+    IF m.account_id IS NULL THEN
+      RAISE EXCEPTION 'ledger_plain_debits: the plain move of account % was refused', g.acc;
+    END IF;
+    mv_ids := mv_ids || m.account_id;
+    mv_ext := mv_ext || m.external_id;
+    mv_after := mv_after || m.balance_after_micros;
+    mv_at := mv_at || m.created_at_ms;
+    mv_sum := mv_sum || g.total;
+  END LOOP;
+  -- 4. The entries, in call order, and each applied call's row.
+  RETURN QUERY
+    WITH calls AS (
+      SELECT c.acc, c.i, p_amounts[c.i] AS amount,
+          sum(p_amounts[c.i]) OVER (PARTITION BY c.acc ORDER BY c.i)::BIGINT AS running
+        FROM unnest(accs) WITH ORDINALITY AS c(acc, i) WHERE c.i < first_other
+    ), applied AS (
+      SELECT calls.i, calls.acc, calls.amount, mv.ext, mv.at_ms,
+          mv.bal + mv.total - calls.running AS bal
+        FROM calls JOIN unnest(mv_ids, mv_ext, mv_after, mv_at, mv_sum)
+          AS mv(id, ext, bal, at_ms, total) ON mv.id = calls.acc
+    ), entries AS (
+      INSERT INTO transactions AS t (id, project_id, account_id, type, amount_micros,
+          balance_after_micros, description, metadata, source, reservation_id,
+          account_plan_id, created_at_ms)
+        SELECT p_txn_ids[r.i], p_project, r.acc, 'debit', r.amount, r.bal,
+            p_descriptions[r.i], p_metadata[r.i], p_sources[r.i], NULL, NULL, r.at_ms
+          FROM applied r ORDER BY r.i
+        RETURNING t.id, t.seq
+    )
+    SELECT r.i::INTEGER, 'applied'::TEXT, r.acc, r.ext, r.bal, r.at_ms, e.seq
+      FROM applied r JOIN entries e ON e.id = p_txn_ids[r.i]
+      ORDER BY r.i;
+  IF first_other <= n THEN
+    idx := first_other;
+    outcome := 'other';
+    account_id := NULL;
+    external_id := NULL;
+    balance_after_micros := NULL;
+    created_at_ms := NULL;
+    seq := NULL;
+    RETURN NEXT;
+  END IF;
+END;
+$$;
