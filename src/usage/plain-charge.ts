@@ -23,6 +23,7 @@ import type { DB } from "../db/schema.ts";
 import type { PlainWrite } from "../db/write-path.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
+import type { MoveGuard } from "../ledger/core.ts";
 import type { UnheldDebit } from "../ledger/debit.ts";
 import {
   type PgArgs,
@@ -31,7 +32,6 @@ import {
   pgDebited,
   sqlitePlainDebit,
 } from "../ledger/plain-debit.ts";
-import type { MoveGuard } from "../ledger/core.ts";
 import { debitOf } from "../ledger/service.ts";
 import {
   type ChargedUsage,
