@@ -229,6 +229,37 @@ describe("charging usage in credits, over HTTP", () => {
     expect(okBody(usageRoutes.record, await charge(body)).creditsCharged).toBe(2);
   });
 
+  it("charges a credit price or a cached price changed underneath from the next charge on", async () => {
+    await fundedAccount(t, "u1", 10);
+    await setPrice(100);
+    const body = { accountId: "u1", inputTokens: 1000, cachedTokens: 1000, outputTokens: 0 };
+    // 1,000 cached tokens of gpt-4o (1.25 USD per million): 0.00125 USD = 0.125 credits, twice
+    // (the second at the prices the first read).
+    for (let i = 0; i < 2; i++) {
+      expect(okBody(usageRoutes.record, await charge(body)).creditsCharged).toBe(0.125);
+    }
+    // The project's price changed by another process (as `ledger project set-price` would).
+    await t.ledger.db.write
+      .updateTable("projects")
+      .set({ credits_per_usd_micros: 300_000_000 })
+      .where("id", "=", t.projectId)
+      .execute();
+    expect(okBody(usageRoutes.record, await charge(body)).creditsCharged).toBe(0.375);
+    expect(okBody(usageRoutes.record, await charge(body)).creditsCharged).toBe(0.375);
+    // The cached price removed underneath: cached tokens cost the input price (2.5 USD).
+    await t.ledger.db.write
+      .updateTable("models")
+      .set({ cached_micros_per_m: null })
+      .where("model_id", "=", GPT)
+      .execute();
+    const after = okBody(usageRoutes.record, await charge(body));
+    expect(after).toMatchObject({ creditsCharged: 0.75, balance: 10 - 0.25 - 0.75 - 0.75 });
+    expect(okBody(usageRoutes.record, await charge(body)).creditsCharged).toBe(0.75);
+    const listed = await usageList();
+    const charged = "usageRecords" in listed && listed.usageRecords.map((r) => r.creditsCharged);
+    expect(charged).toEqual([0.75, 0.75, 0.375, 0.375, 0.125, 0.125]);
+  });
+
   it("records nothing when the credits fall short (402), and 400s what deduct needs", async () => {
     await fundedAccount(t, "poor", 0.00001);
     await t.newProject("unused");

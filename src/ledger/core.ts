@@ -85,6 +85,23 @@ export interface PlainMove {
   neededMicros: number;
   /** An account known to have these limits (src/limits/plain.ts): the limited plain move. */
   limited?: SqliteLimited | undefined;
+  /** A further condition of the write the debit is part of (see `MoveGuard`). */
+  guard?: MoveGuard | undefined;
+}
+
+/**
+ * A condition that the plain move also requires, in the same statement, so that the debit and
+ * what its caller read earlier stay one decision: the usage charge's "the prices are still those
+ * it was priced at" (src/usage/plain-charge.ts). The condition's SQL is fixed per `key` (one
+ * prepared statement each); its values are `args`, whose names start with `g_`.
+ */
+export interface MoveGuard {
+  key: string;
+  condition: (
+    eb: ExpressionBuilder<DB, "accounts">,
+    arg: (name: string) => unknown,
+  ) => Expression<SqlBool>;
+  args: Record<`g_${string}`, string | number | null>;
 }
 
 /** A plain debit posted: the entry and the account's externalId. */
@@ -199,10 +216,16 @@ function moveStatement(trx: Transaction<DB>, input: EntryInput, plain: PlainMove
   if (plain === undefined)
     return (input.type === "credit" ? creditBalance : debitBalance)(trx, args);
   const column = plain.byExternalId ? "external_id" : "id";
-  const plainArgs = { ...args, projectId: input.projectId, neededMicros: plain.neededMicros };
-  if (plain.limited === undefined) return debitMove(column, 0)(trx, plainArgs);
+  const { guard } = plain;
+  const plainArgs = {
+    ...args,
+    projectId: input.projectId,
+    neededMicros: plain.neededMicros,
+    ...guard?.args,
+  };
+  if (plain.limited === undefined) return debitMove(column, 0, guard)(trx, plainArgs);
   const { text, count, args: limitArgs } = plain.limited;
-  return debitMove(column, count)(trx, { ...plainArgs, limits: text, ...limitArgs });
+  return debitMove(column, count, guard)(trx, { ...plainArgs, limits: text, ...limitArgs });
 }
 
 /**
@@ -313,16 +336,16 @@ type DebitMoveArgs = MoveArgs & {
   neededMicros: number;
   /** The limited move's: the account's stored limits text, and each limit's arguments. */
   limits?: string;
-} & Record<string, string | number | undefined>;
+} & Record<string, string | number | null | undefined>;
 
 /**
  * SQLite's plain debit move, naming the account by `column`: the debit's move only when it is
  * plain (see `PlainMove`). With `n` > 0 it is the limited plain debit's move
  * (src/limits/plain.ts): the account's stored limits must be the `limits` argument, and each of
- * its `n` limits stay below its amount. The queue's one writer needs no lock between it and the
- * statements after it.
+ * its `n` limits stay below its amount. With `guard`, its condition must hold too. The queue's
+ * one writer needs no lock between it and the statements after it.
  */
-function plainDebitMove(column: "id" | "external_id", n: number) {
+function plainDebitMove(column: "id" | "external_id", n: number, guard: MoveGuard | undefined) {
   return prepared<DebitMoveArgs, Moved>((db, arg) =>
     db
       .updateTable("accounts")
@@ -342,6 +365,7 @@ function plainDebitMove(column: "id" | "external_id", n: number) {
             eb(firstGrantRemaining(eb), ">=", arg("amountMicros")),
           ]),
           ...(n === 0 ? [] : underLimits(eb, arg, n, arg("nowMs"), arg("neededMicros"))),
+          ...(guard === undefined ? [] : [guard.condition(eb, arg)]),
         ]),
       )
       .returning(["id", "external_id", "balance_micros", "updated_at_ms"]),
@@ -350,12 +374,15 @@ function plainDebitMove(column: "id" | "external_id", n: number) {
 
 const moves = new Map<string, ReturnType<typeof plainDebitMove>>();
 
-/** The plain move by `column` for `n` limits (0: the plain debit's own), prepared once. */
-function debitMove(column: "id" | "external_id", n: number) {
-  const key = `${column} ${n}`;
+/**
+ * The plain move by `column` for `n` limits (0: the plain debit's own) and `guard`'s condition
+ * (none: the deduction's own), prepared once each.
+ */
+function debitMove(column: "id" | "external_id", n: number, guard?: MoveGuard) {
+  const key = guard === undefined ? `${column} ${n}` : `${column} ${n} ${guard.key}`;
   let move = moves.get(key);
   if (move === undefined) {
-    move = plainDebitMove(column, n);
+    move = plainDebitMove(column, n, guard);
     moves.set(key, move);
   }
   return move;

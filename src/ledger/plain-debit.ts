@@ -28,7 +28,7 @@ import { INTERNAL_ACCOUNT_ID, newId } from "../ids.ts";
 import { addSpent, windowsAt } from "../limits/counters.ts";
 import { parseLimits } from "../limits/limits.ts";
 import { knownLimits, limitArgs, pgPlainLimitedDebit, sqliteLimited } from "../limits/plain.ts";
-import { entryMetadata, entryRow, type PostedEntry, postEntry } from "./core.ts";
+import { entryMetadata, entryRow, type MoveGuard, type PostedEntry, postEntry } from "./core.ts";
 import { type Debit, debitEntry, neededMicros, settleHold, type UnheldDebit } from "./debit.ts";
 
 /** A plain debit done: the account and the stored entry. */
@@ -51,12 +51,14 @@ export function plainDebit(debit: UnheldDebit): PlainWrite<PlainDebited> {
 
 /**
  * SQLite's plain debit `debit` (a confirm's too), inside the unit `trx`: what it did, or null
- * (nothing changed) when the debit is not plain.
+ * (nothing changed) when the debit is not plain, or when `guard`'s condition (core.ts
+ * `MoveGuard`), checked by the balance move, does not hold.
  */
 export async function sqlitePlainDebit(
   trx: Transaction<DB>,
   debit: Debit,
   nowMs: number,
+  guard?: MoveGuard,
 ): Promise<PlainDebited | null> {
   // An unheld debit on an account known to have spend limits: the limited move
   // (src/limits/plain.ts), then the counters of its windows.
@@ -67,6 +69,7 @@ export async function sqlitePlainDebit(
     byExternalId: !INTERNAL_ACCOUNT_ID.test(debit.accountRef),
     neededMicros: neededMicros(debit),
     limited,
+    guard,
   };
   const posted = await postEntry(trx, debitEntry(debit, debit.accountRef, nowMs), plain);
   if (posted === null) return null;

@@ -3,8 +3,11 @@
  * `deduct: true` usage record whose debit is plain is recorded with the deduction's own plain
  * debit (ledger/plain-debit.ts), so the debit rule stays defined once:
  *
- * - SQLite: the price read (one prepared statement), `sqlitePlainDebit` (the plain move, the
- *   entry, the grant), then the usage record's INSERT, all in the unit of the queue's one writer.
+ * - SQLite: `sqlitePlainDebit` (the plain move, the entry, the grant), then the usage record's
+ *   INSERT, all in the unit of the queue's one writer. The charge is priced at the prices this
+ *   process last read for the model (price-guess.ts), and the plain move checks them (a
+ *   `MoveGuard`, ledger/core.ts): it moves nothing unless the stored prices are those. The
+ *   prices are read in the unit (one prepared statement) only when there is no such guess.
  * - PostgreSQL: one statement, one round trip: it checks the prices the charge was priced at
  *   (the last this process read, price-guess.ts), calls `ledger_plain_debit` and inserts the
  *   usage record from its answer only when it applied the debit (a data-modifying CTE): the
@@ -20,6 +23,7 @@ import type { DB } from "../db/schema.ts";
 import type { PlainWrite } from "../db/write-path.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
+import type { MoveGuard } from "../ledger/core.ts";
 import type { UnheldDebit } from "../ledger/debit.ts";
 import {
   type PgArgs,
@@ -100,6 +104,52 @@ function chargedRow(
 }
 
 /**
+ * The prices last read for `modelId` in project `projectId` (price-guess.ts), or read now in `db`
+ * (kept as the next guess when the project has a credit price).
+ */
+async function guessOrRead(
+  db: Kysely<DB>,
+  projectId: string,
+  modelId: string,
+  guess: PriceRow | undefined,
+): Promise<PriceRow | undefined> {
+  if (guess !== undefined) return guess;
+  const row = await readPrice(db, projectId, modelId);
+  if (row !== undefined && row.credits_per_usd_micros !== null) keepPrice(projectId, modelId, row);
+  return row;
+}
+
+/**
+ * SQLite's check of a guess, for the plain move: the project's credit price and the model's
+ * prices are still those of `guess` (`IS`: a null cached price equals a null one).
+ */
+function pricesStill(projectId: string, guess: PriceRow): MoveGuard {
+  return {
+    key: "usage-prices",
+    condition: (eb, arg) =>
+      eb.exists(
+        eb
+          .selectFrom(["projects as gp", "models as gm"])
+          .select(sql.lit(1).as("one"))
+          .where("gp.id", "=", arg("g_project") as string)
+          .where("gp.credits_per_usd_micros", "=", arg("g_price") as number)
+          .where("gm.model_id", "=", arg("g_model") as string)
+          .where("gm.input_micros_per_m", "=", arg("g_input") as number)
+          .where("gm.output_micros_per_m", "=", arg("g_output") as number)
+          .where("gm.cached_micros_per_m", "is", arg("g_cached") as number | null),
+      ),
+    args: {
+      g_project: projectId,
+      g_price: guess.credits_per_usd_micros,
+      g_model: guess.model_id,
+      g_input: guess.input_micros_per_m,
+      g_output: guess.output_micros_per_m,
+      g_cached: guess.cached_micros_per_m,
+    },
+  };
+}
+
+/**
  * The usage record's columns but its account, which the statement takes from the debit; its
  * metadata as `usage_metadata` (`metadata` is the entry's); and the credit price it was priced
  * at, which the statement checks with the record's model prices.
@@ -135,13 +185,10 @@ async function pgCharge(
   input: RecordUsageInput,
   nowMs: number,
 ): Promise<ChargedUsage | null> {
-  const p = await plainPricing(projectId, input, async () => {
-    const guess = guessedPrice(projectId, input.modelId);
-    if (guess !== undefined) return guess;
-    const row = await readPrice(db, projectId, input.modelId);
-    if (row !== undefined) keepPrice(projectId, input.modelId, row);
-    return row;
-  });
+  const guess = guessedPrice(projectId, input.modelId);
+  const p = await plainPricing(projectId, input, () =>
+    guessOrRead(db, projectId, input.modelId, guess),
+  );
   if (p === null) return null;
   const txnId = newId("txn");
   // The account is the debit's: the row is built with its reference, the statement inserts the
@@ -169,12 +216,19 @@ async function pgCharge(
 export function plainCharge(projectId: string, input: RecordUsageInput): PlainWrite<ChargedUsage> {
   return {
     sqlite: async (trx, nowMs) => {
+      const guess = guessedPrice(projectId, input.modelId);
       const p = await plainPricing(projectId, input, () =>
-        readPrice(trx, projectId, input.modelId),
+        guessOrRead(trx, projectId, input.modelId, guess),
       );
       if (p === null) return null;
-      const done = await sqlitePlainDebit(trx, p.debit, nowMs);
-      if (done === null) return null;
+      // A guess is checked by the move; prices read in this unit are the stored ones.
+      const guard = guess === undefined ? undefined : pricesStill(projectId, guess);
+      const done = await sqlitePlainDebit(trx, p.debit, nowMs, guard);
+      if (done === null) {
+        // The prices may have changed: the general path reads them, the next charge too.
+        if (guess !== undefined) forgetPrice(projectId, input.modelId);
+        return null;
+      }
       const txn = done.row;
       const row = chargedRow(projectId, input, p, done.account.id, txn.id, nowMs);
       await insertUsage(trx, row);

@@ -1,11 +1,12 @@
 /**
- * The prices PostgreSQL's plain charge last read, per project and model (docs/design.md#usage-charges):
- * a guess, never trusted. The plain charge's statement checks the guess against the `models` and
- * `projects` rows it sees and debits only when they are equal (usage/plain-charge.ts); when they
- * differ it changes nothing, the guess is forgotten and the general path reads the prices anew.
- * So a price changed by any process is charged from the first statement that sees the change,
- * and the guess only saves the read's round trip. SQLite reads the prices in the unit: its
- * reads cost no round trip.
+ * The prices the plain charge last read, per project and model (docs/design.md#usage-charges): a
+ * guess, never trusted. The plain charge checks the guess against the `models` and `projects`
+ * rows in the statement that debits (PostgreSQL's one statement; SQLite's balance move) and
+ * debits only when they are equal (usage/plain-charge.ts); when they differ it changes nothing,
+ * the guess is forgotten and the general path reads the prices anew. So a price changed by any
+ * process is charged from the first statement that sees the change, and the guess only saves
+ * the read: a round trip on PostgreSQL, a statement on SQLite. Only prices with a credit price
+ * are kept (a project without one takes the general path, which answers its 400).
  */
 import type { PriceRow } from "./charge.ts";
 
