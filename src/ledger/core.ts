@@ -176,9 +176,9 @@ function moveStatement(trx: Transaction<DB>, input: EntryInput, plain: PlainMove
     return (input.type === "credit" ? creditBalance : debitBalance)(trx, args);
   const column = plain.byExternalId ? "external_id" : "id";
   const plainArgs = { ...args, projectId: input.projectId, neededMicros: plain.neededMicros };
-  if (plain.limited === undefined) return debitMove(column, 0)(trx, plainArgs);
-  const { text, count, args: limitArgs } = plain.limited;
-  return debitMove(column, count)(trx, { ...plainArgs, limits: text, ...limitArgs });
+  if (plain.limited === undefined) return debitMove(column, "")(trx, plainArgs);
+  const { text, shape, args: limitArgs } = plain.limited;
+  return debitMove(column, shape)(trx, { ...plainArgs, limits: text, ...limitArgs });
 }
 
 /**
@@ -287,12 +287,13 @@ type DebitMoveArgs = MoveArgs & {
 
 /**
  * SQLite's plain debit move, naming the account by `column`: the debit's move only when it is
- * plain (see `PlainMove`). With `n` > 0 it is the limited plain debit's move
- * (src/limits/plain.ts): the account's stored limits must be the `limits` argument, and each of
- * its `n` limits stay below its amount. The queue's one writer needs no lock between it and the
- * statements after it.
+ * plain (see `PlainMove`). With a non-empty `shape` (each limit's softness, "h" or "s") it is
+ * the limited plain debit's move (src/limits/plain.ts): the account's stored limits must be the
+ * `limits` argument, and each of its limits stay below its amount. The queue's one writer needs
+ * no lock between it and the statements after it.
  */
-function plainDebitMove(column: "id" | "external_id", n: number) {
+function plainDebitMove(column: "id" | "external_id", shape: string) {
+  const n = shape.length;
   return prepared<DebitMoveArgs, Moved>((db, arg) =>
     db
       .updateTable("accounts")
@@ -311,7 +312,7 @@ function plainDebitMove(column: "id" | "external_id", n: number) {
             eb(eb.val(arg("amountMicros")), "=", 0),
             eb(firstGrantRemaining(eb), ">=", arg("amountMicros")),
           ]),
-          ...(n === 0 ? [] : underLimits(eb, arg, n, arg("nowMs"), arg("neededMicros"))),
+          ...(n === 0 ? [] : underLimits(eb, arg, shape, arg("nowMs"), arg("neededMicros"))),
         ]),
       )
       .returning(["id", "external_id", "balance_micros", "updated_at_ms"]),
@@ -320,12 +321,15 @@ function plainDebitMove(column: "id" | "external_id", n: number) {
 
 const moves = new Map<string, ReturnType<typeof plainDebitMove>>();
 
-/** The plain move by `column` for `n` limits (0: the plain debit's own), prepared once. */
-function debitMove(column: "id" | "external_id", n: number) {
-  const key = `${column} ${n}`;
+/**
+ * The plain move by `column` for limits of softness `shape` ("": the plain debit's own),
+ * prepared once.
+ */
+function debitMove(column: "id" | "external_id", shape: string) {
+  const key = `${column} ${shape}`;
   let move = moves.get(key);
   if (move === undefined) {
-    move = plainDebitMove(column, n);
+    move = plainDebitMove(column, shape);
     moves.set(key, move);
   }
   return move;
