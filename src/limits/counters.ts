@@ -80,9 +80,14 @@ function windowRow(arg: WindowArg, i: number) {
   };
 }
 
-/** The row of `spend_windows` is the window `i` of the arguments (within the account). */
+/**
+ * The row of `spend_windows` is the window `i` of the arguments: its whole key, so that an OR
+ * of such terms looks each row up by the key (SQLite: a multi-index OR), whatever the number
+ * of older windows the account has rows of.
+ */
 function windowIs(eb: ExpressionBuilder<DB, "spend_windows">, arg: WindowArg, i: number) {
   return eb.and([
+    eb("account_id", "=", arg("account") as string),
     eb("period", "=", arg(`p${i}`) as string),
     eb("time_zone", "=", arg(`z${i}`) as string),
     eb("window_start_ms", "=", arg(`s${i}`) as number),
@@ -110,7 +115,6 @@ function readStatement(n: number) {
     db
       .selectFrom("spend_windows")
       .select(["period", "time_zone", "window_start_ms", "spent_micros"])
-      .where("account_id", "=", arg("account") as string)
       .where((eb) => eb.or(Array.from({ length: n }, (_, i) => windowIs(eb, arg, i)))),
   );
 }
@@ -121,7 +125,6 @@ function bumpStatement(n: number) {
     db
       .updateTable("spend_windows")
       .set((eb) => ({ spent_micros: eb("spent_micros", "+", arg("micros") as number) }))
-      .where("account_id", "=", arg("account") as string)
       .where((eb) => eb.or(Array.from({ length: n }, (_, i) => windowIs(eb, arg, i)))),
   );
 }
