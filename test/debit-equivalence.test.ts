@@ -298,6 +298,16 @@ const CASES: Case[] = [
     plain: true,
   },
   {
+    name: "deduct under two limits of one window (one counter)",
+    limits: [
+      { period: "day", amount: 100, timeZone: "Asia/Kolkata" },
+      { period: "day", amount: 200, timeZone: "Asia/Kolkata" },
+    ],
+    grants: [{ amount: 100 }],
+    write: { deduct: 30 },
+    plain: true,
+  },
+  {
     name: "deduct reaching the tighter of two hard limits, after a hold",
     limits: [
       { period: "day", amount: 100 },

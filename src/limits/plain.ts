@@ -52,17 +52,37 @@ export function knownLimits(projectId: string, ref: string): string | undefined 
   return known.get(keyOf(projectId, ref));
 }
 
-/** The plain debit's arguments (as one call of a batch passes them), with the account's limits. */
+/**
+ * The plain debit's arguments (as one call of a batch passes them), with the account's limits:
+ * each list as the text of a PostgreSQL array (`pgArray`), which the statement casts.
+ */
 type Args = PlainDebitCall<unknown>["args"] & {
   nowMs: number;
   limits: string;
-  periods: string[];
-  zones: string[];
-  starts: number[];
-  ends: number[];
-  amounts: number[];
-  softs: boolean[];
+  periods: string;
+  zones: string;
+  starts: string;
+  ends: string;
+  amounts: string;
+  softs: string;
 };
+
+/**
+ * The text of a PostgreSQL array of `values` (`{"a","b"}`, `{1,2}`, `{t,f}`), each text quoted
+ * with `"` and `\` escaped: made once per plan, so the driver sends it as it is.
+ */
+export function pgArray(values: readonly (string | number | boolean)[]): string {
+  const items = values.map((v) =>
+    typeof v === "string"
+      ? `"${v.replace(/["\\]/g, "\\$&")}"`
+      : typeof v === "number"
+        ? String(v)
+        : v
+          ? "t"
+          : "f",
+  );
+  return `{${items.join(",")}}`;
+}
 
 /** The call of `ledger_plain_limited_debit`. */
 export const pgPlainLimitedDebit = prepared<Args, PgDebitRow>((db, arg) => ({
@@ -92,12 +112,12 @@ export function limitArgs(limits: string, nowMs: number): PgLimitArgs {
     const windows = plan.limitWindows;
     found = {
       limits,
-      periods: list.map((l) => l.period),
-      zones: list.map((l) => l.timeZone),
-      starts: windows.map((w) => w.startMs),
-      ends: windows.map((w) => w.endMs),
-      amounts: list.map((l) => l.amountMicros),
-      softs: list.map((l) => l.soft),
+      periods: pgArray(list.map((l) => l.period)),
+      zones: pgArray(list.map((l) => l.timeZone)),
+      starts: pgArray(windows.map((w) => w.startMs)),
+      ends: pgArray(windows.map((w) => w.endMs)),
+      amounts: pgArray(list.map((l) => l.amountMicros)),
+      softs: pgArray(list.map((l) => l.soft)),
     };
     pgArgs.set(plan, found);
   }
