@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { limitsText } from "../src/limits/limits.ts";
+import { pgArray } from "../src/limits/plain.ts";
 import { computePlan, limitPlan } from "../src/limits/plan.ts";
 import { computeWindow, isTimeZone, windowAt } from "../src/limits/windows.ts";
 
@@ -152,5 +153,18 @@ describe("the limited plain debit's plan (src/limits/plan.ts)", () => {
     for (const iso of ["2026-11-27T18:29:59.999Z", "2026-11-30T23:59:59.999Z"]) {
       expect(limitPlan(text ?? "", at(iso))).toEqual(computePlan(text ?? "", at(iso)));
     }
+  });
+});
+
+describe("the limited plain debit's array arguments (PostgreSQL)", () => {
+  it("writes each list as the text of an array, texts quoted and escaped", () => {
+    expect(pgArray(["hour", "America/Argentina/Buenos_Aires", 'a"b\\c'])).toBe(
+      '{"hour","America/Argentina/Buenos_Aires","a\\"b\\\\c"}',
+    );
+    expect(pgArray([1795770000000, 9_000_000_000_000_000])).toBe(
+      "{1795770000000,9000000000000000}",
+    );
+    expect(pgArray([true, false])).toBe("{t,f}");
+    expect(pgArray([])).toBe("{}");
   });
 });
