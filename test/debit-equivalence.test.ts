@@ -222,17 +222,18 @@ const CASES: Case[] = [
     write: { reserve: 30 },
     plain: false,
   },
-  // Spend limits: the plain paths refuse every write of an account with limits, and the general
-  // path enforces them (src/limits/enforce.ts).
+  // Spend limits: the plain paths refuse every write of an account with limits but the limited
+  // plain debit, and the general path enforces them (src/limits/enforce.ts). The limited plain
+  // debit (src/limits/plain.ts) applies once the process has seen the account's limits (here:
+  // the unit that created the account with them, or its hold's unit), and only to writes that
+  // reach no limit.
   {
     name: "deduct under three limits",
     limits: THREE_LIMITS,
     grants: [{ amount: 100 }],
     write: { deduct: 30 },
-    plain: false,
+    plain: true,
   },
-  // The limited plain debit (src/limits/plain.ts) applies once the process has seen the
-  // account's limits (here: its hold's unit), and only to writes that reach no limit.
   {
     name: "deduct under three limits after a hold, by id",
     limits: THREE_LIMITS,
@@ -280,6 +281,51 @@ const CASES: Case[] = [
     grants: [{ amount: 100 }],
     write: { deduct: 30 },
     key: true,
+    plain: false,
+  },
+  // SQLite tests the hard limits at once (held + needed < the least of amount − spent) and
+  // each soft limit by itself.
+  {
+    name: "deduct under two hard limits and a soft one reached, after a hold",
+    limits: [
+      { period: "day", amount: 50 },
+      { period: "hour", amount: 45, timeZone: "Asia/Kolkata" },
+      { period: "month", amount: 10, soft: true },
+    ],
+    grants: [{ amount: 100 }],
+    holds: [{ amount: 10 }],
+    write: { deduct: 34.999999 },
+    plain: true,
+  },
+  {
+    name: "deduct under two limits of one window (one counter)",
+    limits: [
+      { period: "day", amount: 100, timeZone: "Asia/Kolkata" },
+      { period: "day", amount: 200, timeZone: "Asia/Kolkata" },
+    ],
+    grants: [{ amount: 100 }],
+    write: { deduct: 30 },
+    plain: true,
+  },
+  {
+    name: "deduct reaching the tighter of two hard limits, after a hold",
+    limits: [
+      { period: "day", amount: 100 },
+      { period: "hour", amount: 45, timeZone: "Asia/Kolkata" },
+    ],
+    grants: [{ amount: 100 }],
+    holds: [{ amount: 10 }],
+    write: { deduct: 35 },
+    plain: false,
+  },
+  {
+    name: "deduct passing a soft limit under a hard one",
+    limits: [
+      { period: "day", amount: 100 },
+      { period: "week", amount: 20, soft: true },
+    ],
+    grants: [{ amount: 100 }],
+    write: { deduct: 25 },
     plain: false,
   },
   {

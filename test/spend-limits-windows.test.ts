@@ -1,4 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { limitsText } from "../src/limits/limits.ts";
+import { pgArray } from "../src/limits/plain.ts";
+import { computePlan, limitPlan } from "../src/limits/plan.ts";
 import { computeWindow, isTimeZone, windowAt } from "../src/limits/windows.ts";
 
 const at = (iso: string) => Date.parse(iso);
@@ -110,5 +113,58 @@ describe("spend limit windows (docs/api.md#spend-limits)", () => {
     expect(isTimeZone("Mars/Olympus")).toBe(false);
     expect(isTimeZone("+05:30")).toBe(false);
     expect(isTimeZone("")).toBe(false);
+  });
+});
+
+describe("the limited plain debit's plan (src/limits/plan.ts)", () => {
+  const text = limitsText([
+    { period: "hour", amountMicros: 100_000_000, timeZone: "UTC", soft: false },
+    { period: "day", amountMicros: 200_000_000, timeZone: "Asia/Kolkata", soft: false },
+    { period: "day", amountMicros: 300_000_000, timeZone: "Asia/Kolkata", soft: true },
+  ]);
+  const starts = (iso: string) =>
+    limitPlan(text ?? "", at(iso)).windows.map((w) => new Date(w.startMs).toISOString());
+
+  it("holds from the latest window start to the earliest end, then takes the new windows", () => {
+    const plan = limitPlan(text ?? "", at("2026-11-27T17:59:59.999Z"));
+    expect(plan.fromMs).toBe(at("2026-11-27T17:00:00.000Z"));
+    expect(plan.untilMs).toBe(at("2026-11-27T18:00:00.000Z"));
+    // One counter per (period, zone); each limit keeps its own window.
+    expect(plan.windows).toHaveLength(2);
+    expect(plan.limitWindows).toHaveLength(3);
+    expect(limitPlan(text ?? "", at("2026-11-27T17:00:00.000Z"))).toBe(plan);
+    expect(starts("2026-11-27T18:00:00.000Z")).toEqual([
+      "2026-11-27T18:00:00.000Z",
+      "2026-11-26T18:30:00.000Z",
+    ]);
+    // The Kolkata day ends inside this hour, at 18:30 UTC.
+    expect(limitPlan(text ?? "", at("2026-11-27T18:00:00.000Z")).untilMs).toBe(
+      at("2026-11-27T18:30:00.000Z"),
+    );
+    expect(starts("2026-11-27T18:30:00.000Z")).toEqual([
+      "2026-11-27T18:00:00.000Z",
+      "2026-11-27T18:30:00.000Z",
+    ]);
+    // A clock moved back (another process's instant) gets its own windows too.
+    expect(starts("2026-11-27T17:59:59.999Z")).toEqual([
+      "2026-11-27T17:00:00.000Z",
+      "2026-11-26T18:30:00.000Z",
+    ]);
+    for (const iso of ["2026-11-27T18:29:59.999Z", "2026-11-30T23:59:59.999Z"]) {
+      expect(limitPlan(text ?? "", at(iso))).toEqual(computePlan(text ?? "", at(iso)));
+    }
+  });
+});
+
+describe("the limited plain debit's array arguments (PostgreSQL)", () => {
+  it("writes each list as the text of an array, texts quoted and escaped", () => {
+    expect(pgArray(["hour", "America/Argentina/Buenos_Aires", 'a"b\\c'])).toBe(
+      '{"hour","America/Argentina/Buenos_Aires","a\\"b\\\\c"}',
+    );
+    expect(pgArray([1795770000000, 9_000_000_000_000_000])).toBe(
+      "{1795770000000,9000000000000000}",
+    );
+    expect(pgArray([true, false])).toBe("{t,f}");
+    expect(pgArray([])).toBe("{}");
   });
 });

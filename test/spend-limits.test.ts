@@ -212,6 +212,37 @@ describe("spend limits", () => {
     expect((await limitsOf()).limits[1]).toMatchObject({ spent: 10, remaining: 10 });
   });
 
+  it("counts each deduction in the windows of its instant, across their ends", async () => {
+    // The deductions below reach no limit: after the update they take the limited plain debit,
+    // whose windows are cached until the first of them ends (src/limits/plan.ts).
+    await start("2026-11-30T17:59:59.999Z");
+    await limited(1000, [
+      { period: "hour", amount: 100 },
+      { period: "day", amount: 200, timeZone: "Asia/Kolkata" },
+      { period: "month", amount: 300 },
+    ]);
+    const spent = async () => (await limitsOf()).limits.map((l) => [l.spent, l.windowStart]);
+    expectOk(await deduct(1));
+    t.advance(1); // 18:00: a new hour
+    expectOk(await deduct(2));
+    expect(await spent()).toEqual([
+      [2, "2026-11-30T18:00:00.000Z"],
+      [3, "2026-11-29T18:30:00.000Z"],
+      [3, "2026-11-01T00:00:00.000Z"],
+    ]);
+    t.setNow(Date.parse("2026-11-30T18:30:00.000Z")); // a new Kolkata day
+    expectOk(await deduct(4));
+    t.setNow(Date.parse("2026-12-01T00:00:00.000Z")); // a new month, hour and Kolkata hour
+    expectOk(await deduct(8));
+    expectOk(await deduct(16));
+    expect(await spent()).toEqual([
+      [24, "2026-12-01T00:00:00.000Z"],
+      [28, "2026-11-30T18:30:00.000Z"],
+      [24, "2026-12-01T00:00:00.000Z"],
+    ]);
+    // verify (afterEach) sums every counter row from the ledger rows of its window.
+  });
+
   it("keeps days of 23 and 25 hours in America/New_York", async () => {
     await start("2026-03-08T05:00:00.000Z"); // midnight EST, the day clocks go forward
     await limited(1000, [{ period: "day", amount: 10, timeZone: "America/New_York" }]);

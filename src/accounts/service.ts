@@ -9,6 +9,7 @@ import { newId } from "../ids.ts";
 import { stringifyJson } from "../json.ts";
 import { rebuildCounters } from "../limits/counters.ts";
 import { limitsText, type SpendLimit } from "../limits/limits.ts";
+import { rememberLimits } from "../limits/plain.ts";
 import { fromMicros } from "../money.ts";
 import type { WireOf } from "../wire.ts";
 import { findAccount, findAccountByExternalId, readBalance } from "./lookup.ts";
@@ -73,6 +74,7 @@ export async function createAccount(
     spend_limits: limitsText(input.spendLimits ?? []),
   };
   await trx.insertInto("accounts").values(row).execute();
+  rememberLimits(row);
   return row;
 }
 
@@ -109,7 +111,10 @@ export async function updateAccount(
     .set({ ...changes, updated_at_ms: updatedAt })
     .where("id", "=", account.id)
     .execute();
-  return { ...account, ...changes, updated_at_ms: updatedAt };
+  const updated = { ...account, ...changes, updated_at_ms: updatedAt };
+  // The deductions that follow may try the limited plain debit at once (src/limits/plain.ts).
+  if (changes.spend_limits !== undefined) rememberLimits(updated);
+  return updated;
 }
 
 /**

@@ -169,7 +169,7 @@ export async function plainRunMove(
   nowMs: number,
 ): Promise<Moved | null> {
   const { projectId, ref, byExternalId, totalMicros } = run;
-  const move = debitMove(byExternalId ? "external_id" : "id", 0);
+  const move = debitMove(byExternalId ? "external_id" : "id", "");
   const args = { accountId: ref, amountMicros: totalMicros, neededMicros: totalMicros, nowMs };
   const moved = (await trx.executeQuery(move(trx, { ...args, projectId }))).rows[0];
   if (moved === undefined) return null;
@@ -223,9 +223,9 @@ function moveStatement(trx: Transaction<DB>, input: EntryInput, plain: PlainMove
     neededMicros: plain.neededMicros,
     ...guard?.args,
   };
-  if (plain.limited === undefined) return debitMove(column, 0, guard)(trx, plainArgs);
-  const { text, count, args: limitArgs } = plain.limited;
-  return debitMove(column, count, guard)(trx, { ...plainArgs, limits: text, ...limitArgs });
+  if (plain.limited === undefined) return debitMove(column, "", guard)(trx, plainArgs);
+  const { text, shape, args: limitArgs } = plain.limited;
+  return debitMove(column, shape, guard)(trx, { ...plainArgs, limits: text, ...limitArgs });
 }
 
 /**
@@ -340,12 +340,13 @@ type DebitMoveArgs = MoveArgs & {
 
 /**
  * SQLite's plain debit move, naming the account by `column`: the debit's move only when it is
- * plain (see `PlainMove`). With `n` > 0 it is the limited plain debit's move
- * (src/limits/plain.ts): the account's stored limits must be the `limits` argument, and each of
- * its `n` limits stay below its amount. With `guard`, its condition must hold too. The queue's
- * one writer needs no lock between it and the statements after it.
+ * plain (see `PlainMove`). With a non-empty `shape` (each limit's softness, "h" or "s") it is
+ * the limited plain debit's move (src/limits/plain.ts): the account's stored limits must be the
+ * `limits` argument, and each of its limits stay below its amount. With `guard`, its condition
+ * must hold too. The queue's one writer needs no lock between it and the statements after it.
  */
-function plainDebitMove(column: "id" | "external_id", n: number, guard: MoveGuard | undefined) {
+function plainDebitMove(column: "id" | "external_id", shape: string, guard: MoveGuard | undefined) {
+  const n = shape.length;
   return prepared<DebitMoveArgs, Moved>((db, arg) =>
     db
       .updateTable("accounts")
@@ -364,7 +365,7 @@ function plainDebitMove(column: "id" | "external_id", n: number, guard: MoveGuar
             eb(eb.val(arg("amountMicros")), "=", 0),
             eb(firstGrantRemaining(eb), ">=", arg("amountMicros")),
           ]),
-          ...(n === 0 ? [] : underLimits(eb, arg, n, arg("nowMs"), arg("neededMicros"))),
+          ...(n === 0 ? [] : underLimits(eb, arg, shape, arg("nowMs"), arg("neededMicros"))),
           ...(guard === undefined ? [] : [guard.condition(eb, arg)]),
         ]),
       )
@@ -375,14 +376,14 @@ function plainDebitMove(column: "id" | "external_id", n: number, guard: MoveGuar
 const moves = new Map<string, ReturnType<typeof plainDebitMove>>();
 
 /**
- * The plain move by `column` for `n` limits (0: the plain debit's own) and `guard`'s condition
- * (none: the deduction's own), prepared once each.
+ * The plain move by `column` for limits of softness `shape` ("": the plain debit's own) and
+ * `guard`'s condition (none: the deduction's own), prepared once each.
  */
-function debitMove(column: "id" | "external_id", n: number, guard?: MoveGuard) {
-  const key = guard === undefined ? `${column} ${n}` : `${column} ${n} ${guard.key}`;
+function debitMove(column: "id" | "external_id", shape: string, guard?: MoveGuard) {
+  const key = guard === undefined ? `${column} ${shape}` : `${column} ${shape} ${guard.key}`;
   let move = moves.get(key);
   if (move === undefined) {
-    move = plainDebitMove(column, n, guard);
+    move = plainDebitMove(column, shape, guard);
     moves.set(key, move);
   }
   return move;

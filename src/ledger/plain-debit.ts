@@ -25,8 +25,7 @@ import { prepared } from "../db/prepared.ts";
 import type { DB } from "../db/schema.ts";
 import type { PlainDebitCall, PlainDebitRow, PlainWrite } from "../db/write-path.ts";
 import { INTERNAL_ACCOUNT_ID, newId } from "../ids.ts";
-import { addSpent, windowsAt } from "../limits/counters.ts";
-import { parseLimits } from "../limits/limits.ts";
+import { bumpSpent } from "../limits/counters.ts";
 import { knownLimits, limitArgs, pgPlainLimitedDebit, sqliteLimited } from "../limits/plain.ts";
 import { entryMetadata, entryRow, type MoveGuard, type PostedEntry, postEntry } from "./core.ts";
 import { type Debit, debitEntry, neededMicros, settleHold, type UnheldDebit } from "./debit.ts";
@@ -73,9 +72,8 @@ export async function sqlitePlainDebit(
   };
   const posted = await postEntry(trx, debitEntry(debit, debit.accountRef, nowMs), plain);
   if (posted === null) return null;
-  if (text !== undefined && debit.amountMicros > 0) {
-    const windows = windowsAt(parseLimits(text), nowMs);
-    await addSpent(trx, posted.account_id, windows, debit.amountMicros);
+  if (limited !== undefined && debit.amountMicros > 0) {
+    await bumpSpent(trx, posted.account_id, limited.windows, debit.amountMicros);
   }
   await settleHold(trx, debit, posted.id, nowMs);
   const { externalId, ...row } = posted;

@@ -7,7 +7,7 @@
  * rebuilds its counters from the ledger once (`rebuildCounters`), and `ledger verify` recomputes
  * every row (`counterProblems`).
  */
-import type { Kysely, Transaction } from "kysely";
+import type { ExpressionBuilder, Kysely, Transaction } from "kysely";
 import { prepared } from "../db/prepared.ts";
 import type { DB, TransactionSource } from "../db/schema.ts";
 import { fromMicros } from "../money.ts";
@@ -66,21 +66,40 @@ type CounterRow = {
   spent_micros: number;
 };
 
+type WindowArg = (name: string) => unknown;
+
+/** The row of the window `i` of the arguments, spending `micros`. */
+function windowRow(arg: WindowArg, i: number) {
+  return {
+    account_id: arg("account") as string,
+    period: arg(`p${i}`) as string,
+    time_zone: arg(`z${i}`) as string,
+    window_start_ms: arg(`s${i}`) as number,
+    window_end_ms: arg(`e${i}`) as number,
+    spent_micros: arg("micros") as number,
+  };
+}
+
+/**
+ * The row of `spend_windows` is the window `i` of the arguments: its whole key, so that an OR
+ * of such terms looks each row up by the key (SQLite: a multi-index OR), whatever the number
+ * of older windows the account has rows of.
+ */
+function windowIs(eb: ExpressionBuilder<DB, "spend_windows">, arg: WindowArg, i: number) {
+  return eb.and([
+    eb("account_id", "=", arg("account") as string),
+    eb("period", "=", arg(`p${i}`) as string),
+    eb("time_zone", "=", arg(`z${i}`) as string),
+    eb("window_start_ms", "=", arg(`s${i}`) as number),
+  ]);
+}
+
 /** The upsert adding `micros` to `n` windows of an account, returning each new sum. */
 function addStatement(n: number) {
   return prepared<WindowArgs, CounterRow>((db, arg) =>
     db
       .insertInto("spend_windows")
-      .values(
-        Array.from({ length: n }, (_, i) => ({
-          account_id: arg("account") as string,
-          period: arg(`p${i}`) as string,
-          time_zone: arg(`z${i}`) as string,
-          window_start_ms: arg(`s${i}`) as number,
-          window_end_ms: arg(`e${i}`) as number,
-          spent_micros: arg("micros") as number,
-        })),
-      )
+      .values(Array.from({ length: n }, (_, i) => windowRow(arg, i)))
       .onConflict((oc) =>
         oc.columns(["account_id", "period", "time_zone", "window_start_ms"]).doUpdateSet((eb) => ({
           spent_micros: eb("spend_windows.spent_micros", "+", eb.ref("excluded.spent_micros")),
@@ -96,22 +115,35 @@ function readStatement(n: number) {
     db
       .selectFrom("spend_windows")
       .select(["period", "time_zone", "window_start_ms", "spent_micros"])
-      .where("account_id", "=", arg("account") as string)
-      .where((eb) =>
-        eb.or(
-          Array.from({ length: n }, (_, i) =>
-            eb.and([
-              eb("period", "=", arg(`p${i}`) as string),
-              eb("time_zone", "=", arg(`z${i}`) as string),
-              eb("window_start_ms", "=", arg(`s${i}`) as number),
-            ]),
-          ),
-        ),
+      .where((eb) => eb.or(Array.from({ length: n }, (_, i) => windowIs(eb, arg, i)))),
+  );
+}
+
+/** The update adding `micros` to those of `n` windows of an account that have a row. */
+function bumpStatement(n: number) {
+  return prepared<WindowArgs, never>((db, arg) =>
+    db
+      .updateTable("spend_windows")
+      .set((eb) => ({ spent_micros: eb("spent_micros", "+", arg("micros") as number) }))
+      .where((eb) => eb.or(Array.from({ length: n }, (_, i) => windowIs(eb, arg, i)))),
+  );
+}
+
+/** The insert of `n` windows of an account with `micros` each, but for those with a row. */
+function insertStatement(n: number) {
+  return prepared<WindowArgs, never>((db, arg) =>
+    db
+      .insertInto("spend_windows")
+      .values(Array.from({ length: n }, (_, i) => windowRow(arg, i)))
+      .onConflict((oc) =>
+        oc.columns(["account_id", "period", "time_zone", "window_start_ms"]).doNothing(),
       ),
   );
 }
 
 const addStatements = new Map<number, ReturnType<typeof addStatement>>();
+const bumpStatements = new Map<number, ReturnType<typeof bumpStatement>>();
+const insertStatements = new Map<number, ReturnType<typeof insertStatement>>();
 const readStatements = new Map<number, ReturnType<typeof readStatement>>();
 
 /** The statement of `n` windows, prepared once per count. */
@@ -151,6 +183,27 @@ export async function addSpent(
   const statement = statementFor(addStatements, windows.length, addStatement);
   const { rows } = await trx.executeQuery(statement(trx, windowArgs(accountId, windows, micros)));
   return sums(rows);
+}
+
+/**
+ * Adds a spending debit of `micros` (> 0) to the account's `windows`, in the caller's unit,
+ * without reading the sums back (the limited plain debit, which needs none): one update of the
+ * windows that have a row, then, only when some have none yet (the first debit of a window),
+ * one insert of those.
+ */
+export async function bumpSpent(
+  trx: Transaction<DB>,
+  accountId: string,
+  windows: readonly CountedWindow[],
+  micros: number,
+): Promise<void> {
+  const n = windows.length;
+  const args = windowArgs(accountId, windows, micros);
+  const bump = statementFor(bumpStatements, n, bumpStatement);
+  const bumped = await trx.executeQuery(bump(trx, args));
+  if (Number(bumped.numAffectedRows ?? 0) === n) return;
+  const insert = statementFor(insertStatements, n, insertStatement);
+  await trx.executeQuery(insert(trx, args));
 }
 
 /** What the account's `windows` spent so far (window key → micro-credits). */

@@ -1,22 +1,25 @@
 /**
  * The limited plain debit (docs/design.md#spend-limits): a deduction or manual debit on an
  * account with limits in as few statements as the plain debit, when this process already knows
- * the account's limits (the general path remembers them). It is made only when the account's
- * stored limits are still those, and every limit stays strictly below its amount after it (or
- * is soft and already reached): a write that no limit refuses and that reaches none. Any other
+ * the account's limits (the general path remembers them, and the units that set them). It is
+ * made only when the account's stored limits are still those, and every limit stays strictly
+ * below its amount after it (or is soft and already reached): a write that no limit refuses
+ * and that reaches none. Any other
  * write changes nothing and takes the general path, which applies the rule
  * (src/limits/enforce.ts, judge.ts); the SQL here only recognises the writes the rule cannot
- * refuse. PostgreSQL: one call of `ledger_plain_limited_debit` (migration 0011). SQLite: the
- * plain move with these conditions (ledger/core.ts), then the counters' upsert
- * (ledger/plain-debit.ts). test/debit-equivalence.test.ts runs limited cases through both paths.
+ * refuse. PostgreSQL: one call of `ledger_plain_limited_debit` (migrations 0011, 0015). SQLite:
+ * the plain move with these conditions (ledger/core.ts), then the counters' update
+ * (`bumpSpent`, ledger/plain-debit.ts). Both take the windows and arguments of the account's
+ * limits text from a cache that holds until a window ends (plan.ts).
+ * test/debit-equivalence.test.ts runs limited cases through both paths.
  */
 import { type Expression, type ExpressionBuilder, type SqlBool, sql } from "kysely";
 import { heldExpression } from "../db/held.ts";
 import { prepared } from "../db/prepared.ts";
 import type { AccountRow, DB } from "../db/schema.ts";
 import type { PlainDebitRow as PgDebitRow, PlainDebitCall } from "../db/write-path.ts";
-import { parseLimits } from "./limits.ts";
-import { windowAt } from "./windows.ts";
+import type { CountedWindow } from "./counters.ts";
+import { type LimitPlan, limitPlan } from "./plan.ts";
 
 /** Project and account reference (internal id or externalId) → the account's limits text. */
 const known = new Map<string, string>();
@@ -25,9 +28,11 @@ const MAX_KNOWN = 100_000;
 const keyOf = (projectId: string, ref: string) => `${projectId} ${ref}`;
 
 /**
- * Records what a unit of the general path read of an account's limits, under both its names, so
+ * Records what a unit of the general path read of an account's limits, or what a unit that
+ * created the account or set its limits wrote (accounts/service.ts), under both its names, so
  * that the next deduction naming it may try the limited plain debit (and forgets an account
- * without limits). A stale entry is harmless: the function compares it with the stored limits.
+ * without limits). A stale entry (a unit rolled back, another process changed the limits) is
+ * harmless: the limited plain debit compares it with the stored limits.
  */
 export function rememberLimits(
   account: Pick<AccountRow, "project_id" | "id" | "external_id" | "spend_limits">,
@@ -50,17 +55,37 @@ export function knownLimits(projectId: string, ref: string): string | undefined 
   return known.get(keyOf(projectId, ref));
 }
 
-/** The plain debit's arguments (as one call of a batch passes them), with the account's limits. */
+/**
+ * The plain debit's arguments (as one call of a batch passes them), with the account's limits:
+ * each list as the text of a PostgreSQL array (`pgArray`), which the statement casts.
+ */
 type Args = PlainDebitCall<unknown>["args"] & {
   nowMs: number;
   limits: string;
-  periods: string[];
-  zones: string[];
-  starts: number[];
-  ends: number[];
-  amounts: number[];
-  softs: boolean[];
+  periods: string;
+  zones: string;
+  starts: string;
+  ends: string;
+  amounts: string;
+  softs: string;
 };
+
+/**
+ * The text of a PostgreSQL array of `values` (`{"a","b"}`, `{1,2}`, `{t,f}`), each text quoted
+ * with `"` and `\` escaped: made once per plan, so the driver sends it as it is.
+ */
+export function pgArray(values: readonly (string | number | boolean)[]): string {
+  const items = values.map((v) =>
+    typeof v === "string"
+      ? `"${v.replace(/["\\]/g, "\\$&")}"`
+      : typeof v === "number"
+        ? String(v)
+        : v
+          ? "t"
+          : "f",
+  );
+  return `{${items.join(",")}}`;
+}
 
 /** The call of `ledger_plain_limited_debit`. */
 export const pgPlainLimitedDebit = prepared<Args, PgDebitRow>((db, arg) => ({
@@ -70,60 +95,105 @@ export const pgPlainLimitedDebit = prepared<Args, PgDebitRow>((db, arg) => ({
     ),
 }));
 
-/** The limit arguments of the call for the limits text `limits` at `nowMs`. */
-export function limitArgs(limits: string, nowMs: number) {
-  const list = parseLimits(limits);
-  const windows = list.map((l) => windowAt(nowMs, l.period, l.timeZone));
-  return {
-    limits,
-    periods: list.map((l) => l.period),
-    zones: list.map((l) => l.timeZone),
-    starts: windows.map((w) => w.startMs),
-    ends: windows.map((w) => w.endMs),
-    amounts: list.map((l) => l.amountMicros),
-    softs: list.map((l) => l.soft),
-  };
+/** PostgreSQL's limit arguments of the call (`ledger_plain_limited_debit`). */
+type PgLimitArgs = Pick<
+  Args,
+  "limits" | "periods" | "zones" | "starts" | "ends" | "amounts" | "softs"
+>;
+
+const pgArgs = new WeakMap<LimitPlan, PgLimitArgs>();
+
+/**
+ * The limit arguments of the call for the limits text `limits` at `nowMs`: made once per plan
+ * (src/limits/plan.ts), so a request reuses them while its windows last.
+ */
+export function limitArgs(limits: string, nowMs: number): PgLimitArgs {
+  const plan = limitPlan(limits, nowMs);
+  let found = pgArgs.get(plan);
+  if (found === undefined) {
+    const list = plan.limits;
+    const windows = plan.limitWindows;
+    found = {
+      limits,
+      periods: pgArray(list.map((l) => l.period)),
+      zones: pgArray(list.map((l) => l.timeZone)),
+      starts: pgArray(windows.map((w) => w.startMs)),
+      ends: pgArray(windows.map((w) => w.endMs)),
+      amounts: pgArray(list.map((l) => l.amountMicros)),
+      softs: pgArray(list.map((l) => l.soft)),
+    };
+    pgArgs.set(plan, found);
+  }
+  return found;
 }
 
 /** SQLite's limited plain move: the limits text and each limit's window, amount and softness. */
 export interface SqliteLimited {
   text: string;
-  count: number;
-  /** `l<i>p`, `l<i>z`, `l<i>s` (window start), `l<i>a` (amount), `l<i>f` (soft: 1 or 0). */
+  /** Each limit's softness, in order ("h" hard, "s" soft): the statement's shape. */
+  shape: string;
+  /** `l<i>p`, `l<i>z`, `l<i>s` (window start), `l<i>a` (amount). */
   args: Record<string, string | number>;
+  /** The distinct windows of the limits at the instant: the counters the debit adds to. */
+  windows: readonly CountedWindow[];
 }
 
-/** The limited move's arguments for the limits text `text` at `nowMs` (SQLite). */
+const sqliteArgs = new WeakMap<LimitPlan, SqliteLimited>();
+
+/**
+ * The limited move's arguments for the limits text `text` at `nowMs` (SQLite): made once per
+ * plan (src/limits/plan.ts), so a request reuses them while its windows last.
+ */
 export function sqliteLimited(text: string, nowMs: number): SqliteLimited {
-  const args: Record<string, string | number> = {};
-  const list = parseLimits(text);
-  list.forEach((l, i) => {
-    args[`l${i}p`] = l.period;
-    args[`l${i}z`] = l.timeZone;
-    args[`l${i}s`] = windowAt(nowMs, l.period, l.timeZone).startMs;
-    args[`l${i}a`] = l.amountMicros;
-    args[`l${i}f`] = l.soft ? 1 : 0;
-  });
-  return { text, count: list.length, args };
+  const plan = limitPlan(text, nowMs);
+  let found = sqliteArgs.get(plan);
+  if (found === undefined) {
+    const args: Record<string, string | number> = {};
+    plan.limits.forEach((l, i) => {
+      args[`l${i}p`] = l.period;
+      args[`l${i}z`] = l.timeZone;
+      args[`l${i}s`] = plan.limitWindows[i]?.startMs ?? 0;
+      args[`l${i}a`] = l.amountMicros;
+    });
+    const shape = plan.limits.map((l) => (l.soft ? "s" : "h")).join("");
+    found = { text, shape, args, windows: plan.windows };
+    sqliteArgs.set(plan, found);
+  }
+  return found;
 }
 
 /**
- * SQLite's conditions of a limited plain debit on the account of a statement on `accounts`,
- * `n` limits named by the arguments of `SqliteLimited`: each limit stays strictly below its
- * amount after the write (spent + held + needed), or is soft and already reached: the same
- * conservative test as `ledger_plain_limited_debit` (migration 0011).
+ * SQLite's conditions of a limited plain debit on the account of a statement on `accounts`, for
+ * limits of the softness `shape` ("h"/"s" per limit) named by the arguments of `SqliteLimited`:
+ * each limit stays strictly below its amount after the write (spent + held + needed < amount),
+ * or is soft and already reached (spent + held ≥ amount): the same conservative test as
+ * `ledger_plain_limited_debit` (migration 0011). The hard limits are tested at once, the holds
+ * read once: held + needed < min(amount − spent).
  */
 export function underLimits(
   eb: ExpressionBuilder<DB, "accounts">,
   arg: (name: string) => unknown,
-  n: number,
+  shape: string,
   nowMs: unknown,
   needed: unknown,
 ): Expression<SqlBool>[] {
   const held = heldExpression(eb, nowMs as number);
-  return Array.from({ length: n }, (_, i) => {
-    const spent = sql<number>`coalesce((SELECT sw.spent_micros FROM spend_windows sw WHERE sw.account_id = accounts.id AND sw.period = ${arg(`l${i}p`)} AND sw.time_zone = ${arg(`l${i}z`)} AND sw.window_start_ms = ${arg(`l${i}s`)}), 0)`;
-    const amount = arg(`l${i}a`);
-    return sql<SqlBool>`(${spent} + (${held}) + ${needed} < ${amount} OR (${arg(`l${i}f`)} = 1 AND ${spent} + (${held}) >= ${amount}))`;
-  });
+  const spent = (i: number) =>
+    sql<number>`coalesce((SELECT sw.spent_micros FROM spend_windows sw WHERE sw.account_id = accounts.id AND sw.period = ${arg(`l${i}p`)} AND sw.time_zone = ${arg(`l${i}z`)} AND sw.window_start_ms = ${arg(`l${i}s`)}), 0)`;
+  const room = (i: number) => sql<number>`${arg(`l${i}a`)} - ${spent(i)}`;
+  const indexes = [...shape].map((_, i) => i);
+  const hard = indexes.filter((i) => shape[i] === "h");
+  const conditions = indexes
+    .filter((i) => shape[i] === "s")
+    .map(
+      (i) =>
+        sql<SqlBool>`(${spent(i)} + (${held}) + ${needed} < ${arg(`l${i}a`)} OR ${spent(i)} + (${held}) >= ${arg(`l${i}a`)})`,
+    );
+  if (hard.length === 0) return conditions;
+  // SQLite's min() of one argument is the aggregate: one hard limit is compared by itself.
+  const least =
+    hard.length === 1
+      ? room(hard[0] ?? 0)
+      : sql<number>`min(${sql.join(hard.map((i) => room(i)))})`;
+  return [sql<SqlBool>`(${held}) + ${needed} < ${least}`, ...conditions];
 }

@@ -1,0 +1,5 @@
+-- 0015: nothing on SQLite. PostgreSQL's 0015 (sql/postgres/0015_limited_debit.sql) re-creates
+-- the limited plain debit's function with fewer statements; SQLite's limited plain debit is the
+-- plain move with its conditions, in this process (src/limits/plain.ts, ledger/core.ts). The
+-- number is kept so that both engines' migrations keep matching numbers. Frozen once merged:
+-- changes go in a new file.
