@@ -76,7 +76,7 @@ export async function sqlitePlainRun(
       const head = calls.slice(0, upTo);
       const moved = await moveAccounts(trx, nowMs, head);
       if (moved.notPlainAt === undefined) {
-        const rows = await insertRun(trx, nowMs, head, moved.accounts);
+        const rows = await insertRun(trx, head, moved.accounts);
         await sql.raw("RELEASE plain_run").execute(trx);
         return { rows, stoppedAtNotPlain };
       }
@@ -177,7 +177,6 @@ async function firstNotPlain(
  */
 async function insertRun(
   trx: Transaction<DB>,
-  nowMs: number,
   calls: readonly CallArgs[],
   accounts: ReadonlyMap<string, Moved & { totalMicros: number }>,
 ): Promise<PlainDebitRow[]> {
