@@ -95,12 +95,8 @@ export async function sqlitePlainRun(
   }
 }
 
-/** An account of a run: its reference, the sum of its debits, and their indexes in the run. */
-interface Group {
-  ref: string;
-  totalMicros: number;
-  calls: number[];
-}
+/** An account moved by a run: its new balance, and the sum of the run's debits on it. */
+type MovedBy = Moved & { totalMicros: number };
 
 /**
  * Moves each account of `calls` by the sum of its debits, in the order of their first debit.
@@ -113,34 +109,31 @@ async function moveAccounts(
   trx: Transaction<DB>,
   nowMs: number,
   calls: readonly CallArgs[],
-): Promise<{ accounts: Map<string, Moved & { totalMicros: number }>; notPlainAt?: number }> {
-  const groups = new Map<string, Group>();
+): Promise<{ accounts: Map<string, MovedBy>; notPlainAt?: number }> {
+  /** Each account's reference → the indexes of its debits in `calls`. */
+  const groups = new Map<string, number[]>();
   for (const [i, call] of calls.entries()) {
     const group = groups.get(call.ref);
-    if (group === undefined)
-      groups.set(call.ref, { ref: call.ref, totalMicros: call.amountMicros, calls: [i] });
-    else {
-      group.totalMicros += call.amountMicros;
-      group.calls.push(i);
-    }
+    if (group === undefined) groups.set(call.ref, [i]);
+    else group.push(i);
   }
-  const accounts = new Map<string, Moved & { totalMicros: number }>();
-  for (const group of groups.values()) {
-    const moved = await moveBy(trx, nowMs, calls, group.calls);
+  const accounts = new Map<string, MovedBy>();
+  for (const [ref, group] of groups) {
+    const moved = await moveBy(trx, nowMs, calls, group);
     if (moved === null)
       return { accounts, notPlainAt: await firstNotPlain(trx, nowMs, calls, group) };
-    accounts.set(group.ref, { ...moved, totalMicros: group.totalMicros });
+    accounts.set(ref, moved);
   }
   return { accounts };
 }
 
 /** `plainRunMove` of the debits `indexes` of `calls` (one account's), by their sum. */
-function moveBy(
+async function moveBy(
   trx: Transaction<DB>,
   nowMs: number,
   calls: readonly CallArgs[],
   indexes: readonly number[],
-): Promise<Moved | null> {
+): Promise<MovedBy | null> {
   const first = calls[indexes[0] as number] as CallArgs;
   let totalMicros = 0;
   for (const i of indexes) totalMicros += (calls[i] as CallArgs).amountMicros;
@@ -150,24 +143,26 @@ function moveBy(
     byExternalId: !first.byId,
     totalMicros,
   };
-  return plainRunMove(trx, run, nowMs);
+  const moved = await plainRunMove(trx, run, nowMs);
+  return moved === null ? null : { ...moved, totalMicros };
 }
 
 /**
- * The index of the first of `group`'s debits that is not plain, its debits moved one by one; or,
- * when each is plain but their sum is not (the first grant runs out exactly between two of them,
- * so no one grant covers the sum), the index of its last, which the caller then runs alone.
+ * The index of the first of one account's debits `group` (indexes in `calls`) that is not
+ * plain, its debits moved one by one; or, when each is plain but their sum is not (the first
+ * grant runs out exactly between two of them, so no one grant covers the sum), the index of its
+ * last, which the caller then runs alone.
  */
 async function firstNotPlain(
   trx: Transaction<DB>,
   nowMs: number,
   calls: readonly CallArgs[],
-  group: Group,
+  group: readonly number[],
 ): Promise<number> {
-  for (const i of group.calls) {
+  for (const i of group) {
     if ((await moveBy(trx, nowMs, calls, [i])) === null) return i;
   }
-  return group.calls[group.calls.length - 1] as number;
+  return group[group.length - 1] as number;
 }
 
 /**
@@ -178,7 +173,7 @@ async function firstNotPlain(
 async function insertRun(
   trx: Transaction<DB>,
   calls: readonly CallArgs[],
-  accounts: ReadonlyMap<string, Moved & { totalMicros: number }>,
+  accounts: ReadonlyMap<string, MovedBy>,
 ): Promise<PlainDebitRow[]> {
   /** Each account's balance before the debits still to be entered. */
   const running = new Map<string, number>();
