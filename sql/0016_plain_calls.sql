@@ -1,0 +1,4 @@
+-- 0016: nothing on SQLite. PostgreSQL's 0016 (sql/postgres/0016_plain_calls.sql) re-creates the
+-- single plain debit's functions so that each takes the next one's answer by assignment; SQLite's
+-- plain debit is one statement made in this process (ledger/core.ts). The number is kept so that
+-- both engines' migrations keep matching numbers. Frozen once merged: changes go in a new file.
