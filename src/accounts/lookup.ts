@@ -11,6 +11,7 @@ import {
   type Transaction,
 } from "kysely";
 import { locksRows } from "../db/engine.ts";
+import { heldExpression } from "../db/held.ts";
 import { type Arg, prepared } from "../db/prepared.ts";
 import type { AccountRow, DB } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
@@ -82,28 +83,18 @@ function accountLookups(column: AccountColumn) {
     ),
     held: prepared<AccountKey, AccountWithHeld>((db, arg) =>
       accountWhere(db, arg, column)
-        .select((eb) => heldBy(eb, arg("nowMs")).as("held_micros"))
+        .select((eb) => heldExpression(eb, arg("nowMs")).as("held_micros"))
         .select((eb) => grantWork(eb, arg("nowMs")).as("grant_work")),
     ),
     balance: prepared<AccountKey, BalanceRow>((db, arg) =>
       db
         .selectFrom("accounts")
         .select(["id", "external_id", "balance_micros"])
-        .select((eb) => heldBy(eb, arg("nowMs")).as("held_micros"))
+        .select((eb) => heldExpression(eb, arg("nowMs")).as("held_micros"))
         .where("project_id", "=", arg("projectId"))
         .where(column, "=", arg("ref")),
     ),
   };
-}
-
-/** The micro-credits held by the account's pending reservations unexpired at `nowMs`. */
-function heldBy(eb: ExpressionBuilder<DB, "accounts">, nowMs: number) {
-  return eb
-    .selectFrom("reservations")
-    .select((r) => r.fn.coalesce(r.fn.sum<number>("amount_micros"), r.lit(0)).as("held"))
-    .whereRef("reservations.account_id", "=", "accounts.id")
-    .where("reservations.status", "=", "pending")
-    .where("reservations.expires_at_ms", ">", nowMs);
 }
 
 const byId = accountLookups("id");

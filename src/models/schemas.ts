@@ -81,15 +81,24 @@ export function cachedWithinInput(v: { inputTokens: number; cachedTokens?: numbe
   return (v.cachedTokens ?? 0) <= v.inputTokens;
 }
 
+/** `cachedWithinInput`'s error: its message and the field it names. */
+export const CACHED_WITHIN_INPUT = {
+  message: "cachedTokens must not exceed inputTokens",
+  path: ["cachedTokens"],
+};
+
+/** The example of a call's model and token counts (the calculate body, a confirm's usage). */
+export const exampleCall = {
+  modelId: ex.modelId,
+  inputTokens: 9500,
+  outputTokens: 3100,
+  cachedTokens: 2000,
+};
+
 export const calculateBody = z
   .object({ modelId: idString.openapi({ example: ex.modelId }), ...tokenCountsShape })
-  .refine(cachedWithinInput, {
-    message: "cachedTokens must not exceed inputTokens",
-    path: ["cachedTokens"],
-  })
-  .openapi("CalculateCostRequest", {
-    example: { modelId: ex.modelId, inputTokens: 9500, outputTokens: 3100, cachedTokens: 2000 },
-  });
+  .refine(cachedWithinInput, CACHED_WITHIN_INPUT)
+  .openapi("CalculateCostRequest", { example: exampleCall });
 
 export const calculateResponse = z
   .object({

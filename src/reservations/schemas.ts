@@ -21,7 +21,12 @@ import {
   requiringAccount,
 } from "../http/schemas.ts";
 import { parseJsonColumn } from "../json.ts";
-import { cachedWithinInput, tokenCountsShape } from "../models/schemas.ts";
+import {
+  CACHED_WITHIN_INPUT,
+  cachedWithinInput,
+  exampleCall,
+  tokenCountsShape,
+} from "../models/schemas.ts";
 import { fromMicros } from "../money.ts";
 import { usageRecordSchema } from "../usage/schemas.ts";
 import type { WireOf } from "../wire.ts";
@@ -131,13 +136,8 @@ export const confirmUsageSchema = z
       .optional()
       .openapi({ description: "Default text", example: "text" }),
   })
-  .refine(cachedWithinInput, {
-    message: "cachedTokens must not exceed inputTokens",
-    path: ["cachedTokens"],
-  })
-  .openapi("ConfirmUsage", {
-    example: { modelId: ex.modelId, inputTokens: 9500, outputTokens: 3100, cachedTokens: 2000 },
-  });
+  .refine(cachedWithinInput, CACHED_WITHIN_INPUT)
+  .openapi("ConfirmUsage", { example: exampleCall });
 
 export const confirmReservationBody = z
   .object({

@@ -18,7 +18,7 @@ import {
   paginationSchema,
   queryBoolean,
 } from "../http/schemas.ts";
-import { cachedWithinInput, tokenCountsShape } from "../models/schemas.ts";
+import { CACHED_WITHIN_INPUT, cachedWithinInput, tokenCountsShape } from "../models/schemas.ts";
 import { fromMicros, picoUsdToDecimal } from "../money.ts";
 import type { WireOf } from "../wire.ts";
 
@@ -69,10 +69,7 @@ export const recordBody = z
       example: true,
     }),
   })
-  .refine(cachedWithinInput, {
-    message: "cachedTokens must not exceed inputTokens",
-    path: ["cachedTokens"],
-  })
+  .refine(cachedWithinInput, CACHED_WITHIN_INPUT)
   .openapi("RecordUsageRequest", {
     example: {
       accountId: ex.externalId,
