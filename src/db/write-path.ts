@@ -45,7 +45,7 @@ export interface PlainWrite<T> {
   debitCall?: ((nowMs: number) => PlainDebitCall<T>) | undefined;
 }
 
-/** One call of PostgreSQL's `ledger_plain_debit` without a hold (sql/postgres/0006_fast_debit.sql). */
+/** One call of PostgreSQL's `ledger_plain_debit` without a hold (sql/postgres/0016_plain_calls.sql). */
 export interface PlainDebitCall<T> {
   args: {
     projectId: string;

@@ -10,10 +10,11 @@
  * - SQLite: `postEntry` with its plain move (core.ts, one conditional `UPDATE … RETURNING` whose
  *   WHERE holds every condition, then the entry's INSERT and the grant's UPDATE), then
  *   `settleHold`. The queue's one writer needs no row lock, and nothing runs between them.
- * - PostgreSQL: one call of `ledger_plain_debit` (sql/postgres/0006_fast_debit.sql), which
- *   locks the account, then reads and writes as above, in one round trip; for an account known
- *   to have spend limits, `ledger_plain_limited_debit` (src/limits/plain.ts). The entry's
- *   description and metadata are the service's text, passed as parameters. A confirm's is
+ * - PostgreSQL: one call of `ledger_plain_debit` (migration 0006, as 0014 split it and 0016
+ *   re-created it: sql/postgres/0016_plain_calls.sql), which locks the account, then reads and
+ *   writes as above, in one round trip; for an account known to have spend limits,
+ *   `ledger_plain_limited_debit` (src/limits/plain.ts). The entry's description and metadata
+ *   are the service's text, passed as parameters. A confirm's is
  *   `ledger_plain_confirm` (reservations/plain-confirm.ts), which locks the hold and then makes
  *   that call with the text stored with the hold.
  *
@@ -98,7 +99,7 @@ export type PgArgs = {
 };
 
 /**
- * PostgreSQL's plain debit without a hold (sql/postgres/0006_fast_debit.sql); the bench's
+ * PostgreSQL's plain debit without a hold (sql/postgres/0016_plain_calls.sql); the bench's
  * pgbench script runs this very statement (scripts/lib/pgbench.ts).
  */
 export const pgPlainDebit = prepared<PgArgs, PgDebitRow>((db, arg) => ({

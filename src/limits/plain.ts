@@ -4,14 +4,13 @@
  * the account's limits (the general path remembers them, and the units that set them). It is
  * made only when the account's stored limits are still those, and every limit stays strictly
  * below its amount after it (or is soft and already reached): a write that no limit refuses
- * and that reaches none. Any other
- * write changes nothing and takes the general path, which applies the rule
- * (src/limits/enforce.ts, judge.ts); the SQL here only recognises the writes the rule cannot
- * refuse. PostgreSQL: one call of `ledger_plain_limited_debit` (migrations 0011, 0015). SQLite:
- * the plain move with these conditions (ledger/core.ts), then the counters' update
- * (`bumpSpent`, ledger/plain-debit.ts). Both take the windows and arguments of the account's
- * limits text from a cache that holds until a window ends (plan.ts).
- * test/debit-equivalence.test.ts runs limited cases through both paths.
+ * and that reaches none. Any other write changes nothing and takes the general path, which
+ * applies the rule (src/limits/enforce.ts, judge.ts); the SQL here only recognises the writes
+ * the rule cannot refuse. PostgreSQL: one call of `ledger_plain_limited_debit` (migrations
+ * 0011, 0015). SQLite: the plain move with these conditions (ledger/core.ts), then the
+ * counters' update (`bumpSpent`, counters.ts, from ledger/plain-debit.ts). Both take the windows
+ * and arguments of the account's limits text from a cache that holds until a window ends
+ * (plan.ts). test/debit-equivalence.test.ts runs limited cases through both paths.
  */
 import { type Expression, type ExpressionBuilder, type SqlBool, sql } from "kysely";
 import { heldExpression } from "../db/held.ts";
