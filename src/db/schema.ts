@@ -22,6 +22,20 @@ export interface ApiKeysTable {
   revoked_at_ms: number | null;
 }
 
+/** A spend counter slot of an account row on SQLite: 0–9 (migration 0017). */
+export type SpendSlot = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9;
+
+/**
+ * SQLite's spend counters in the account's row (migration 0017, docs/design.md#spend-limits):
+ * slot i is the i-th distinct (period, time zone) of the account's limits; `sw<i>_start_ms` the
+ * start of the window it counts (epoch ms), `sw<i>_spent_micros` what was spent in it
+ * (micro-credits). Optional in `DB["accounts"]`: PostgreSQL has no such columns (it keeps
+ * `spend_windows`), so only SQLite's statements name them (src/limits/slots.ts).
+ */
+export type SpendSlotColumns = {
+  [K in `sw${SpendSlot}_start_ms` | `sw${SpendSlot}_spent_micros`]: number | null;
+};
+
 export interface AccountsTable {
   id: string;
   project_id: string;
@@ -308,7 +322,8 @@ export interface SpendLimitReachedTable {
 export interface DB {
   projects: ProjectsTable;
   api_keys: ApiKeysTable;
-  accounts: AccountsTable;
+  /** SQLite's rows also carry the spend slots (migration 0017). */
+  accounts: AccountsTable & Partial<SpendSlotColumns>;
   reservations: ReservationsTable;
   transactions: TransactionsTable;
   plans: PlansTable;

@@ -22,7 +22,8 @@ import type { DB, TransactionRow, TransactionSource, TransactionType } from "../
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { JsonText, stringifyJson } from "../json.ts";
-import { type SqliteLimited, underLimits } from "../limits/plain.ts";
+import { type SqliteLimited, shapeOf, underLimits } from "../limits/plain.ts";
+import { slotSets } from "../limits/slots.ts";
 import { fromMicros, MAX_BALANCE_MICROS } from "../money.ts";
 import {
   DEFAULT_PRIORITY,
@@ -340,20 +341,23 @@ type DebitMoveArgs = MoveArgs & {
 
 /**
  * SQLite's plain debit move, naming the account by `column`: the debit's move only when it is
- * plain (see `PlainMove`). With a non-empty `shape` (each limit's softness, "h" or "s") it is
- * the limited plain debit's move (src/limits/plain.ts): the account's stored limits must be the
- * `limits` argument, and each of its limits stay below its amount. With `guard`, its condition
- * must hold too. The queue's one writer needs no lock between it and the statements after it.
+ * plain (see `PlainMove`). With a non-empty `shape` (src/limits/plain.ts `SqliteLimited`) it is
+ * the limited plain debit's move: the account's stored limits must be the `limits` argument,
+ * each of its limits stay below its amount, and the move adds the debit to the spend counters
+ * in the account's row (src/limits/slots.ts). With `guard`, its condition must hold too. The queue's one writer needs no lock between it and the statements after it.
  */
 function plainDebitMove(column: "id" | "external_id", shape: string, guard: MoveGuard | undefined) {
   const n = shape.length;
-  return prepared<DebitMoveArgs, Moved>((db, arg) =>
-    db
-      .updateTable("accounts")
-      .set((eb) => ({
-        balance_micros: eb("balance_micros", "-", arg("amountMicros")),
-        updated_at_ms: arg("nowMs"),
-      }))
+  const slots = shapeOf(shape).slots;
+  return prepared<DebitMoveArgs, Moved>((db, arg) => {
+    let update = db.updateTable("accounts").set((eb) => ({
+      balance_micros: eb("balance_micros", "-", arg("amountMicros")),
+      updated_at_ms: arg("nowMs"),
+    }));
+    for (const [slotColumn, value] of slotSets(slots, (j) => arg(`w${j}s`), arg("amountMicros"))) {
+      update = update.set(slotColumn, value);
+    }
+    return update
       .where("project_id", "=", arg("projectId"))
       .where(column, "=", arg("accountId"))
       .where((eb) =>
@@ -369,8 +373,8 @@ function plainDebitMove(column: "id" | "external_id", shape: string, guard: Move
           ...(guard === undefined ? [] : [guard.condition(eb, arg)]),
         ]),
       )
-      .returning(["id", "external_id", "balance_micros", "updated_at_ms"]),
-  );
+      .returning(["id", "external_id", "balance_micros", "updated_at_ms"]);
+  });
 }
 
 const moves = new Map<string, ReturnType<typeof plainDebitMove>>();

@@ -26,7 +26,6 @@ import { prepared } from "../db/prepared.ts";
 import type { DB } from "../db/schema.ts";
 import type { PlainDebitCall, PlainDebitRow, PlainWrite } from "../db/write-path.ts";
 import { INTERNAL_ACCOUNT_ID, newId } from "../ids.ts";
-import { bumpSpent } from "../limits/counters.ts";
 import { knownLimits, limitArgs, pgPlainLimitedDebit, sqliteLimited } from "../limits/plain.ts";
 import { entryMetadata, entryRow, type MoveGuard, type PostedEntry, postEntry } from "./core.ts";
 import { type Debit, debitEntry, neededMicros, settleHold, type UnheldDebit } from "./debit.ts";
@@ -61,7 +60,7 @@ export async function sqlitePlainDebit(
   guard?: MoveGuard,
 ): Promise<PlainDebited | null> {
   // An unheld debit on an account known to have spend limits: the limited move
-  // (src/limits/plain.ts), then the counters of its windows.
+  // (src/limits/plain.ts), which also adds the debit to the counters of its windows.
   const text =
     debit.hold === undefined ? knownLimits(debit.projectId, debit.accountRef) : undefined;
   const limited = text === undefined ? undefined : sqliteLimited(text, nowMs);
@@ -73,9 +72,6 @@ export async function sqlitePlainDebit(
   };
   const posted = await postEntry(trx, debitEntry(debit, debit.accountRef, nowMs), plain);
   if (posted === null) return null;
-  if (limited !== undefined && debit.amountMicros > 0) {
-    await bumpSpent(trx, posted.account_id, limited.windows, debit.amountMicros);
-  }
   await settleHold(trx, debit, posted.id, nowMs);
   const { externalId, ...row } = posted;
   return { account: { id: row.account_id, external_id: externalId }, row };

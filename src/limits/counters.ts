@@ -1,17 +1,20 @@
 /**
- * Per-window spend counters (docs/design.md#spend-limits): `spend_windows` holds, for each
- * account with limits and each (period, time zone, window) of its limits, the sum of its spending
- * debits booked in that window: deductions, manual debits and reservation confirms (by the
- * entry's `created_at_ms`). Every spending debit on such an account adds its amount in its own
+ * Per-window spend counters (docs/design.md#spend-limits): for each account with limits and each
+ * (period, time zone, window) of its limits, the sum of its spending debits booked in that
+ * window: deductions, manual debits and reservation confirms (by the entry's `created_at_ms`).
+ * On PostgreSQL they are rows of `spend_windows`; on SQLite, slots of the account's own row
+ * (slots.ts, migration 0017). Every spending debit on such an account adds its amount in its own
  * unit (`addSpent`), so a write never sums a window's ledger rows; setting an account's limits
  * rebuilds its counters from the ledger once (`rebuildCounters`), and `ledger verify` recomputes
- * every row (`counterProblems`).
+ * every one (`counterProblems`).
  */
 import type { ExpressionBuilder, Kysely, Transaction } from "kysely";
+import { engineOf } from "../db/engine.ts";
 import { prepared } from "../db/prepared.ts";
 import type { DB, TransactionSource } from "../db/schema.ts";
 import { fromMicros } from "../money.ts";
 import type { SpendLimit } from "./limits.ts";
+import { addSpentSlots, readSpentSlots, slotProblems, writeSlots } from "./slots.ts";
 import { computeWindow, type Period, windowAt } from "./windows.ts";
 
 /** The ledger sources of spending debits (docs/api.md#spend-limits); expiries are not. */
@@ -119,31 +122,7 @@ function readStatement(n: number) {
   );
 }
 
-/** The update adding `micros` to those of `n` windows of an account that have a row. */
-function bumpStatement(n: number) {
-  return prepared<WindowArgs, never>((db, arg) =>
-    db
-      .updateTable("spend_windows")
-      .set((eb) => ({ spent_micros: eb("spent_micros", "+", arg("micros") as number) }))
-      .where((eb) => eb.or(Array.from({ length: n }, (_, i) => windowIs(eb, arg, i)))),
-  );
-}
-
-/** The insert of `n` windows of an account with `micros` each, but for those with a row. */
-function insertStatement(n: number) {
-  return prepared<WindowArgs, never>((db, arg) =>
-    db
-      .insertInto("spend_windows")
-      .values(Array.from({ length: n }, (_, i) => windowRow(arg, i)))
-      .onConflict((oc) =>
-        oc.columns(["account_id", "period", "time_zone", "window_start_ms"]).doNothing(),
-      ),
-  );
-}
-
 const addStatements = new Map<number, ReturnType<typeof addStatement>>();
-const bumpStatements = new Map<number, ReturnType<typeof bumpStatement>>();
-const insertStatements = new Map<number, ReturnType<typeof insertStatement>>();
 const readStatements = new Map<number, ReturnType<typeof readStatement>>();
 
 /** The statement of `n` windows, prepared once per count. */
@@ -180,39 +159,23 @@ export async function addSpent(
   windows: readonly CountedWindow[],
   micros: number,
 ): Promise<Map<string, number>> {
+  if (engineOf(trx) === "sqlite") return addSpentSlots(trx, accountId, windows, micros, windowKey);
   const statement = statementFor(addStatements, windows.length, addStatement);
   const { rows } = await trx.executeQuery(statement(trx, windowArgs(accountId, windows, micros)));
   return sums(rows);
 }
 
 /**
- * Adds a spending debit of `micros` (> 0) to the account's `windows`, in the caller's unit,
- * without reading the sums back (the limited plain debit, which needs none): one update of the
- * windows that have a row, then, only when some have none yet (the first debit of a window),
- * one insert of those.
+ * What the account's `windows` spent so far (window key → micro-credits). On SQLite, what its
+ * slots count, each under its own window's key: a window of `windows` without one spent 0.
  */
-export async function bumpSpent(
-  trx: Transaction<DB>,
-  accountId: string,
-  windows: readonly CountedWindow[],
-  micros: number,
-): Promise<void> {
-  const n = windows.length;
-  const args = windowArgs(accountId, windows, micros);
-  const bump = statementFor(bumpStatements, n, bumpStatement);
-  const bumped = await trx.executeQuery(bump(trx, args));
-  if (Number(bumped.numAffectedRows ?? 0) === n) return;
-  const insert = statementFor(insertStatements, n, insertStatement);
-  await trx.executeQuery(insert(trx, args));
-}
-
-/** What the account's `windows` spent so far (window key → micro-credits). */
 export async function readSpent(
   db: Kysely<DB>,
   accountId: string,
   windows: readonly CountedWindow[],
 ): Promise<Map<string, number>> {
   if (windows.length === 0) return new Map();
+  if (engineOf(db) === "sqlite") return readSpentSlots(db, accountId, windowKey);
   const statement = statementFor(readStatements, windows.length, readStatement);
   const { rows } = await db.executeQuery(statement(db, windowArgs(accountId, windows, 0)));
   return sums(rows);
@@ -249,6 +212,17 @@ export async function rebuildCounters(
   limits: readonly SpendLimit[],
   nowMs: number,
 ): Promise<void> {
+  if (engineOf(trx) === "sqlite") {
+    const sums = [];
+    for (const w of windowsAt(limits, nowMs)) {
+      sums.push({
+        startMs: w.startMs,
+        spentMicros: await spentInRows(trx, accountId, w.startMs, w.endMs),
+      });
+    }
+    await writeSlots(trx, accountId, sums);
+    return;
+  }
   await trx.deleteFrom("spend_windows").where("account_id", "=", accountId).execute();
   for (const w of windowsAt(limits, nowMs)) {
     const spent = await spentInRows(trx, accountId, w.startMs, w.endMs);
@@ -267,12 +241,18 @@ export async function rebuildCounters(
 }
 
 /**
- * `ledger verify`'s check of the counters: every `spend_windows` row equals the sum of its
+ * `ledger verify`'s check of the counters (on SQLite, slots.ts `slotProblems`): every
+ * `spend_windows` row equals the sum of its
  * account's spending debits in [window_start_ms, window_end_ms), and its bounds are the window
  * of its period and zone that starts there.
  * @returns the problems found (empty when all hold)
  */
 export async function counterProblems(db: Kysely<DB>): Promise<string[]> {
+  if (engineOf(db) === "sqlite") {
+    return slotProblems(db, (accountId, startMs, endMs) =>
+      spentInRows(db, accountId, startMs, endMs),
+    );
+  }
   const problems: string[] = [];
   const rows = await db.selectFrom("spend_windows").selectAll().execute();
   for (const row of rows) {

@@ -7,18 +7,18 @@
  * and that reaches none. Any other write changes nothing and takes the general path, which
  * applies the rule (src/limits/enforce.ts, judge.ts); the SQL here only recognises the writes
  * the rule cannot refuse. PostgreSQL: one call of `ledger_plain_limited_debit` (migrations
- * 0011, 0015). SQLite: the plain move with these conditions (ledger/core.ts), then the
- * counters' update (`bumpSpent`, counters.ts, from ledger/plain-debit.ts). Both take the windows
+ * 0011, 0015). SQLite: the plain move with these conditions, which also adds the debit to the
+ * counters in the account's row (ledger/core.ts, slots.ts). Both take the windows
  * and arguments of the account's limits text from a cache that holds until a window ends
  * (plan.ts). test/debit-equivalence.test.ts runs limited cases through both paths.
  */
 import { type Expression, type ExpressionBuilder, type SqlBool, sql } from "kysely";
 import { heldExpression } from "../db/held.ts";
 import { prepared } from "../db/prepared.ts";
-import type { AccountRow, DB } from "../db/schema.ts";
+import type { AccountRow, DB, SpendSlot } from "../db/schema.ts";
 import type { PlainDebitRow as PgDebitRow, PlainDebitCall } from "../db/write-path.ts";
-import type { CountedWindow } from "./counters.ts";
 import { type LimitPlan, limitPlan } from "./plan.ts";
+import { slotAt, slotOfLimit, slotSpent } from "./slots.ts";
 
 /** Project and account reference (internal id or externalId) → the account's limits text. */
 const known = new Map<string, string>();
@@ -129,12 +129,26 @@ export function limitArgs(limits: string, nowMs: number): PgLimitArgs {
 /** SQLite's limited plain move: the limits text and each limit's window, amount and softness. */
 export interface SqliteLimited {
   text: string;
-  /** Each limit's softness, in order ("h" hard, "s" soft): the statement's shape. */
+  /**
+   * The statement's shape: each limit's softness ("h" hard, "s" soft) and counter slot
+   * (slots.ts), in order, then `/` and the number of slots the debit adds to: `h0h1s2/3`.
+   */
   shape: string;
-  /** `l<i>p`, `l<i>z`, `l<i>s` (window start), `l<i>a` (amount). */
+  /** `l<i>s` (limit i's window start), `l<i>a` (its amount), `w<j>s` (slot j's window start). */
   args: Record<string, string | number>;
-  /** The distinct windows of the limits at the instant: the counters the debit adds to. */
-  windows: readonly CountedWindow[];
+}
+
+/** A shape's limits (softness and slot) and its number of slots (see `SqliteLimited`). */
+export function shapeOf(shape: string): {
+  limits: { soft: boolean; slot: SpendSlot }[];
+  slots: number;
+} {
+  const [limitPart = "", slots = "0"] = shape.split("/");
+  const limits = [];
+  for (let i = 0; i < limitPart.length; i += 2) {
+    limits.push({ soft: limitPart[i] === "s", slot: slotAt(Number(limitPart[i + 1])) });
+  }
+  return { limits, slots: Number(slots) };
 }
 
 const sqliteArgs = new WeakMap<LimitPlan, SqliteLimited>();
@@ -149,13 +163,15 @@ export function sqliteLimited(text: string, nowMs: number): SqliteLimited {
   if (found === undefined) {
     const args: Record<string, string | number> = {};
     plan.limits.forEach((l, i) => {
-      args[`l${i}p`] = l.period;
-      args[`l${i}z`] = l.timeZone;
       args[`l${i}s`] = plan.limitWindows[i]?.startMs ?? 0;
       args[`l${i}a`] = l.amountMicros;
     });
-    const shape = plan.limits.map((l) => (l.soft ? "s" : "h")).join("");
-    found = { text, shape, args, windows: plan.windows };
+    plan.windows.forEach((w, j) => {
+      args[`w${j}s`] = w.startMs;
+    });
+    const limits = plan.limits.map((l, i) => `${l.soft ? "s" : "h"}${slotOfLimit(plan.limits, i)}`);
+    const shape = `${limits.join("")}/${plan.windows.length}`;
+    found = { text, shape, args };
     sqliteArgs.set(plan, found);
   }
   return found;
@@ -163,11 +179,12 @@ export function sqliteLimited(text: string, nowMs: number): SqliteLimited {
 
 /**
  * SQLite's conditions of a limited plain debit on the account of a statement on `accounts`, for
- * limits of the softness `shape` ("h"/"s" per limit) named by the arguments of `SqliteLimited`:
- * each limit stays strictly below its amount after the write (spent + held + needed < amount),
- * or is soft and already reached (spent + held ≥ amount): the same conservative test as
- * `ledger_plain_limited_debit` (migration 0011). The hard limits are tested at once, the holds
- * read once: held + needed < min(amount − spent).
+ * limits of the `shape` of `SqliteLimited` named by its arguments: each limit stays strictly
+ * below its amount after the write (spent + held + needed < amount), or is soft and already
+ * reached (spent + held ≥ amount): the same conservative test as `ledger_plain_limited_debit`
+ * (PostgreSQL, migrations 0011, 0015). A limit's spent is its slot's (slots.ts) when the slot
+ * counts the limit's current window, else 0. The hard limits are tested at once, the holds read
+ * once: held + needed < min(amount − spent).
  */
 export function underLimits(
   eb: ExpressionBuilder<DB, "accounts">,
@@ -177,13 +194,13 @@ export function underLimits(
   needed: unknown,
 ): Expression<SqlBool>[] {
   const held = heldExpression(eb, nowMs as number);
-  const spent = (i: number) =>
-    sql<number>`coalesce((SELECT sw.spent_micros FROM spend_windows sw WHERE sw.account_id = accounts.id AND sw.period = ${arg(`l${i}p`)} AND sw.time_zone = ${arg(`l${i}z`)} AND sw.window_start_ms = ${arg(`l${i}s`)}), 0)`;
+  const { limits } = shapeOf(shape);
+  const spent = (i: number) => slotSpent(eb, limits[i]?.slot ?? slotAt(i), arg(`l${i}s`));
   const room = (i: number) => sql<number>`${arg(`l${i}a`)} - ${spent(i)}`;
-  const indexes = [...shape].map((_, i) => i);
-  const hard = indexes.filter((i) => shape[i] === "h");
+  const indexes = limits.map((_, i) => i);
+  const hard = indexes.filter((i) => limits[i]?.soft === false);
   const conditions = indexes
-    .filter((i) => shape[i] === "s")
+    .filter((i) => limits[i]?.soft === true)
     .map(
       (i) =>
         sql<SqlBool>`(${spent(i)} + (${held}) + ${needed} < ${arg(`l${i}a`)} OR ${spent(i)} + (${held}) >= ${arg(`l${i}a`)})`,

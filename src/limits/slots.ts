@@ -1,0 +1,228 @@
+/**
+ * SQLite's spend counters (docs/design.md#spend-limits): kept in the account's own row
+ * (migration 0017) rather than in rows of `spend_windows` (PostgreSQL's; counters.ts dispatches).
+ * Slot i (0–9) is the i-th distinct (period, time zone) of the account's limits, in the order of
+ * its limits (`windowsAt` gives the windows in that order); `sw<i>_start_ms` is the start of the
+ * window the slot counts (epoch ms), `sw<i>_spent_micros` what the account's spending debits
+ * booked in it (micro-credits). A slot whose start is not a window's counts 0 for that window:
+ * nothing resets a slot, the first debit of a new window overwrites it. The limited plain debit
+ * adds to the slots in its balance move (`slotSets`, ledger/core.ts), so that a limited deduction
+ * writes no page but the account's.
+ */
+import { type Expression, type ExpressionBuilder, type Kysely, sql } from "kysely";
+import type { DB, SpendSlot, SpendSlotColumns } from "../db/schema.ts";
+import { fromMicros } from "../money.ts";
+import { parseLimits, type SpendLimit } from "./limits.ts";
+import { computeWindow, type Period } from "./windows.ts";
+
+/** A window of a (period, zone), by its start (epoch ms). */
+type WindowRef = { period: Period; timeZone: string; startMs: number };
+
+/** The key a window's sum is known by (counters.ts `windowKey`). */
+type KeyOf = (w: WindowRef) => string;
+
+/** Every slot, in order: one per limit at most (limits.ts MAX_LIMITS). */
+export const SLOTS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] as const satisfies readonly SpendSlot[];
+
+/**
+ * The slot `i`.
+ * @throws Error (a bug: an account has at most 10 limits) when there is no such slot
+ */
+export function slotAt(i: number): SpendSlot {
+  const slot = SLOTS[i];
+  if (slot === undefined) throw new Error(`spend limits: no counter slot ${i}`);
+  return slot;
+}
+
+/** The column of a slot's window start (epoch ms). */
+export const startColumn = (slot: SpendSlot) => `sw${slot}_start_ms` as const;
+
+/** The column of what a slot's window spent (micro-credits). */
+export const spentColumn = (slot: SpendSlot) => `sw${slot}_spent_micros` as const;
+
+/** Every slot column, for a read of them all. */
+const ALL_COLUMNS = SLOTS.flatMap((slot) => [startColumn(slot), spentColumn(slot)]);
+
+/** The distinct (period, zone) pairs of `limits`, in slot order. */
+export function slotPairs(
+  limits: readonly SpendLimit[],
+): Pick<SpendLimit, "period" | "timeZone">[] {
+  const out = new Map<string, Pick<SpendLimit, "period" | "timeZone">>();
+  for (const { period, timeZone } of limits) {
+    const key = `${period} ${timeZone}`;
+    if (!out.has(key)) out.set(key, { period, timeZone });
+  }
+  return [...out.values()];
+}
+
+/** The slot counting limit `index` of `limits`: its (period, zone)'s place among the distinct. */
+export function slotOfLimit(limits: readonly SpendLimit[], index: number): SpendSlot {
+  const limit = limits[index];
+  if (limit === undefined) throw new Error(`spend limits: no limit ${index}`);
+  const pairs = slotPairs(limits);
+  return slotAt(pairs.findIndex((p) => p.period === limit.period && p.timeZone === limit.timeZone));
+}
+
+/**
+ * A slot's spend in the window starting at `start` (an expression of the account's row): its
+ * sum when it counts that window, else 0.
+ */
+export function slotSpent(
+  eb: ExpressionBuilder<DB, "accounts">,
+  slot: SpendSlot,
+  start: unknown,
+): Expression<number> {
+  return sql<number>`(CASE WHEN ${eb.ref(`accounts.${startColumn(slot)}`)} = ${start} THEN ${eb.ref(`accounts.${spentColumn(slot)}`)} ELSE 0 END)`;
+}
+
+/**
+ * The SET of a debit of `micros` on the slots 0 … n−1 whose windows start at `starts(i)`: a
+ * slot counting that window adds it, any other starts counting that window with it.
+ */
+export function slotSets(n: number, starts: (i: number) => unknown, micros: unknown) {
+  const sets: [ReturnType<typeof startColumn | typeof spentColumn>, Expression<number>][] = [];
+  for (let i = 0; i < n; i++) {
+    const slot = slotAt(i);
+    const spent = sql.ref(spentColumn(slot));
+    const start = sql.ref(startColumn(slot));
+    sets.push([
+      spentColumn(slot),
+      sql<number>`CASE WHEN ${start} = ${starts(i)} THEN ${spent} + ${micros} ELSE ${micros} END`,
+    ]);
+    sets.push([startColumn(slot), sql<number>`${starts(i)}`]);
+  }
+  return sets;
+}
+
+type SlotRow = Partial<SpendSlotColumns> & { spend_limits: string | null };
+
+/**
+ * Window key (counters.ts `windowKey`) → micro-credits, of the slots of an account row whose
+ * limits text is `spend_limits`: each slot under its own window, so a reader that computed its
+ * windows from another limits text finds only those that match.
+ */
+function slotSums(row: SlotRow, key: KeyOf) {
+  const out = new Map<string, number>();
+  slotPairs(parseLimits(row.spend_limits)).forEach((pair, i) => {
+    const slot = slotAt(i);
+    const start = row[startColumn(slot)] ?? null;
+    const spent = row[spentColumn(slot)] ?? null;
+    if (start === null || spent === null) return;
+    out.set(
+      key({ period: pair.period, timeZone: pair.timeZone, startMs: Number(start) }),
+      Number(spent),
+    );
+  });
+  return out;
+}
+
+/**
+ * Adds a spending debit of `micros` (> 0) to the account's `windows` (its limits' windows at
+ * the debit's instant, in slot order), in the caller's unit.
+ * @returns each window's sum after the debit (window key → micro-credits)
+ */
+export async function addSpentSlots(
+  db: Kysely<DB>,
+  accountId: string,
+  windows: readonly WindowRef[],
+  micros: number,
+  key: KeyOf,
+): Promise<Map<string, number>> {
+  let update = db.updateTable("accounts");
+  for (const [column, value] of slotSets(windows.length, (i) => windows[i]?.startMs, micros)) {
+    update = update.set(column, value);
+  }
+  const row = await update
+    .where("id", "=", accountId)
+    .returning(["spend_limits", ...ALL_COLUMNS])
+    .executeTakeFirstOrThrow();
+  return slotSums(row, key);
+}
+
+/** What the account's slots spent, as `slotSums` (an account without a row: nothing). */
+export async function readSpentSlots(
+  db: Kysely<DB>,
+  accountId: string,
+  key: KeyOf,
+): Promise<Map<string, number>> {
+  const row = await db
+    .selectFrom("accounts")
+    .select(["spend_limits", ...ALL_COLUMNS])
+    .where("id", "=", accountId)
+    .executeTakeFirst();
+  return row === undefined ? new Map() : slotSums(row, key);
+}
+
+/**
+ * Sets the account's slots to `sums` (the windows of its new limits in slot order, each with
+ * what it spent), and empties the others.
+ */
+export async function writeSlots(
+  db: Kysely<DB>,
+  accountId: string,
+  sums: readonly { startMs: number; spentMicros: number }[],
+): Promise<void> {
+  let update = db.updateTable("accounts");
+  SLOTS.forEach((slot, i) => {
+    const sum = sums[i];
+    update = update
+      .set(startColumn(slot), sum === undefined ? null : sum.startMs)
+      .set(spentColumn(slot), sum === undefined ? null : sum.spentMicros);
+  });
+  await update.where("id", "=", accountId).execute();
+}
+
+/**
+ * `ledger verify`'s check of SQLite's slots: each slot of an account counts a window of the
+ * (period, zone) of its place, which starts where the slot says, and holds what the account's
+ * spending debits booked in it (`summed`); a slot past the account's distinct (period, zone)
+ * pairs is empty.
+ * @returns the problems found (empty when all hold)
+ */
+export async function slotProblems(
+  db: Kysely<DB>,
+  summed: (accountId: string, startMs: number, endMs: number) => Promise<number>,
+): Promise<string[]> {
+  const problems: string[] = [];
+  const rows = await db
+    .selectFrom("accounts")
+    .select(["id", "spend_limits", ...ALL_COLUMNS])
+    .where((eb) =>
+      eb.or([
+        eb("spend_limits", "is not", null),
+        ...SLOTS.map((slot) => eb(startColumn(slot), "is not", null)),
+        ...SLOTS.map((slot) => eb(spentColumn(slot), "is not", null)),
+      ]),
+    )
+    .execute();
+  for (const row of rows) {
+    const pairs = slotPairs(parseLimits(row.spend_limits));
+    for (const slot of SLOTS) {
+      const start = row[startColumn(slot)] ?? null;
+      const spent = row[spentColumn(slot)] ?? null;
+      const pair = pairs[slot];
+      if (start === null && spent === null) continue;
+      if (pair === undefined || start === null || spent === null) {
+        problems.push(
+          `account ${row.id}: spend counter slot ${slot} is not a window of its limits`,
+        );
+        continue;
+      }
+      const startMs = Number(start);
+      const { period } = pair;
+      const name = `account ${row.id}: spend window ${period} ${pair.timeZone} from ${new Date(startMs).toISOString()}`;
+      const expected = computeWindow(startMs, period, pair.timeZone);
+      if (expected.startMs !== startMs) {
+        problems.push(`${name}: bounds are not that window's`);
+        continue;
+      }
+      const debits = await summed(row.id, startMs, expected.endMs);
+      if (debits !== Number(spent)) {
+        problems.push(
+          `${name}: spent ${fromMicros(Number(spent))} != debits ${fromMicros(debits)}`,
+        );
+      }
+    }
+  }
+  return problems;
+}
