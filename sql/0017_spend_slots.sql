@@ -1,4 +1,4 @@
--- 0017: SQLite keeps an account's spend counters in the account's own row (docs/design.md#spend-limits).
+-- 0017: an account's spend counters move into its own row (docs/design.md#spend-limits).
 -- Frozen once merged: changes go in a new file. Amounts in micro-credits, times in Unix epoch
 -- milliseconds (_ms).
 --
@@ -9,7 +9,8 @@
 -- for the current window. The debit that moves the balance adds to its slots in the same
 -- statement, so a limited deduction writes no page but the account's; `ledger verify` recomputes
 -- every slot from the ledger rows of its window. Until 0017 the counters were rows of
--- spend_windows, which PostgreSQL still uses (sql/postgres/0017_spend_slots.sql).
+-- spend_windows, one more statement and two more pages written per limited deduction; the table
+-- is dropped. PostgreSQL's 0017 makes the same change (sql/postgres/0017_spend_slots.sql).
 ALTER TABLE accounts ADD COLUMN sw0_start_ms INTEGER;
 ALTER TABLE accounts ADD COLUMN sw0_spent_micros INTEGER CHECK (sw0_spent_micros IS NULL OR sw0_spent_micros >= 0);
 ALTER TABLE accounts ADD COLUMN sw1_start_ms INTEGER;
@@ -72,4 +73,4 @@ UPDATE accounts SET sw8_start_ms = c.window_start_ms, sw8_spent_micros = c.spent
 UPDATE accounts SET sw9_start_ms = c.window_start_ms, sw9_spent_micros = c.spent_micros
   FROM spend_slot_copy c WHERE c.account_id = accounts.id AND c.slot = 9;
 DROP TABLE spend_slot_copy;
-DELETE FROM spend_windows;
+DROP TABLE spend_windows;

@@ -534,12 +534,6 @@ async function stored(t: TestLedger, externalId: string) {
       .orderBy("id")
       .execute(),
     events: events.filter((e) => e.payload.includes(`"${account.id}"`)),
-    spendWindows: await db
-      .selectFrom("spend_windows")
-      .selectAll()
-      .where("account_id", "=", account.id)
-      .orderBy(["period", "time_zone", "window_start_ms"])
-      .execute(),
   };
 }
 

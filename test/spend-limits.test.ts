@@ -8,7 +8,6 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { LedgerClient } from "../src/client/index.ts";
-import { engineOf } from "../src/db/engine.ts";
 import { expectError } from "./contract.ts";
 import { expectFailure, expectOk, fundedAccount, makeLedger, type TestLedger } from "./harness.ts";
 import { countStatuses } from "./http-client.ts";
@@ -363,20 +362,13 @@ describe("spend limits", () => {
     expectOk(await deduct(10)); // books the expiry of 30 first: not spending
     expect((await limitsOf()).limits[0]).toMatchObject({ spent: 10, remaining: 90 });
     expect(await t.verify()).toEqual([]);
-    // The day's counter: a row of spend_windows on PostgreSQL, the account's slot 0 on SQLite.
-    const db = t.ledger.db.write;
+    // The day's counter: the account's slot 0.
     const counter = (delta: number) =>
-      engineOf(db) === "postgres"
-        ? db
-            .updateTable("spend_windows")
-            .where("period", "=", "day")
-            .set((eb) => ({ spent_micros: eb("spent_micros", "+", delta) }))
-            .execute()
-        : db
-            .updateTable("accounts")
-            .where("external_id", "=", "u1")
-            .set((eb) => ({ sw0_spent_micros: eb("sw0_spent_micros", "+", delta) }))
-            .execute();
+      t.ledger.db.write
+        .updateTable("accounts")
+        .where("external_id", "=", "u1")
+        .set((eb) => ({ sw0_spent_micros: eb("sw0_spent_micros", "+", delta) }))
+        .execute();
     await counter(1);
     const problems = await t.verify();
     expect(problems).toHaveLength(1);

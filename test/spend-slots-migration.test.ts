@@ -1,14 +1,14 @@
 /**
- * Migration 0017 on a database built up to 0016 (docs/design.md#spend-limits): on SQLite an
- * account's spend counters move from rows of `spend_windows` to the slots of its own row. Slot i
- * is the i-th distinct (period, time zone) of its limits, in their order, and takes that pair's
- * latest window; a pair without a row keeps an empty slot; `spend_windows` is emptied, and the
- * counters check of `ledger verify` passes. On PostgreSQL 0017 changes nothing: the rows stay.
+ * Migration 0017 on a database built up to 0016 (docs/design.md#spend-limits), on each engine:
+ * an account's spend counters move from rows of `spend_windows` to the slots of its own row.
+ * Slot i is the i-th distinct (period, time zone) of its limits, in their order, and takes that
+ * pair's latest window; a pair without a row keeps an empty slot; `spend_windows` is dropped,
+ * and the counters check of `ledger verify` passes.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import { afterEach, expect, it } from "vitest";
 import { openDatabase } from "../src/db/client.ts";
 import { migrateToLatest, migrationsDirOf, readMigrationFiles } from "../src/db/migrator.ts";
@@ -78,21 +78,15 @@ async function counter(
   credits: number,
 ) {
   const { startMs, endMs } = computeWindow(atMs, period, timeZone);
-  await db
-    .insertInto("spend_windows")
-    .values({
-      account_id: accountId,
-      period,
-      time_zone: timeZone,
-      window_start_ms: startMs,
-      window_end_ms: endMs,
-      spent_micros: credits * M,
-    })
-    .execute();
+  await sql`INSERT INTO spend_windows (account_id, period, time_zone, window_start_ms,
+      window_end_ms, spent_micros)
+    VALUES (${accountId}, ${period}, ${timeZone}, ${startMs}, ${endMs}, ${credits * M})`.execute(
+    db,
+  );
   return startMs;
 }
 
-it("0017 moves each account's spend counters into its row (SQLite); PostgreSQL keeps its rows", async () => {
+it("0017 moves each account's spend counters into its row", async () => {
   const db = await databaseAt0016();
   await db
     .insertInto("projects")
@@ -137,87 +131,74 @@ it("0017 moves each account's spend counters into its row (SQLite); PostgreSQL k
   const hour = await counter(db, "acc_MIGAAA", "hour", "UTC", NOW, 3);
 
   expect(await migrateToLatest(db)).toEqual(["0017_spend_slots"]);
-  const rows = await db.selectFrom("spend_windows").select("window_start_ms").execute();
-  if (TEST_ENGINE === "postgres") {
-    expect(rows).toHaveLength(4);
-  } else {
-    expect(rows).toEqual([]);
-    const slots = await db
-      .selectFrom("accounts")
-      .select(["id", "sw0_start_ms", "sw0_spent_micros", "sw1_start_ms", "sw1_spent_micros"])
-      .select(["sw2_start_ms", "sw2_spent_micros", "sw3_start_ms", "sw3_spent_micros"])
-      .orderBy("id")
-      .execute();
-    expect(slots).toEqual([
-      {
-        id: "acc_MIGAAA",
-        sw0_start_ms: day,
-        sw0_spent_micros: 8 * M,
-        sw1_start_ms: hour,
-        sw1_spent_micros: 3 * M,
-        sw2_start_ms: null,
-        sw2_spent_micros: null,
-        sw3_start_ms: null,
-        sw3_spent_micros: null,
-      },
-      {
-        id: "acc_MIGBBB",
-        sw0_start_ms: null,
-        sw0_spent_micros: null,
-        sw1_start_ms: null,
-        sw1_spent_micros: null,
-        sw2_start_ms: null,
-        sw2_spent_micros: null,
-        sw3_start_ms: null,
-        sw3_spent_micros: null,
-      },
-    ]);
-  }
+  await expect(sql`SELECT 1 FROM spend_windows`.execute(db)).rejects.toThrow(/spend_windows/);
+  const slots = await db
+    .selectFrom("accounts")
+    .select(["id", "sw0_start_ms", "sw0_spent_micros", "sw1_start_ms", "sw1_spent_micros"])
+    .select(["sw2_start_ms", "sw2_spent_micros", "sw3_start_ms", "sw3_spent_micros"])
+    .orderBy("id")
+    .execute();
+  const empty = {
+    sw0_start_ms: null,
+    sw0_spent_micros: null,
+    sw1_start_ms: null,
+    sw1_spent_micros: null,
+    sw2_start_ms: null,
+    sw2_spent_micros: null,
+    sw3_start_ms: null,
+    sw3_spent_micros: null,
+  };
+  expect(slots).toEqual([
+    {
+      ...empty,
+      id: "acc_MIGAAA",
+      sw0_start_ms: day,
+      sw0_spent_micros: 8 * M,
+      sw1_start_ms: hour,
+      sw1_spent_micros: 3 * M,
+    },
+    { ...empty, id: "acc_MIGBBB" },
+  ]);
   expect(await counterProblems(db)).toEqual([]);
 });
 
-it.runIf(TEST_ENGINE !== "postgres")(
-  "verify finds a slot that is not a window of its limits, or does not start a window",
-  async () => {
-    const db = await databaseAt0016();
-    await migrateToLatest(db);
-    await db
-      .insertInto("projects")
-      .values({ id: "prj_MIG", name: "mig", created_at_ms: NOW, credits_per_usd_micros: null })
-      .execute();
-    const hourLimit = JSON.stringify([
-      { period: "hour", amountMicros: 20 * M, timeZone: "Asia/Kolkata", soft: false },
-    ]);
-    const { startMs } = computeWindow(NOW, "hour", "Asia/Kolkata");
-    await db
-      .insertInto("accounts")
-      .values({
-        id: "acc_MIGCCC",
-        project_id: "prj_MIG",
-        external_id: "acc_migccc",
-        name: "",
-        email: "",
-        metadata: null,
-        plan_bucket_account_plan_id: null,
-        created_at_ms: NOW,
-        updated_at_ms: NOW,
-        low_balance_threshold_micros: null,
-        spend_limits: hourLimit,
-        sw0_start_ms: startMs,
-        sw0_spent_micros: 0,
-      })
-      .execute();
-    expect(await counterProblems(db)).toEqual([]);
-    // An hour in Kolkata starts at :30 UTC; one starting on the UTC hour is no window of it.
-    await db
-      .updateTable("accounts")
-      .set({ sw0_start_ms: startMs - 30 * 60_000, sw1_start_ms: startMs, sw1_spent_micros: 0 })
-      .execute();
-    const problems = await counterProblems(db);
-    expect(problems).toHaveLength(2);
-    expect(problems[0]).toMatch(
-      /spend window hour Asia\/Kolkata .*: bounds are not that window's$/,
-    );
-    expect(problems[1]).toMatch(/spend counter slot 1 is not a window of its limits$/);
-  },
-);
+it("verify finds a slot that is not a window of its limits, or does not start a window", async () => {
+  const db = await databaseAt0016();
+  await migrateToLatest(db);
+  await db
+    .insertInto("projects")
+    .values({ id: "prj_MIG", name: "mig", created_at_ms: NOW, credits_per_usd_micros: null })
+    .execute();
+  const hourLimit = JSON.stringify([
+    { period: "hour", amountMicros: 20 * M, timeZone: "Asia/Kolkata", soft: false },
+  ]);
+  const { startMs } = computeWindow(NOW, "hour", "Asia/Kolkata");
+  await db
+    .insertInto("accounts")
+    .values({
+      id: "acc_MIGCCC",
+      project_id: "prj_MIG",
+      external_id: "acc_migccc",
+      name: "",
+      email: "",
+      metadata: null,
+      plan_bucket_account_plan_id: null,
+      created_at_ms: NOW,
+      updated_at_ms: NOW,
+      low_balance_threshold_micros: null,
+      spend_limits: hourLimit,
+      sw0_start_ms: startMs,
+      sw0_spent_micros: 0,
+    })
+    .execute();
+  expect(await counterProblems(db)).toEqual([]);
+  // An hour in Kolkata starts at :30 UTC; one starting on the UTC hour is no window of it.
+  await db
+    .updateTable("accounts")
+    .set({ sw0_start_ms: startMs - 30 * 60_000, sw1_start_ms: startMs, sw1_spent_micros: 0 })
+    .execute();
+  const problems = await counterProblems(db);
+  expect(problems).toHaveLength(2);
+  expect(problems[0]).toMatch(/spend window hour Asia\/Kolkata .*: bounds are not that window's$/);
+  expect(problems[1]).toMatch(/spend counter slot 1 is not a window of its limits$/);
+});

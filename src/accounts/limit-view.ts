@@ -6,7 +6,7 @@
 import type { Kysely } from "kysely";
 import { iso } from "../dates.ts";
 import type { DB } from "../db/schema.ts";
-import { readSpent, windowsAt } from "../limits/counters.ts";
+import { readSpent } from "../limits/counters.ts";
 import { type LimitState, limitStates, refusingLimit, remainingMicros } from "../limits/judge.ts";
 import { parseLimits } from "../limits/limits.ts";
 import type { checkResponse, limitsResponse, limitWindowSchema } from "../limits/schemas.ts";
@@ -22,7 +22,7 @@ async function limitsAt(db: Kysely<DB>, projectId: string, ref: AccountQuery, no
     externalId: false,
   });
   const limits = parseLimits(account.spend_limits);
-  const spent = await readSpent(db, account.id, windowsAt(limits, nowMs));
+  const spent = await readSpent(db, account.id);
   const states = limitStates(limits, nowMs, spent, reserved);
   return { account, available, states };
 }

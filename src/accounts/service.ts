@@ -10,6 +10,7 @@ import { stringifyJson } from "../json.ts";
 import { rebuildCounters } from "../limits/counters.ts";
 import { limitsText, type SpendLimit } from "../limits/limits.ts";
 import { rememberLimits } from "../limits/plain.ts";
+import { EMPTY_SLOTS } from "../limits/slots.ts";
 import { fromMicros } from "../money.ts";
 import type { WireOf } from "../wire.ts";
 import { findAccount, findAccountByExternalId, readBalance } from "./lookup.ts";
@@ -72,6 +73,7 @@ export async function createAccount(
     updated_at_ms: nowMs,
     low_balance_threshold_micros: input.lowBalanceThreshold ?? null,
     spend_limits: limitsText(input.spendLimits ?? []),
+    ...EMPTY_SLOTS,
   };
   await trx.insertInto("accounts").values(row).execute();
   rememberLimits(row);

@@ -22,21 +22,20 @@ export interface ApiKeysTable {
   revoked_at_ms: number | null;
 }
 
-/** A spend counter slot of an account row on SQLite: 0–9 (migration 0017). */
+/** A spend counter slot of an account row: 0–9 (migration 0017). */
 export type SpendSlot = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9;
 
 /**
- * SQLite's spend counters in the account's row (migration 0017, docs/design.md#spend-limits):
- * slot i is the i-th distinct (period, time zone) of the account's limits; `sw<i>_start_ms` the
- * start of the window it counts (epoch ms), `sw<i>_spent_micros` what was spent in it
- * (micro-credits). Optional in `DB["accounts"]`: PostgreSQL has no such columns (it keeps
- * `spend_windows`), so only SQLite's statements name them (src/limits/slots.ts).
+ * An account's spend counters, in its own row (migration 0017, docs/design.md#spend-limits,
+ * src/limits/slots.ts): slot i is the i-th distinct (period, time zone) of the account's
+ * limits; `sw<i>_start_ms` the start of the window it counts (epoch ms), `sw<i>_spent_micros`
+ * what was spent in it (micro-credits); both null while it counts nothing.
  */
 export type SpendSlotColumns = {
   [K in `sw${SpendSlot}_start_ms` | `sw${SpendSlot}_spent_micros`]: number | null;
 };
 
-export interface AccountsTable {
+export interface AccountsTable extends SpendSlotColumns {
   id: string;
   project_id: string;
   external_id: string;
@@ -301,16 +300,6 @@ export interface WebhookDeliveriesTable {
   ended_at_ms: number | null;
 }
 
-/** A spend window's counter (migration 0011, src/limits/counters.ts). */
-export interface SpendWindowsTable {
-  account_id: string;
-  period: string;
-  time_zone: string;
-  window_start_ms: number;
-  window_end_ms: number;
-  spent_micros: number;
-}
-
 /** A `spend_limit.reached` sent for one account, limit and window (migration 0011). */
 export interface SpendLimitReachedTable {
   account_id: string;
@@ -322,8 +311,7 @@ export interface SpendLimitReachedTable {
 export interface DB {
   projects: ProjectsTable;
   api_keys: ApiKeysTable;
-  /** SQLite's rows also carry the spend slots (migration 0017). */
-  accounts: AccountsTable & Partial<SpendSlotColumns>;
+  accounts: AccountsTable;
   reservations: ReservationsTable;
   transactions: TransactionsTable;
   plans: PlansTable;
@@ -337,7 +325,6 @@ export interface DB {
   webhooks: WebhooksTable;
   webhook_events: WebhookEventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
-  spend_windows: SpendWindowsTable;
   spend_limit_reached: SpendLimitReachedTable;
 }
 

@@ -77,7 +77,7 @@ export async function limitHold(
   rememberLimits(account);
   const limits = parseLimits(account.spend_limits);
   if (limits.length === 0) return;
-  const spent = await readSpent(trx, account.id, windowsAt(limits, hold.nowMs));
+  const spent = await readSpent(trx, account.id);
   const states = limitStates(limits, hold.nowMs, spent, hold.heldMicros);
   const refusing = refusingLimit(states, hold.amountMicros);
   if (refusing) throw spendLimitError(refusing, hold.amountMicros, hold.nowMs);

@@ -6,11 +6,11 @@
  * below its amount after it (or is soft and already reached): a write that no limit refuses
  * and that reaches none. Any other write changes nothing and takes the general path, which
  * applies the rule (src/limits/enforce.ts, judge.ts); the SQL here only recognises the writes
- * the rule cannot refuse. PostgreSQL: one call of `ledger_plain_limited_debit` (migrations
- * 0011, 0015). SQLite: the plain move with these conditions, which also adds the debit to the
- * counters in the account's row (ledger/core.ts, slots.ts). Both take the windows
- * and arguments of the account's limits text from a cache that holds until a window ends
- * (plan.ts). test/debit-equivalence.test.ts runs limited cases through both paths.
+ * the rule cannot refuse. Both read and add to the counters in the account's row (slots.ts).
+ * PostgreSQL: one call of `ledger_plain_limited_debit` (migrations 0011, 0015, 0017). SQLite:
+ * the plain move with these conditions, whose SET also adds the debit to the counters
+ * (ledger/core.ts). Both take the windows and arguments of the account's limits text from a
+ * cache that holds until a window ends (plan.ts). test/debit-equivalence.test.ts runs limited cases through both paths.
  */
 import { type Expression, type ExpressionBuilder, type SqlBool, sql } from "kysely";
 import { heldExpression } from "../db/held.ts";
@@ -61,8 +61,7 @@ export function knownLimits(projectId: string, ref: string): string | undefined 
 type Args = PlainDebitCall<unknown>["args"] & {
   nowMs: number;
   limits: string;
-  periods: string;
-  zones: string;
+  slots: string;
   starts: string;
   ends: string;
   amounts: string;
@@ -89,16 +88,13 @@ export function pgArray(values: readonly (string | number | boolean)[]): string 
 /** The call of `ledger_plain_limited_debit`. */
 export const pgPlainLimitedDebit = prepared<Args, PgDebitRow>((db, arg) => ({
   compile: () =>
-    sql<PgDebitRow>`SELECT * FROM ledger_plain_limited_debit(${arg("projectId")}, ${arg("ref")}, ${arg("byId")}, ${arg("amountMicros")}, ${arg("nowMs")}, ${arg("txnId")}, ${arg("description")}, ${arg("metadata")}, ${arg("source")}, ${arg("limits")}, ${arg("periods")}::text[], ${arg("zones")}::text[], ${arg("starts")}::bigint[], ${arg("ends")}::bigint[], ${arg("amounts")}::bigint[], ${arg("softs")}::boolean[])`.compile(
+    sql<PgDebitRow>`SELECT * FROM ledger_plain_limited_debit(${arg("projectId")}, ${arg("ref")}, ${arg("byId")}, ${arg("amountMicros")}, ${arg("nowMs")}, ${arg("txnId")}, ${arg("description")}, ${arg("metadata")}, ${arg("source")}, ${arg("limits")}, ${arg("slots")}::int[], ${arg("starts")}::bigint[], ${arg("ends")}::bigint[], ${arg("amounts")}::bigint[], ${arg("softs")}::boolean[])`.compile(
       db,
     ),
 }));
 
 /** PostgreSQL's limit arguments of the call (`ledger_plain_limited_debit`). */
-type PgLimitArgs = Pick<
-  Args,
-  "limits" | "periods" | "zones" | "starts" | "ends" | "amounts" | "softs"
->;
+type PgLimitArgs = Pick<Args, "limits" | "slots" | "starts" | "ends" | "amounts" | "softs">;
 
 const pgArgs = new WeakMap<LimitPlan, PgLimitArgs>();
 
@@ -114,8 +110,7 @@ export function limitArgs(limits: string, nowMs: number): PgLimitArgs {
     const windows = plan.limitWindows;
     found = {
       limits,
-      periods: pgArray(list.map((l) => l.period)),
-      zones: pgArray(list.map((l) => l.timeZone)),
+      slots: pgArray(list.map((_, i) => slotOfLimit(list, i))),
       starts: pgArray(windows.map((w) => w.startMs)),
       ends: pgArray(windows.map((w) => w.endMs)),
       amounts: pgArray(list.map((l) => l.amountMicros)),
@@ -182,7 +177,7 @@ export function sqliteLimited(text: string, nowMs: number): SqliteLimited {
  * limits of the `shape` of `SqliteLimited` named by its arguments: each limit stays strictly
  * below its amount after the write (spent + held + needed < amount), or is soft and already
  * reached (spent + held ≥ amount): the same conservative test as `ledger_plain_limited_debit`
- * (PostgreSQL, migrations 0011, 0015). A limit's spent is its slot's (slots.ts) when the slot
+ * (PostgreSQL, migration 0017). A limit's spent is its slot's (slots.ts) when the slot
  * counts the limit's current window, else 0. The hard limits are tested at once, the holds read
  * once: held + needed < min(amount − spent).
  */

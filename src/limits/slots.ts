@@ -1,13 +1,13 @@
 /**
- * SQLite's spend counters (docs/design.md#spend-limits): kept in the account's own row
- * (migration 0017) rather than in rows of `spend_windows` (PostgreSQL's; counters.ts dispatches).
- * Slot i (0–9) is the i-th distinct (period, time zone) of the account's limits, in the order of
- * its limits (`windowsAt` gives the windows in that order); `sw<i>_start_ms` is the start of the
- * window the slot counts (epoch ms), `sw<i>_spent_micros` what the account's spending debits
- * booked in it (micro-credits). A slot whose start is not a window's counts 0 for that window:
- * nothing resets a slot, the first debit of a new window overwrites it. The limited plain debit
- * adds to the slots in its balance move (`slotSets`, ledger/core.ts), so that a limited deduction
- * writes no page but the account's.
+ * The spend counters (docs/design.md#spend-limits), kept in the account's own row on both engines
+ * (migration 0017; until then they were rows of a table `spend_windows`). Slot i (0–9) is the i-th
+ * distinct (period, time zone) of the account's limits, in the order of its limits (`windowsAt`
+ * gives the windows in that order); `sw<i>_start_ms` is the start of the window the slot counts
+ * (epoch ms), `sw<i>_spent_micros` what the account's spending debits booked in it (micro-
+ * credits). A slot whose start is not a window's counts 0 for that window: nothing resets a slot,
+ * the first debit of a new window overwrites it. SQLite's limited plain debit adds to the slots in
+ * its balance move (`slotSets`, ledger/core.ts), PostgreSQL's in `ledger_plain_limited_debit`, so
+ * that a limited deduction writes no row but the account's.
  */
 import { type Expression, type ExpressionBuilder, type Kysely, sql } from "kysely";
 import type { DB, SpendSlot, SpendSlotColumns } from "../db/schema.ts";
@@ -39,6 +39,30 @@ export const startColumn = (slot: SpendSlot) => `sw${slot}_start_ms` as const;
 
 /** The column of what a slot's window spent (micro-credits). */
 export const spentColumn = (slot: SpendSlot) => `sw${slot}_spent_micros` as const;
+
+/** An account's slots when it counts nothing (a new account). */
+export const EMPTY_SLOTS: SpendSlotColumns = {
+  sw0_start_ms: null,
+  sw0_spent_micros: null,
+  sw1_start_ms: null,
+  sw1_spent_micros: null,
+  sw2_start_ms: null,
+  sw2_spent_micros: null,
+  sw3_start_ms: null,
+  sw3_spent_micros: null,
+  sw4_start_ms: null,
+  sw4_spent_micros: null,
+  sw5_start_ms: null,
+  sw5_spent_micros: null,
+  sw6_start_ms: null,
+  sw6_spent_micros: null,
+  sw7_start_ms: null,
+  sw7_spent_micros: null,
+  sw8_start_ms: null,
+  sw8_spent_micros: null,
+  sw9_start_ms: null,
+  sw9_spent_micros: null,
+};
 
 /** Every slot column, for a read of them all. */
 const ALL_COLUMNS = SLOTS.flatMap((slot) => [startColumn(slot), spentColumn(slot)]);
@@ -173,7 +197,7 @@ export async function writeSlots(
 }
 
 /**
- * `ledger verify`'s check of SQLite's slots: each slot of an account counts a window of the
+ * `ledger verify`'s check of the slots: each slot of an account counts a window of the
  * (period, zone) of its place, which starts where the slot says, and holds what the account's
  * spending debits booked in it (`summed`); a slot past the account's distinct (period, zone)
  * pairs is empty.
