@@ -73,8 +73,115 @@ UPDATE accounts SET sw9_start_ms = c.window_start_ms, sw9_spent_micros = c.spent
 DROP TABLE spend_slot_copy;
 DROP TABLE spend_windows;
 
+-- The plain move and the plain debit of 0016, deciding and writing exactly as before, with two
+-- more arguments, null by default: the account's slots after the debit (p_slot_starts,
+-- p_slot_spents, ten each), which the limited plain debit below passes so that the balance and
+-- the counters are one write of the account's row. Their callers that pass none (the plain
+-- debit, the confirm, a batch's grouped debits) leave the slots as they are.
+DROP FUNCTION ledger_plain_debit(TEXT, TEXT, BOOLEAN, BIGINT, BIGINT, TEXT, TEXT, TEXT, TEXT,
+  TEXT, BIGINT);
+DROP FUNCTION ledger_plain_move(TEXT, TEXT, BOOLEAN, BIGINT, BIGINT, BIGINT);
+
+CREATE FUNCTION ledger_plain_move(p_project TEXT, p_ref TEXT, p_by_id BOOLEAN, p_amount BIGINT,
+  p_needed BIGINT, p_now BIGINT, p_slot_starts BIGINT[] DEFAULT NULL,
+  p_slot_spents BIGINT[] DEFAULT NULL,
+  OUT account_id TEXT, OUT external_id TEXT, OUT balance_after_micros BIGINT,
+  OUT created_at_ms BIGINT)
+LANGUAGE plpgsql AS $$
+DECLARE
+  st RECORD;
+BEGIN
+  st := ledger_plain_state(p_project, p_ref, p_by_id, p_now);
+  IF NOT ledger_plain_fits(st.plain, st.available, (st.acc).low_balance_threshold_micros,
+       st.first_remaining, p_amount, p_needed) THEN
+    RETURN;
+  END IF;
+  -- Two statements rather than one with conditional columns, so that a debit without slots runs
+  -- 0016's statement exactly.
+  IF p_slot_starts IS NULL THEN
+    UPDATE accounts a SET balance_micros = a.balance_micros - p_amount,
+        updated_at_ms = greatest(a.updated_at_ms, p_now)
+      WHERE a.id = (st.acc).id
+      RETURNING a.balance_micros, a.updated_at_ms INTO balance_after_micros, created_at_ms;
+  ELSE
+    UPDATE accounts a SET balance_micros = a.balance_micros - p_amount,
+        updated_at_ms = greatest(a.updated_at_ms, p_now),
+        sw0_start_ms = p_slot_starts[1], sw0_spent_micros = p_slot_spents[1],
+        sw1_start_ms = p_slot_starts[2], sw1_spent_micros = p_slot_spents[2],
+        sw2_start_ms = p_slot_starts[3], sw2_spent_micros = p_slot_spents[3],
+        sw3_start_ms = p_slot_starts[4], sw3_spent_micros = p_slot_spents[4],
+        sw4_start_ms = p_slot_starts[5], sw4_spent_micros = p_slot_spents[5],
+        sw5_start_ms = p_slot_starts[6], sw5_spent_micros = p_slot_spents[6],
+        sw6_start_ms = p_slot_starts[7], sw6_spent_micros = p_slot_spents[7],
+        sw7_start_ms = p_slot_starts[8], sw7_spent_micros = p_slot_spents[8],
+        sw8_start_ms = p_slot_starts[9], sw8_spent_micros = p_slot_spents[9],
+        sw9_start_ms = p_slot_starts[10], sw9_spent_micros = p_slot_spents[10]
+      WHERE a.id = (st.acc).id
+      RETURNING a.balance_micros, a.updated_at_ms INTO balance_after_micros, created_at_ms;
+  END IF;
+  IF p_amount > 0 THEN
+    UPDATE credit_grant_remaining rem SET remaining_micros = rem.remaining_micros - p_amount
+      WHERE rem.seq = st.first_seq;
+  END IF;
+  account_id := (st.acc).id;
+  external_id := (st.acc).external_id;
+END;
+$$;
+
+CREATE FUNCTION ledger_plain_debit(
+  p_project TEXT,
+  p_ref TEXT,
+  p_by_id BOOLEAN,
+  p_amount BIGINT,
+  p_now BIGINT,
+  p_txn_id TEXT,
+  p_description TEXT,
+  p_metadata TEXT,
+  p_source TEXT,
+  p_hold TEXT,
+  p_hold_micros BIGINT,
+  p_slot_starts BIGINT[] DEFAULT NULL,
+  p_slot_spents BIGINT[] DEFAULT NULL
+) RETURNS TABLE (
+  outcome TEXT,
+  account_id TEXT,
+  external_id TEXT,
+  balance_after_micros BIGINT,
+  created_at_ms BIGINT,
+  seq BIGINT
+) LANGUAGE plpgsql AS $$
+DECLARE
+  m RECORD;
+BEGIN
+  outcome := 'other';
+  m := ledger_plain_move(p_project, p_ref, p_by_id, p_amount,
+    p_amount - coalesce(p_hold_micros, 0), p_now, p_slot_starts, p_slot_spents);
+  IF m.account_id IS NULL THEN
+    RETURN NEXT;
+    RETURN;
+  END IF;
+  INSERT INTO transactions AS t (id, project_id, account_id, type, amount_micros,
+      balance_after_micros, description, metadata, source, reservation_id, account_plan_id,
+      created_at_ms)
+    VALUES (p_txn_id, p_project, m.account_id, 'debit', p_amount, m.balance_after_micros,
+      p_description, p_metadata, p_source, p_hold, NULL, m.created_at_ms)
+    RETURNING t.seq INTO seq;
+  IF p_hold IS NOT NULL THEN
+    UPDATE reservations r SET status = 'confirmed', settled_at_ms = p_now,
+        actual_micros = p_amount, transaction_id = p_txn_id
+      WHERE r.id = p_hold AND r.status = 'pending';
+  END IF;
+  outcome := 'applied';
+  account_id := m.account_id;
+  external_id := m.external_id;
+  balance_after_micros := m.balance_after_micros;
+  created_at_ms := m.created_at_ms;
+  RETURN NEXT;
+END;
+$$;
+
 -- The limited plain debit of 0015, deciding exactly as before, with the counters read from the
--- account row it locks and added to by one UPDATE of that row. p_slots gives each limit's slot
+-- account row it locks and written back by the plain debit's own UPDATE of that row. p_slots gives each limit's slot
 -- (0-based), p_starts and p_ends each limit's window.
 DROP FUNCTION ledger_plain_limited_debit(TEXT, TEXT, BOOLEAN, BIGINT, BIGINT, TEXT, TEXT, TEXT,
   TEXT, TEXT, TEXT[], TEXT[], BIGINT[], BIGINT[], BIGINT[], BOOLEAN[]);
@@ -154,14 +261,8 @@ BEGIN
       RETURN;
     END IF;
   END LOOP;
-  PERFORM set_config('ledger.plain_limits', p_limits, true);
-  SELECT d.outcome, d.account_id, d.external_id, d.balance_after_micros, d.created_at_ms, d.seq
-    INTO outcome, account_id, external_id, balance_after_micros, created_at_ms, seq
-    FROM ledger_plain_debit(p_project, acc_id, true, p_amount, p_now, p_txn_id,
-      p_description, p_metadata, p_source, NULL, NULL) d;
-  PERFORM set_config('ledger.plain_limits', '', true);
-  IF outcome = 'applied' AND p_amount > 0 THEN
-    -- The counters: once per slot, whose window is the same for each of its limits.
+  -- The slots after the debit: once per slot, whose window is the same for each of its limits.
+  IF p_amount > 0 THEN
     FOR i IN 1 .. array_length(p_slots, 1) LOOP
       s := p_slots[i] + 1;
       CONTINUE WHEN added[s];
@@ -173,19 +274,14 @@ BEGIN
         spents[s] := p_amount;
       END IF;
     END LOOP;
-    UPDATE accounts SET
-      sw0_start_ms = starts[1], sw0_spent_micros = spents[1],
-      sw1_start_ms = starts[2], sw1_spent_micros = spents[2],
-      sw2_start_ms = starts[3], sw2_spent_micros = spents[3],
-      sw3_start_ms = starts[4], sw3_spent_micros = spents[4],
-      sw4_start_ms = starts[5], sw4_spent_micros = spents[5],
-      sw5_start_ms = starts[6], sw5_spent_micros = spents[6],
-      sw6_start_ms = starts[7], sw6_spent_micros = spents[7],
-      sw7_start_ms = starts[8], sw7_spent_micros = spents[8],
-      sw8_start_ms = starts[9], sw8_spent_micros = spents[9],
-      sw9_start_ms = starts[10], sw9_spent_micros = spents[10]
-      WHERE id = acc_id;
   END IF;
+  PERFORM set_config('ledger.plain_limits', p_limits, true);
+  -- The plain debit, which writes the slots with the balance (one write of the account's row).
+  SELECT d.outcome, d.account_id, d.external_id, d.balance_after_micros, d.created_at_ms, d.seq
+    INTO outcome, account_id, external_id, balance_after_micros, created_at_ms, seq
+    FROM ledger_plain_debit(p_project, acc_id, true, p_amount, p_now, p_txn_id,
+      p_description, p_metadata, p_source, NULL, NULL, starts, spents) d;
+  PERFORM set_config('ledger.plain_limits', '', true);
   RETURN NEXT;
 END;
 $$;
