@@ -1,7 +1,9 @@
 -- 0017 for PostgreSQL: the same change as sql/0017_spend_slots.sql. An account's spend counters
--- move into its own row (docs/design.md#spend-limits), and `ledger_plain_limited_debit` reads and
--- adds to them there. Frozen once merged: changes go in a new file. Amounts in micro-credits,
--- times in Unix epoch milliseconds (_ms).
+-- move into its own row (docs/design.md#spend-limits); `ledger_plain_limited_debit` reads them
+-- there and hands them, after the debit, to the plain debit (ledger_plain_debit and
+-- ledger_plain_move, re-created with two optional arguments), whose balance UPDATE writes them.
+-- Frozen once merged: changes go in a new file. Amounts in micro-credits, times in Unix epoch
+-- milliseconds (_ms).
 --
 -- Slot i (0–9) is the i-th distinct (period, time zone) of the account's limits, in the order of
 -- its `spend_limits` array (at most 10 limits, so at most 10 slots): sw<i>_start_ms is the start
