@@ -342,9 +342,10 @@ type DebitMoveArgs = MoveArgs & {
 /**
  * SQLite's plain debit move, naming the account by `column`: the debit's move only when it is
  * plain (see `PlainMove`). With a non-empty `shape` (src/limits/plain.ts `SqliteLimited`) it is
- * the limited plain debit's move: the account's stored limits must be the `limits` argument,
- * each of its limits stay below its amount, and the move adds the debit to the spend counters
- * in the account's row (src/limits/slots.ts). With `guard`, its condition must hold too. The queue's one writer needs no lock between it and the statements after it.
+ * the limited plain debit's move: the account's stored limits must be the `limits` argument, each
+ * of its limits stay below its amount, and the move adds the debit to the spend counters in the
+ * account's row (src/limits/slots.ts). With `guard`, its condition must hold too. The queue's one
+ * writer needs no lock between it and the statements after it.
  */
 function plainDebitMove(column: "id" | "external_id", shape: string, guard: MoveGuard | undefined) {
   const n = shape.length;

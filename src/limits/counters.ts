@@ -10,8 +10,17 @@
 import type { Kysely, Transaction } from "kysely";
 import type { DB, TransactionSource } from "../db/schema.ts";
 import type { SpendLimit } from "./limits.ts";
-import { addSpentSlots, readSpentSlots, slotProblems, writeSlots } from "./slots.ts";
-import { type Period, windowAt } from "./windows.ts";
+import {
+  addSpentSlots,
+  type CountedWindow,
+  readSpentSlots,
+  slotPairs,
+  slotProblems,
+  writeSlots,
+} from "./slots.ts";
+import { windowAt } from "./windows.ts";
+
+export { type CountedWindow, windowKey } from "./slots.ts";
 
 /** The ledger sources of spending debits (docs/api.md#spend-limits); expiries are not. */
 export const SPENDING_SOURCES = [
@@ -20,28 +29,16 @@ export const SPENDING_SOURCES = [
   "reservation",
 ] as const satisfies readonly TransactionSource[];
 
-/** One counted window of an account: a (period, zone) and its window at an instant. */
-export interface CountedWindow {
-  period: Period;
-  timeZone: string;
-  startMs: number;
-  endMs: number;
-}
-
-/** The key of a counted window within an account. */
-export function windowKey(w: Pick<CountedWindow, "period" | "timeZone" | "startMs">): string {
-  return `${w.period} ${w.timeZone} ${w.startMs}`;
-}
-
-/** The distinct windows of `limits` (one per period and zone) that contain `atMs`. */
+/**
+ * The distinct windows of `limits` (one per period and zone, in slot order: slots.ts
+ * `slotPairs`) that contain `atMs`.
+ */
 export function windowsAt(limits: readonly SpendLimit[], atMs: number): CountedWindow[] {
-  const out = new Map<string, CountedWindow>();
-  for (const { period, timeZone } of limits) {
-    const { startMs, endMs } = windowAt(atMs, period, timeZone);
-    const w = { period, timeZone, startMs, endMs };
-    out.set(windowKey(w), w);
-  }
-  return [...out.values()];
+  return slotPairs(limits).map(({ period, timeZone }) => ({
+    period,
+    timeZone,
+    ...windowAt(atMs, period, timeZone),
+  }));
 }
 
 /**
@@ -55,7 +52,7 @@ export function addSpent(
   windows: readonly CountedWindow[],
   micros: number,
 ): Promise<Map<string, number>> {
-  return addSpentSlots(trx, accountId, windows, micros, windowKey);
+  return addSpentSlots(trx, accountId, windows, micros);
 }
 
 /**
@@ -63,7 +60,7 @@ export function addSpent(
  * each under its own window's key, so a window the caller computed without one spent 0.
  */
 export function readSpent(db: Kysely<DB>, accountId: string): Promise<Map<string, number>> {
-  return readSpentSlots(db, accountId, windowKey);
+  return readSpentSlots(db, accountId);
 }
 
 /** The sum of an account's spending debits booked in [startMs, endMs), micro-credits. */

@@ -1,16 +1,16 @@
 /**
- * The limited plain debit (docs/design.md#spend-limits): a deduction or manual debit on an
- * account with limits in as few statements as the plain debit, when this process already knows
- * the account's limits (the general path remembers them, and the units that set them). It is
- * made only when the account's stored limits are still those, and every limit stays strictly
- * below its amount after it (or is soft and already reached): a write that no limit refuses
- * and that reaches none. Any other write changes nothing and takes the general path, which
- * applies the rule (src/limits/enforce.ts, judge.ts); the SQL here only recognises the writes
- * the rule cannot refuse. Both read and add to the counters in the account's row (slots.ts).
- * PostgreSQL: one call of `ledger_plain_limited_debit` (migrations 0011, 0015, 0017). SQLite:
- * the plain move with these conditions, whose SET also adds the debit to the counters
- * (ledger/core.ts). Both take the windows and arguments of the account's limits text from a
- * cache that holds until a window ends (plan.ts). test/debit-equivalence.test.ts runs limited cases through both paths.
+ * The limited plain debit (docs/design.md#spend-limits): a deduction or manual debit on an account
+ * with limits in as few statements as the plain debit, when this process already knows the
+ * account's limits (the general path remembers them, and the units that set them). It is made only
+ * when the account's stored limits are still those, and every limit stays strictly below its
+ * amount after it (or is soft and already reached): a write that no limit refuses and that reaches
+ * none. Any other write changes nothing and takes the general path, which applies the rule
+ * (src/limits/enforce.ts, judge.ts); the SQL here only recognises the writes the rule cannot
+ * refuse. Both read and add to the counters in the account's row (slots.ts). PostgreSQL: one call
+ * of `ledger_plain_limited_debit` (migrations 0011, 0015, 0017). SQLite: the plain move with these
+ * conditions, whose SET also adds the debit to the counters (ledger/core.ts). Both take the
+ * windows and arguments of the account's limits text from a cache that holds until a window ends
+ * (plan.ts). test/debit-equivalence.test.ts runs limited cases through both paths.
  */
 import { type Expression, type ExpressionBuilder, type SqlBool, sql } from "kysely";
 import { heldExpression } from "../db/held.ts";

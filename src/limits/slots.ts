@@ -15,11 +15,18 @@ import { fromMicros } from "../money.ts";
 import { parseLimits, type SpendLimit } from "./limits.ts";
 import { computeWindow, type Period } from "./windows.ts";
 
-/** A window of a (period, zone), by its start (epoch ms). */
-type WindowRef = { period: Period; timeZone: string; startMs: number };
+/** One counted window of an account: a (period, zone) and its window at an instant. */
+export interface CountedWindow {
+  period: Period;
+  timeZone: string;
+  startMs: number;
+  endMs: number;
+}
 
-/** The key a window's sum is known by (counters.ts `windowKey`). */
-type KeyOf = (w: WindowRef) => string;
+/** The key a window's sum is known by within an account. */
+export function windowKey(w: Pick<CountedWindow, "period" | "timeZone" | "startMs">): string {
+  return `${w.period} ${w.timeZone} ${w.startMs}`;
+}
 
 /** Every slot, in order: one per limit at most (limits.ts MAX_LIMITS). */
 export const SLOTS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] as const satisfies readonly SpendSlot[];
@@ -118,24 +125,21 @@ export function slotSets(n: number, starts: (i: number) => unknown, micros: unkn
   return sets;
 }
 
-type SlotRow = Partial<SpendSlotColumns> & { spend_limits: string | null };
+type SlotRow = SpendSlotColumns & { spend_limits: string | null };
 
 /**
- * Window key (counters.ts `windowKey`) → micro-credits, of the slots of an account row whose
+ * Window key (`windowKey`) → micro-credits, of the slots of an account row whose
  * limits text is `spend_limits`: each slot under its own window, so a reader that computed its
  * windows from another limits text finds only those that match.
  */
-function slotSums(row: SlotRow, key: KeyOf) {
+function slotSums(row: SlotRow) {
   const out = new Map<string, number>();
   slotPairs(parseLimits(row.spend_limits)).forEach((pair, i) => {
     const slot = slotAt(i);
-    const start = row[startColumn(slot)] ?? null;
-    const spent = row[spentColumn(slot)] ?? null;
+    const start = row[startColumn(slot)];
+    const spent = row[spentColumn(slot)];
     if (start === null || spent === null) return;
-    out.set(
-      key({ period: pair.period, timeZone: pair.timeZone, startMs: Number(start) }),
-      Number(spent),
-    );
+    out.set(windowKey({ ...pair, startMs: Number(start) }), Number(spent));
   });
   return out;
 }
@@ -148,9 +152,8 @@ function slotSums(row: SlotRow, key: KeyOf) {
 export async function addSpentSlots(
   db: Kysely<DB>,
   accountId: string,
-  windows: readonly WindowRef[],
+  windows: readonly Pick<CountedWindow, "startMs">[],
   micros: number,
-  key: KeyOf,
 ): Promise<Map<string, number>> {
   let update = db.updateTable("accounts");
   for (const [column, value] of slotSets(windows.length, (i) => windows[i]?.startMs, micros)) {
@@ -160,21 +163,20 @@ export async function addSpentSlots(
     .where("id", "=", accountId)
     .returning(["spend_limits", ...ALL_COLUMNS])
     .executeTakeFirstOrThrow();
-  return slotSums(row, key);
+  return slotSums(row);
 }
 
 /** What the account's slots spent, as `slotSums` (an account without a row: nothing). */
 export async function readSpentSlots(
   db: Kysely<DB>,
   accountId: string,
-  key: KeyOf,
 ): Promise<Map<string, number>> {
   const row = await db
     .selectFrom("accounts")
     .select(["spend_limits", ...ALL_COLUMNS])
     .where("id", "=", accountId)
     .executeTakeFirst();
-  return row === undefined ? new Map() : slotSums(row, key);
+  return row === undefined ? new Map() : slotSums(row);
 }
 
 /**
@@ -222,8 +224,8 @@ export async function slotProblems(
   for (const row of rows) {
     const pairs = slotPairs(parseLimits(row.spend_limits));
     for (const slot of SLOTS) {
-      const start = row[startColumn(slot)] ?? null;
-      const spent = row[spentColumn(slot)] ?? null;
+      const start = row[startColumn(slot)];
+      const spent = row[spentColumn(slot)];
       const pair = pairs[slot];
       if (start === null && spent === null) continue;
       if (pair === undefined || start === null || spent === null) {
