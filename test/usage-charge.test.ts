@@ -309,6 +309,61 @@ describe("charging usage in credits, over HTTP", () => {
     expect(await debitsOf("u1")).toEqual([]);
   });
 
+  it("verify finds a charged record whose debit is missing, another, or shared", async () => {
+    await fundedAccount(t, "u1", 10);
+    await setPrice(100);
+    // 1000 output tokens: 0.01 USD = 1 credit; 2000: 2 credits.
+    const first = okBody(
+      usageRoutes.record,
+      await charge({ accountId: "u1", inputTokens: 0, outputTokens: 1000 }),
+    );
+    const second = okBody(
+      usageRoutes.record,
+      await charge({ accountId: "u1", inputTokens: 0, outputTokens: 1000 }),
+    );
+    const third = okBody(
+      usageRoutes.record,
+      await charge({ accountId: "u1", inputTokens: 0, outputTokens: 2000 }),
+    );
+    expect(await t.verify()).toEqual([]);
+    const debitOf = (r: typeof first) => {
+      if (!r.transactionId) throw new Error("a charge of more than 0 books a debit");
+      return r.transactionId;
+    };
+    const [firstTxn, secondTxn, thirdTxn] = [debitOf(first), debitOf(second), debitOf(third)];
+    const db = t.ledger.db.write;
+    const setRecord = (id: string, set: { credits?: number; transactionId: string | null }) =>
+      db
+        .updateTable("usage_records")
+        .where("id", "=", id)
+        .set({
+          transaction_id: set.transactionId,
+          ...(set.credits === undefined ? {} : { credits_charged_micros: set.credits }),
+        })
+        .execute();
+    const firstId = first.usageRecord.id;
+    // Charged one micro-credit more than its debit took.
+    await setRecord(firstId, { credits: 1_000_001, transactionId: firstTxn });
+    expect(await t.verify()).toEqual([
+      `usage record ${firstId}: charged 1.000001 without its debit`,
+    ]);
+    // Its debit gone (a transaction id that names nothing).
+    await setRecord(firstId, { credits: 1_000_000, transactionId: "txn_missing" });
+    expect(await t.verify()).toEqual([`usage record ${firstId}: charged 1 without its debit`]);
+    // The debit of another charge of the same amount: matches, but is shared.
+    await setRecord(firstId, { transactionId: secondTxn });
+    expect(await t.verify()).toEqual([
+      `transaction ${secondTxn}: the debit of more than one charge`,
+    ]);
+    // The debit of a charge of another amount.
+    await setRecord(firstId, { transactionId: thirdTxn });
+    const problems = await t.verify();
+    expect(problems).toContain(`usage record ${firstId}: charged 1 without its debit`);
+    expect(problems).toContain(`transaction ${thirdTxn}: the debit of more than one charge`);
+    await setRecord(firstId, { transactionId: firstTxn });
+    expect(await t.verify()).toEqual([]);
+  });
+
   it("applies a replayed Idempotency-Key once: one debit, one record", async () => {
     await fundedAccount(t, "u1", 10);
     await setPrice(100);

@@ -10,7 +10,10 @@
  *   and a grant's credit transaction is a credit of its account of the same amount
  *   (docs/api.md#grant-invariant);
  * - every spend window counter equals the sum of its account's spending debits in its window,
- *   whose bounds are its period's in its zone (src/limits/counters.ts, docs/api.md#spend-limits).
+ *   whose bounds are its period's in its zone (src/limits/counters.ts, docs/api.md#spend-limits);
+ * - every usage record charged in credits names its own debit: a debit of its project and
+ *   account, of the amount it was charged, which no other charged record names
+ *   (docs/api.md#charging-usage-in-credits).
  *
  * The ledger is read in `seq` order: on PostgreSQL too, an account's entries ascend in seq along
  * their balanceAfter chain, since each is inserted under the account's row lock.
@@ -136,6 +139,7 @@ async function checkLedger(db: Kysely<DB>, nowMs: number): Promise<VerifyReport>
   for (const o of orphans) problems.push(`reservation ${o.id}: confirmed without its debit`);
   await checkGrants(db, balances, problems);
   problems.push(...(await counterProblems(db)));
+  problems.push(...(await chargeProblems(db)));
   return { accounts: accounts.length, transactions, problems };
 }
 
@@ -195,4 +199,48 @@ async function checkGrants(db: Kysely<DB>, balances: Map<string, number>, proble
     )
     .execute();
   for (const g of unmatched) problems.push(`grant ${g.id}: not the grant of its credit`);
+}
+
+/**
+ * The link of each usage record charged in credits (`credits_charged_micros` > 0) to its debit
+ * (docs/api.md#charging-usage-in-credits): the transaction its `transaction_id` names exists, is
+ * a debit of the record's project and account, of exactly the micro-credits the record was
+ * charged, and is named by no other charged record. A charge of 0 books no debit and is not
+ * checked. Debits are not checked the other way: a deduction's description and metadata are the
+ * caller's, so no text tells a charge's debit from a deduction that looks like one.
+ * @returns one problem per record
+ */
+async function chargeProblems(db: Kysely<DB>): Promise<string[]> {
+  const unmatched = await db
+    .selectFrom("usage_records as u")
+    .leftJoin("transactions as t", "t.id", "u.transaction_id")
+    .select(["u.id as id", "u.credits_charged_micros as charged"])
+    .where("u.credits_charged_micros", ">", 0)
+    .where((eb) =>
+      eb.or([
+        eb("t.id", "is", null),
+        eb("u.account_id", "is", null),
+        eb("t.type", "!=", "debit"),
+        eb("t.project_id", "!=", eb.ref("u.project_id")),
+        eb("t.account_id", "!=", eb.ref("u.account_id")),
+        eb("t.amount_micros", "!=", eb.ref("u.credits_charged_micros")),
+      ]),
+    )
+    .orderBy("u.seq")
+    .execute();
+  const shared = await db
+    .selectFrom("usage_records as u")
+    .select(["u.transaction_id as transactionId"])
+    .where("u.credits_charged_micros", ">", 0)
+    .where("u.transaction_id", "is not", null)
+    .groupBy("u.transaction_id")
+    .having((eb) => eb.fn.countAll(), ">", 1)
+    .orderBy("u.transaction_id")
+    .execute();
+  return [
+    ...unmatched.map(
+      (u) => `usage record ${u.id}: charged ${fromMicros(Number(u.charged))} without its debit`,
+    ),
+    ...shared.map((s) => `transaction ${s.transactionId}: the debit of more than one charge`),
+  ];
 }
