@@ -313,18 +313,11 @@ describe("charging usage in credits, over HTTP", () => {
     await fundedAccount(t, "u1", 10);
     await setPrice(100);
     // 1000 output tokens: 0.01 USD = 1 credit; 2000: 2 credits.
-    const first = okBody(
-      usageRoutes.record,
-      await charge({ accountId: "u1", inputTokens: 0, outputTokens: 1000 }),
-    );
-    const second = okBody(
-      usageRoutes.record,
-      await charge({ accountId: "u1", inputTokens: 0, outputTokens: 1000 }),
-    );
-    const third = okBody(
-      usageRoutes.record,
-      await charge({ accountId: "u1", inputTokens: 0, outputTokens: 2000 }),
-    );
+    const charged = async (outputTokens: number) =>
+      okBody(usageRoutes.record, await charge({ accountId: "u1", inputTokens: 0, outputTokens }));
+    const first = await charged(1000);
+    const second = await charged(1000);
+    const third = await charged(2000);
     expect(await t.verify()).toEqual([]);
     const debitOf = (r: typeof first) => {
       if (!r.transactionId) throw new Error("a charge of more than 0 books a debit");
