@@ -189,22 +189,20 @@ export function underLimits(
   needed: unknown,
 ): Expression<SqlBool>[] {
   const held = heldExpression(eb, nowMs as number);
-  const { limits } = shapeOf(shape);
-  const spent = (i: number) => slotSpent(eb, limits[i]?.slot ?? slotAt(i), arg(`l${i}s`));
-  const room = (i: number) => sql<number>`${arg(`l${i}a`)} - ${spent(i)}`;
-  const indexes = limits.map((_, i) => i);
-  const hard = indexes.filter((i) => limits[i]?.soft === false);
-  const conditions = indexes
-    .filter((i) => limits[i]?.soft === true)
+  const limits = shapeOf(shape).limits.map(({ soft, slot }, i) => {
+    const spent = slotSpent(eb, slot, arg(`l${i}s`));
+    return { soft, spent, amount: arg(`l${i}a`) };
+  });
+  const conditions = limits
+    .filter((l) => l.soft)
     .map(
-      (i) =>
-        sql<SqlBool>`(${spent(i)} + (${held}) + ${needed} < ${arg(`l${i}a`)} OR ${spent(i)} + (${held}) >= ${arg(`l${i}a`)})`,
+      (l) =>
+        sql<SqlBool>`(${l.spent} + (${held}) + ${needed} < ${l.amount} OR ${l.spent} + (${held}) >= ${l.amount})`,
     );
-  if (hard.length === 0) return conditions;
+  const rooms = limits.filter((l) => !l.soft).map((l) => sql<number>`${l.amount} - ${l.spent}`);
+  const [first] = rooms;
+  if (first === undefined) return conditions;
   // SQLite's min() of one argument is the aggregate: one hard limit is compared by itself.
-  const least =
-    hard.length === 1
-      ? room(hard[0] ?? 0)
-      : sql<number>`min(${sql.join(hard.map((i) => room(i)))})`;
+  const least = rooms.length === 1 ? first : sql<number>`min(${sql.join(rooms)})`;
   return [sql<SqlBool>`(${held}) + ${needed} < ${least}`, ...conditions];
 }
