@@ -371,10 +371,32 @@ describe("batches", () => {
     });
     expect(missing.response.status).toBe(404);
 
-    // A validation failure aborts before anything runs, with its own 400.
+    // A validation failure aborts where array order reaches it, with its own 400; what ran
+    // before it is rolled back.
     const invalid = await batch({ atomic: true, operations: [ops[0], { path: ADD, body: {} }] });
     expect(invalid.results.map((r) => r.status)).toEqual([409, 400]);
+    expect(invalid.results[0]?.body.error).toMatchObject({ details: { failedIndex: 1 } });
     expect(await storedKeys(["a-0"])).toEqual([]);
+    expect(await balanceOf("lin")).toBe(50);
+
+    // The first failure in array order is the batch's failure, even when a later operation's
+    // body is refused before anything runs (issue 50): the deduction's own 402 at index 0.
+    await fundedAccount(t, "batch-1", 0);
+    const ordered = await batch({
+      atomic: true,
+      operations: [
+        { path: DEDUCT, body: { accountId: "batch-1", amount: 5 } },
+        { path: ADD, body: { accountId: "batch-1", amount: "5" } },
+      ],
+    });
+    expect(ordered.results.map((r) => r.status)).toEqual([402, 409]);
+    expect(ordered.results[0]?.body.error?.code).toBe("INSUFFICIENT_CREDITS");
+    expect(ordered.results[1]?.body.error).toMatchObject({
+      code: "BATCH_ABORTED",
+      details: { failedIndex: 0 },
+    });
+    expect(ordered.committed).toBe(0);
+    expect(await balanceOf("batch-1")).toBe(0);
 
     // The same batch without the failing operation commits whole, event included.
     const fixed = await batch({ atomic: true, operations: ops.filter((_, i) => i !== 3) });

@@ -401,19 +401,89 @@ describe("expiry", () => {
     expect(await l.balance("u1")).toMatchObject({ balance: 0, reserved: 0 });
   });
 
-  it("debits spend what holds keep of an expired grant before anything else", async () => {
+  it("what holds keep of an expired grant goes as soon as available allows; only their confirms spend it", async () => {
     const l = await ledger();
     await account(l, "u1");
     const g = await add(l, "u1", 10, { expiresAt: l.isoIn(HOUR) });
     const r = await reserve(l, "u1", 8);
     l.t.advance(HOUR);
-    const other = await add(l, "u1", 5, { priority: 0 }); // books g's expiry of 2 first
+    // The add books g's expiry first, capped at available (2); then 5 more are available.
+    const other = await add(l, "u1", 5, { priority: 0 });
     expect(await remaining(l, "u1")).toEqual({ [g]: 8, [other]: 5 });
-    await deduct(l, "u1", 3);
-    expect(await remaining(l, "u1")).toEqual({ [g]: 5, [other]: 5 });
-    await l.ok("POST", "/v1/reservations/confirm", { reservationId: r, actualAmount: 8 });
-    expect(await remaining(l, "u1")).toEqual({ [g]: 0, [other]: 2 });
-    expect(await expiries(l, "u1")).toEqual([["credits_expired", g, 2]]);
+    expect(await l.balance("u1")).toMatchObject({ balance: 13, reserved: 8, available: 5 });
+    // A deduction first removes 5 more of g (available 5 -> 0), then finds nothing available:
+    // 402, and the failed request changes nothing.
+    const refused = await l.fail(
+      "POST",
+      "/v1/accounts/credits/deduct",
+      { accountId: "u1", amount: 3 },
+      402,
+      "INSUFFICIENT_CREDITS",
+    );
+    expect(refused.details).toMatchObject({ available: 0, requested: 3 });
+    expect(await remaining(l, "u1")).toEqual({ [g]: 8, [other]: 5 });
+    // The next write that succeeds keeps that removal: here the hold's confirm, which then spends
+    // the 3 left of g first and 5 of the other grant.
+    const c = await l.ok("POST", "/v1/reservations/confirm", { reservationId: r, actualAmount: 8 });
+    expect(c).toMatchObject({ balance: 0 });
+    expect(await remaining(l, "u1")).toEqual({ [g]: 0, [other]: 0 });
+    expect(await expiries(l, "u1")).toEqual([
+      ["credits_expired", g, 2],
+      ["credits_expired", g, 5],
+    ]);
+  });
+
+  it("expired credits a hold kept are removed before a later deduction: 402 with available 90 (issue 50)", async () => {
+    // The reproduction: 10 expiring in 2 s, held whole; 100 added after the expiry; a deduction
+    // of 100 must first remove the 10 (balance 100, available 90) and then refuse.
+    const l = await ledger();
+    await account(l, "held-1");
+    const g = await add(l, "held-1", 10, { expiresAt: l.isoIn(2_000) });
+    await l.ok("POST", "/v1/reservations/create", {
+      accountId: "held-1",
+      amount: 10,
+      operation: "x",
+      model: "gpt-4o",
+      ttlSeconds: 600,
+    });
+    // 8 s later, after the expiry job's runs (every 5 s by default).
+    l.t.advance(5_000);
+    await l.expireJob();
+    l.t.advance(3_000);
+    expect(await l.balance("held-1")).toMatchObject({ balance: 10, reserved: 10, available: 0 });
+    expect(await l.ok("POST", "/v1/accounts/credits/add", { accountId: "held-1", amount: 100 }))
+      .toMatchObject({ balance: 110 });
+    expect(await l.balance("held-1")).toMatchObject({ balance: 110, reserved: 10, available: 100 });
+    const refused = await l.fail(
+      "POST",
+      "/v1/accounts/credits/deduct",
+      { accountId: "held-1", amount: 100 },
+      402,
+      "INSUFFICIENT_CREDITS",
+    );
+    expect(refused.details).toMatchObject({ available: 90, requested: 100 });
+    // The refused request kept nothing; the job books the removal.
+    expect(await expiries(l, "held-1")).toEqual([]);
+    expect(await l.expireJob()).toEqual({ expiries: 1, failed: 0 });
+    expect(await expiries(l, "held-1")).toEqual([["credits_expired", g, 10]]);
+    expect(await l.balance("held-1")).toMatchObject({ balance: 100, reserved: 10, available: 90 });
+    // Every other kind of write sees the same 90.
+    await l.fail(
+      "POST",
+      "/v1/reservations/create",
+      { accountId: "held-1", amount: 91, ttlSeconds: 60 },
+      402,
+      "INSUFFICIENT_CREDITS",
+    );
+    await l.fail(
+      "POST",
+      "/v1/transactions/create",
+      { accountId: "held-1", amount: 91, type: "debit" },
+      402,
+      "INSUFFICIENT_CREDITS",
+    );
+    expect(await deduct(l, "held-1", 90)).toMatchObject({ balance: 10 });
+    expect(await l.balance("held-1")).toMatchObject({ balance: 10, reserved: 10, available: 0 });
   });
 });
 

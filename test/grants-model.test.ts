@@ -85,18 +85,19 @@ class Model {
     });
   }
 
-  /** Books due expiries: uncovered held leftovers, then grants past expiresAt (capped). */
+  /**
+   * Books due expiries: held leftovers of booked grants, then grants past expiresAt, each capped
+   * at what is still available (holds are covered by unexpired credits first).
+   */
   bookDue(now: number) {
     let available = this.available(now);
     const byExpiry = (a: ModelGrant, b: ModelGrant) =>
       (a.expiresAt ?? 0) - (b.expiresAt ?? 0) || a.seq - b.seq;
     const booked = this.grants.filter((g) => g.booked && g.remaining > 0).sort(byExpiry);
-    let uncovered = booked.reduce((s, g) => s + g.remaining, 0) - this.reserved(now);
     for (const g of booked) {
-      if (uncovered <= 0 || available <= 0) break;
-      const amount = Math.min(g.remaining, uncovered, available);
+      if (available <= 0) break;
+      const amount = Math.min(g.remaining, available);
       g.remaining -= amount;
-      uncovered -= amount;
       available -= amount;
       this.expiries.push([g.id, amount]);
     }

@@ -6,8 +6,8 @@
  *
  * A whole batch is one unit of the write path: on SQLite it goes through the single writer as
  * a unit of its own (a transaction of its own, `RunOptions.alone`), on PostgreSQL it is one
- * transaction. Atomic: the operations run one after the other and the first failure rolls the
- * unit back. Independent: each operation runs in a SAVEPOINT of its own, so a failure rolls back
+ * transaction. Atomic: the operations run one after the other and the first failure in array
+ * order (a run's failure, or a refusal by its route before running) rolls the unit back. Independent: each operation runs in a SAVEPOINT of its own, so a failure rolls back
  * that operation alone and the others commit together (steps.ts).
  */
 import type { WriteQueue } from "../db/write-path.ts";
@@ -27,6 +27,8 @@ import {
   type OperationResult,
   type PassMode,
   type Prepared,
+  refusedAlone,
+  refusedAtomic,
   runInOrder,
   type Step,
   Ungroup,
@@ -176,16 +178,16 @@ function runPass(
       }
       const refs = ops.flatMap((op) => ("refs" in op ? op.refs : []));
       await lockBatchAccounts(trx, ctx.projectId, refs);
-      // An operation its route refused before running aborts an atomic batch before anything runs.
-      const refused = atomic ? ops.find((op) => "error" in op) : undefined;
-      if (refused && "error" in refused) throw new BatchAborted(refused.index, refused.error);
+      // Every operation answers in array order: in an atomic batch the first to fail, whether
+      // its route refused it before running or it failed when run, is the batch's failure.
       const step: Step = (op, work) =>
         atomic ? atomicStep(op, work) : independentStep(trx, op, work, ctx.logger, mode);
       const results = await runInOrder(
-        { trx, nowMs, projectId: ctx.projectId, logger: ctx.logger },
+        { trx, nowMs, projectId: ctx.projectId },
         ops,
         mode.grouped,
         step,
+        atomic ? refusedAtomic : refusedAlone(ctx.logger),
       );
       const done = answer(atomic, results);
       if (ctx.keyed && results.every((r) => r.status === 200)) {

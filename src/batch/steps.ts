@@ -104,19 +104,39 @@ export type Step = (
   work: () => Promise<{ replayed: boolean; body: unknown }>,
 ) => Promise<OperationResult>;
 
+/** What an operation its route refused before running answers, in its place of the order. */
+export type Refused = (op: Extract<Prepared, { error: unknown }>) => OperationResult;
+
+/** An independent batch's refused operation: its own failed result, the others go on. */
+export const refusedAlone =
+  (logger: Logger): Refused =>
+  (op) =>
+    failed(op.index, op.error, logger);
+
+/**
+ * An atomic batch's refused operation: it stops the unit where array order reaches it, so an
+ * earlier operation that fails is the batch's failure (docs/api.md#batches).
+ * @throws BatchAborted always
+ */
+export const refusedAtomic: Refused = (op) => {
+  throw new BatchAborted(op.index, op.error);
+};
+
 /**
  * Runs the operations in order with `step`; with `mode.grouped`, each run of consecutive plain
  * debits without a key together (plain-debits.ts), the first that is not plain on its
- * general path through `step`. An operation refused before running is its own failed result.
+ * general path through `step`. An operation refused before running answers `refused` in its
+ * place of the order.
  * @throws Ungroup when a group fails as a statement (unless that failure ends the unit)
  */
 export async function runInOrder(
-  on: { trx: Transaction<DB>; nowMs: number; projectId: string; logger: Logger },
+  on: { trx: Transaction<DB>; nowMs: number; projectId: string },
   ops: Prepared[],
   grouped: boolean,
   step: Step,
+  refused: Refused,
 ): Promise<OperationResult[]> {
-  const { trx, nowMs, projectId, logger } = on;
+  const { trx, nowMs, projectId } = on;
   const results: OperationResult[] = [];
   for (let i = 0; i < ops.length; ) {
     const group = grouped ? groupAt(ops, i) : [];
@@ -136,7 +156,7 @@ export async function runInOrder(
       continue;
     }
     const op = ops[i++] as Prepared;
-    if ("error" in op) results.push(failed(op.index, op.error, logger));
+    if ("error" in op) results.push(refused(op));
     else results.push(await step(op, () => runOperation(trx, nowMs, op)));
   }
   return results;

@@ -114,7 +114,8 @@ export interface TransactionsTable {
  * with what is left of it. `seq` ascends in insertion order, which is ledger order within an
  * account (grants are inserted with their credit, under the account's lock). `expiry_booked` is
  * 1 once the grant's expiry has been booked; what remains of it (`credit_grant_remaining`) is then
- * what reservations held at that moment (spent first by debits, removed once no hold covers it).
+ * what reservations held beyond `available` (spent first by those holds' confirms, removed
+ * by every write as far as `available` allows).
  */
 export interface CreditGrantsTable {
   seq: Generated<number>;

@@ -1,7 +1,7 @@
 /**
  * The grant expiry job (docs/api.md#expiry-of-grants, docs/design.md#grant-expiry-job): books
  * the expiry of every grant past its expiresAt that no write on its account has booked yet, and
- * removes what is left of expired grants once no hold covers it (a hold that ran out). Runs on
+ * removes what is left of expired grants as far as `available` allows (a hold that ran out). Runs on
  * `EXPIRE_CRON` (every 5 seconds by default), in bounded batches of accounts through the write
  * path; each account in its own savepoint, so one that fails does not stop the others.
  *

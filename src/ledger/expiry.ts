@@ -3,12 +3,14 @@
  * what is left of it is removed by a `debit` with `metadata.reason = "credits_expired"`
  * (`"plan_credits_expired"` for a plan grant) and `metadata.grantId`, never of 0:
  *
- * - the first removal is capped at `available`, so it never takes credits that reservations
- *   hold; the grant is then marked booked, and what stays of it is spent first by every debit
- *   (docs/api.md#spending-order);
- * - what stays is removed as soon as no hold covers it: the part of the booked grants' total
- *   beyond `reserved`. A confirm or cancel that leaves some of it unspent removes it in its
- *   own unit; a hold that simply runs out is cleaned up by the next write or the expiry job.
+ * - every removal is capped at `available`, so it never takes credits that reservations hold;
+ *   at the first one the grant is marked booked;
+ * - what stays (only ever while `available` is 0 after the removal) is removed by every later
+ *   unit as far as `available` then allows, whatever else is held: holds are covered by
+ *   unexpired credits first. So a leftover is spent only by the confirms of the holds that
+ *   cover it (the spending order puts it first, docs/api.md#spending-order), never by a new
+ *   deduction, debit or reservation. A confirm or cancel removes what it leaves uncovered in
+ *   its own unit; a hold that simply runs out is cleaned up by the next write or the job.
  *
  * `bookDueExpiries` runs first in every unit that moves an account's balance or holds its
  * credits (add, deduct, manual transaction, reservation create/confirm/cancel, plan grant), so
@@ -79,9 +81,9 @@ export interface DueExpiries {
 }
 
 /**
- * Books the account's due expiries at `nowMs`: first what no hold covers any more of the grants
- * booked earlier, then each grant past expiresAt whose expiry is not booked yet (earliest
- * first), each capped at what is still available. The common case (nothing due) costs one
+ * Books the account's due expiries at `nowMs`: first what is left of the grants booked earlier,
+ * then each grant past expiresAt whose expiry is not booked yet (earliest expiry first, then
+ * ledger order), each capped at what is still available (docs/api.md#expiry-of-grants). The common case (nothing due) costs one
  * indexed query, whose result the caller's debit reuses, or none when the account lookup
  * already showed nothing due or held (`grantWork` false). The unit must hold the account (its
  * row lock on PostgreSQL: callers find it with `findAccount`/`findAccountWithBalance` first).
@@ -116,14 +118,11 @@ export async function bookDueExpiries(
     availableMicros -= amountMicros;
   };
 
-  // What stays of booked grants beyond what holds cover (all of it once no hold is left).
-  const booked = await grantsWhere(trx, account.accountId, "booked", nowMs);
-  let uncoveredMicros = booked.reduce((sum, g) => sum + g.remaining_micros, 0) - heldMicros;
-  for (const grant of booked) {
-    if (uncoveredMicros <= 0 || availableMicros <= 0) break;
-    const amountMicros = Math.min(grant.remaining_micros, uncoveredMicros, availableMicros);
-    await book(grant, amountMicros);
-    uncoveredMicros -= amountMicros;
+  // What stays of booked grants, as far as `available` allows: holds are covered by the
+  // account's other credits first, so a leftover survives only where nothing else covers them.
+  for (const grant of await grantsWhere(trx, account.accountId, "booked", nowMs)) {
+    if (availableMicros <= 0) break;
+    await book(grant, Math.min(grant.remaining_micros, availableMicros));
   }
   // Grants past expiresAt: what is available of each goes; the rest is held, and stays.
   for (const grant of await grantsWhere(trx, account.accountId, "due", nowMs)) {

@@ -163,7 +163,7 @@ export interface Confirmed {
  * `actualMicros` (a debit transaction is always created, even for 0) and releases the rest; an
  * overage beyond the hold must fit in `available`, else 402 and the hold stays pending. The
  * account's due grant expiries are booked first, the debit spends first what is left of expired
- * grants, and what of that no hold covers any more is removed in the same unit
+ * grants, and what of that is uncovered afterwards is removed in the same unit
  * (docs/api.md#expiry-of-grants).
  * @returns the hold, its debit, and the account's balance afterwards (micro-credits)
  * @throws ApiError RESERVATION_NOT_FOUND, RESERVATION_NOT_PENDING, INSUFFICIENT_CREDITS
@@ -193,8 +193,9 @@ export async function confirmReservation(
 }
 
 /**
- * After a hold ended: removes what is left of expired grants that no hold covers any more
- * (docs/api.md#expiry-of-grants). Reads nothing more when no expired grant had anything left.
+ * After a hold ended: removes what is left of expired grants as far as the released
+ * `available` allows (docs/api.md#expiry-of-grants). Reads nothing more when no expired grant
+ * had anything left.
  * @returns the micro-credits removed
  */
 async function removeUncovered(
