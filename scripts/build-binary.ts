@@ -16,7 +16,7 @@ import { createRequire } from "node:module";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { readMigrationFiles } from "../src/db/migrator.ts";
+import { readFunctionFiles, readMigrationFiles } from "../src/db/migrator.ts";
 
 /** The repository root, from scripts/ (run by Bun directly) or dist/scripts/ (compiled). */
 const root = fileURLToPath(
@@ -133,11 +133,14 @@ function consoleFile(name: "app.js" | "app.css"): string {
 }
 
 async function writeEntry(dir: string): Promise<string> {
-  // SQLite's migrations by their names, PostgreSQL's under `postgres/` (src/db/migrator.ts).
+  // SQLite's migrations by their names, PostgreSQL's under `postgres/`, its database functions
+  // under `postgres/functions/` (src/db/migrator.ts).
   const migrations: Record<string, string> = { ...(await readMigrationFiles(join(root, "sql"))) };
-  for (const [name, text] of Object.entries(
-    await readMigrationFiles(join(root, "sql", "postgres")),
-  )) {
+  const postgres = join(root, "sql", "postgres");
+  for (const [name, text] of Object.entries({
+    ...(await readMigrationFiles(postgres)),
+    ...(await readFunctionFiles(postgres)),
+  })) {
     migrations[`postgres/${name}`] = text;
   }
   const modelCatalog = readFileSync(join(root, "data", "models.json"), "utf8");

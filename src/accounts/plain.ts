@@ -6,7 +6,8 @@
  * out of it (no threshold, already below, or still at or above it after), no grant expiry is
  * due or held, and the account has no spend limits (docs/design.md#spend-limits: those are
  * enforced on the general path, and recognised by the limited plain debit, src/limits/plain.ts).
- * PostgreSQL decides the same in `ledger_plain_account` and `ledger_no_crossing` (sql/postgres/0006_fast_debit.sql, 0011_spend_limits.sql).
+ * PostgreSQL decides the same in `ledger_plain_account` and `ledger_no_crossing`
+ * (sql/postgres/functions/).
  */
 import type { ExpressionBuilder } from "kysely";
 import { heldExpression } from "../db/held.ts";

@@ -7,7 +7,7 @@
  *
  * - SQLite: `sqlitePlainRun` (src/ledger/plain-run.ts): one balance move per account for the
  *   sum of its debits, one INSERT of all the entries;
- * - PostgreSQL: `ledger_plain_debits` (sql/postgres/0014_grouped_debits.sql), in one round trip:
+ * - PostgreSQL: `ledger_plain_debits` (sql/postgres/functions/ledger_plain_debits.sql), in one round trip:
  *   it answers as those calls made one at a time in the same order would, with one plain move
  *   per account for the sum of its debits and one INSERT of all the entries.
  *

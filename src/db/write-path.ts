@@ -45,7 +45,7 @@ export interface PlainWrite<T> {
   debitCall?: ((nowMs: number) => PlainDebitCall<T>) | undefined;
 }
 
-/** One call of PostgreSQL's `ledger_plain_debit` without a hold (sql/postgres/0016_plain_calls.sql). */
+/** One call of PostgreSQL's `ledger_plain_debit` without a hold (sql/postgres/functions/ledger_plain_debit.sql). */
 export interface PlainDebitCall<T> {
   args: {
     projectId: string;

@@ -10,8 +10,8 @@
  * - SQLite: `postEntry` with its plain move (core.ts, one conditional `UPDATE … RETURNING` whose
  *   WHERE holds every condition, then the entry's INSERT and the grant's UPDATE), then
  *   `settleHold`. The queue's one writer needs no row lock, and nothing runs between them.
- * - PostgreSQL: one call of `ledger_plain_debit` (migration 0006, as 0014 split it and 0016
- *   re-created it: sql/postgres/0016_plain_calls.sql), which locks the account, then reads and
+ * - PostgreSQL: one call of `ledger_plain_debit` (sql/postgres/functions/ledger_plain_debit.sql,
+ *   with the functions it calls beside it), which locks the account, then reads and
  *   writes as above, in one round trip; for an account known to have spend limits,
  *   `ledger_plain_limited_debit` (src/limits/plain.ts). The entry's description and metadata
  *   are the service's text, passed as parameters. A confirm's is
@@ -95,7 +95,7 @@ export type PgArgs = {
 };
 
 /**
- * PostgreSQL's plain debit without a hold (sql/postgres/0016_plain_calls.sql); the bench's
+ * PostgreSQL's plain debit without a hold (sql/postgres/functions/ledger_plain_debit.sql); the bench's
  * pgbench script runs this very statement (scripts/lib/pgbench.ts).
  */
 export const pgPlainDebit = prepared<PgArgs, PgDebitRow>((db, arg) => ({

@@ -2,7 +2,7 @@
  * Spend limits on the general path of every write that spends (docs/api.md#spend-limits,
  * docs/design.md#spend-limits): deductions, manual debits and confirms (`limitDebit`, from
  * ledger/service.ts `generalDebit`) and reservations (`limitHold`). Accounts with limits never
- * take a plain path (accounts/plain.ts, `ledger_plain_account` of migration 0011), so this is the
+ * take a plain path (accounts/plain.ts, `ledger_plain_account`, sql/postgres/functions/), so this is the
  * one place the rule (judge.ts) is applied. It runs inside the write's own unit, after the
  * account was found (and on PostgreSQL locked): the counters and the holds it reads are exact,
  * and a refusal rolls the whole unit back.

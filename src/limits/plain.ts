@@ -177,7 +177,7 @@ export function sqliteLimited(text: string, nowMs: number): SqliteLimited {
  * limits of the `shape` of `SqliteLimited` named by its arguments: each limit stays strictly
  * below its amount after the write (spent + held + needed < amount), or is soft and already
  * reached (spent + held ≥ amount): the same conservative test as `ledger_plain_limited_debit`
- * (PostgreSQL, migration 0017). A limit's spent is its slot's (slots.ts) when the slot
+ * (PostgreSQL, sql/postgres/functions/). A limit's spent is its slot's (slots.ts) when the slot
  * counts the limit's current window, else 0. The hard limits are tested at once, the holds read
  * once: held + needed < min(amount − spent).
  */

@@ -5,7 +5,7 @@
  * a plain debit (ledger/plain-debit.ts), which settles the hold.
  *
  * - SQLite: the hold's read, then the plain debit, inside the unit.
- * - PostgreSQL: one call of `ledger_plain_confirm` (sql/postgres/0008_one_debit_rule.sql), which
+ * - PostgreSQL: one call of `ledger_plain_confirm` (sql/postgres/functions/ledger_plain_confirm.sql), which
  *   locks the hold, checks it as above and makes the plain debit with the hold's stored text: one
  *   round trip, committed by itself. It answers the hold as it read it, from which the answer and
  *   the entry are built as the general path builds them.

@@ -5,7 +5,7 @@
  * the database finds the reservation plain:
  *
  * - SQLite: one `INSERT … SELECT … FROM accounts WHERE <conditions> RETURNING`.
- * - PostgreSQL: one call of `ledger_plain_reserve` (sql/postgres/0008_one_debit_rule.sql), which
+ * - PostgreSQL: one call of `ledger_plain_reserve` (sql/postgres/functions/ledger_plain_reserve.sql), which
  *   locks the account, reads and inserts, in one round trip.
  *
  * When it is not plain nothing is changed, and the write path runs the general path
@@ -84,7 +84,7 @@ const sqliteByExternalId = sqliteReserve("external_id");
 
 type PgRow = { outcome: "applied" | "other"; account_id: string };
 
-/** PostgreSQL's one statement (sql/postgres/0008_one_debit_rule.sql). */
+/** PostgreSQL's one statement (sql/postgres/functions/ledger_plain_reserve.sql). */
 const pgReserve = prepared<Args & { byId: boolean }, PgRow>((db, arg) => ({
   compile: () =>
     sql<PgRow>`SELECT * FROM ledger_plain_reserve(${arg("projectId")}, ${arg("ref")}, ${arg("byId")}, ${arg("amountMicros")}, ${arg("nowMs")}, ${arg("id")}, ${arg("metadata")}, ${arg("expiresAtMs")}, ${arg("confirmDescription")}, ${arg("confirmMetadata")})`.compile(

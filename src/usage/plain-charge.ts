@@ -162,7 +162,7 @@ type UsageArgs = Omit<NewUsageRecord, "account_id" | "metadata"> & {
 /**
  * PostgreSQL's plain charge, one statement: `ok` holds the project only while the model's
  * prices and the project's credit price are those the charge was priced at (price-guess.ts);
- * `ledger_plain_debit` (sql/postgres/0016_plain_calls.sql) runs once per row of `ok` (its
+ * `ledger_plain_debit` (sql/postgres/functions/ledger_plain_debit.sql) runs once per row of `ok` (its
  * project argument is `ok`'s, so never without one); and the usage record is inserted with the
  * debited account only when the debit was applied. No row: the prices differ, nothing changed.
  * The casts type the parameters as their columns.
