@@ -1,7 +1,11 @@
 /** Small pieces every page uses: loading an API answer, errors, amounts, dates, paging. */
-import { useCallback, useEffect, useState } from "hono/jsx/dom";
+import { type Child, useCallback, useEffect, useState } from "hono/jsx/dom";
 import { ApiError, int, type Num } from "./api.ts";
+import { explainApiError, explainOtherError } from "./errors.ts";
+import { grouped } from "./format.ts";
 import type { Pagination } from "./types.ts";
+
+export { type Column, DataTable } from "./data-table.tsx";
 
 export interface Loaded<T> {
   data: T | undefined;
@@ -40,14 +44,20 @@ export function useLoad<T>(load: () => Promise<T>, deps: readonly unknown[]): Lo
   return { data: state.data, error: state.error, loading: state.loading, reload };
 }
 
-/** The API's error as it answered it: code and message. */
+/**
+ * An error as a sentence for a person (errors.ts), with the API's message as a detail when it
+ * says more; the API's code is kept in `data-code`, out of sight.
+ */
 export function ErrorMessage({ error }: { error: ApiError | Error | undefined }) {
   if (!error) return null;
-  const code = error instanceof ApiError ? `${error.code}: ` : "";
+  const { sentence, detail, code } =
+    error instanceof ApiError
+      ? explainApiError(error.code, error.status, error.message)
+      : explainOtherError(error);
   return (
-    <p class="error" role="alert">
-      {code}
-      {error.message}
+    <p class="error" role="alert" data-code={code}>
+      {sentence}
+      {detail && <span class="detail"> Details: {detail}</span>}
     </p>
   );
 }
@@ -59,9 +69,36 @@ export function Status<T>({ loaded }: { loaded: Loaded<T> }) {
   return null;
 }
 
-/** An amount exactly as the API wrote it. */
-export function Amount({ value }: { value: Num | null | undefined }) {
-  return <span class="num">{value === null || value === undefined ? "–" : String(value)}</span>;
+/**
+ * An amount, a price or a count exactly as the API wrote it, its digits grouped by thousands
+ * (`9,000,000,000`), on one line. `sign` (`+`, `−`) goes on the same line before it.
+ */
+export function Amount({
+  value,
+  sign = "",
+}: {
+  value: Num | number | string | null | undefined;
+  sign?: string;
+}) {
+  return (
+    <span class="num">
+      {value === null || value === undefined ? "–" : `${sign}${grouped(value)}`}
+    </span>
+  );
+}
+
+/**
+ * A model id (`meta-llama/llama-4-maverick-17b-128e-instruct`), on one line: never broken
+ * inside, in a font small enough that the catalog's longest fits at 390 px.
+ */
+export function ModelId({ id }: { id: string | null }) {
+  if (id === null) return <span class="muted">–</span>;
+  return <code class="word model-id">{id}</code>;
+}
+
+/** A word that is never broken inside nor cut: a status, an event type, a time zone. */
+export function Word({ children }: { children: Child }) {
+  return <span class="word">{children}</span>;
 }
 
 /** A timestamp of the API (`2026-11-21T08:22:45.903Z`) as `2026-11-21 08:22:45 UTC`. */
@@ -87,11 +124,11 @@ export function Pager({
   const offset = int(pagination.offset);
   const limit = int(pagination.limit);
   const total = int(pagination.totalCount);
-  const range = shown === 0 ? "none" : `${offset + 1}–${offset + shown}`;
+  const range = shown === 0 ? "none" : `${grouped(offset + 1)}–${grouped(offset + shown)}`;
   return (
     <nav class="pager" aria-label={`${label} pages`}>
       <span>
-        Showing {range} of {total}
+        Showing {range} of {grouped(total)}
       </span>
       <button
         type="button"

@@ -5,6 +5,7 @@
  */
 import { useEffect, useRef } from "hono/jsx/dom";
 import uPlot from "uplot";
+import { groupDigits } from "./format.ts";
 
 export interface DayPoint {
   /** `YYYY-MM-DD` */
@@ -45,7 +46,7 @@ export function DayChart({ points, label }: { points: DayPoint[]; label: string 
           { label: "Day", value: (_u, _v, _s, i) => (i === null ? "–" : (points[i]?.day ?? "–")) },
           {
             label,
-            value: (_u, _v, _s, i) => (i === null ? "–" : (points[i]?.cost ?? "–")),
+            value: (_u, _v, _s, i) => groupDigits(i === null ? "–" : (points[i]?.cost ?? "–")),
             stroke: "#2563eb",
             fill: "rgba(37, 99, 235, 0.35)",
             paths: uPlot.paths.bars?.({ size: [0.7, 40] }),

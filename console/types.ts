@@ -92,13 +92,27 @@ export interface UsageGroup {
   cachedTokens: Num;
   outputTokens: Num;
   costUsd: Num;
+  /** The credits the group's records were charged (docs/api.md#usage-over-time). */
+  creditsCharged?: Num;
+  /** The credits given back by reversals, where the API reports them. */
+  creditsReversed?: Num;
 }
 
 export interface UsageSummary {
   totalCostUsd: Num;
   totalInputTokens: Num;
   totalOutputTokens: Num;
+  creditsCharged?: Num;
+  creditsReversed?: Num;
   groups?: UsageGroup[];
+}
+
+/** The API key's project (`GET /v1/project`): `creditsPerUsd` is null until a price is set. */
+export interface Project {
+  id: string;
+  name: string;
+  creditsPerUsd: Num | null;
+  createdAt: string;
 }
 
 export interface Model {

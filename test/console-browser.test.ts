@@ -1,7 +1,8 @@
 /**
  * The operator console (`GET /console`, docs/operations.md#operator-console) walked in a real
  * headless browser (Debian's chromium through playwright-core) against a real listening server:
- * sign-in with a wrong key and a right one, the accounts list with exact balances, search and
+ * sign-in with a wrong key (its error shown as a sentence, not the API's code) and a right one,
+ * the accounts list with exact balances (digits grouped by thousands), search and
  * paging, an account's page (balances, spend limits, grants, pending reservations, ledger with a date range,
  * the usage chart and the by-model table, the ledger and usage downloads), add credits behind a confirmation (applied exactly
  * once, with an Idempotency-Key), webhooks and their deliveries, models, another project's key,
@@ -174,10 +175,13 @@ describe("the operator console in a headless browser", () => {
       const res = await page.goto(`${base}/console`, { waitUntil: "load" });
       expect(res?.status()).toBe(200);
       await signIn(page, "ldg_not_a_real_key_0000000000000000");
-      await page
-        .getByRole("alert")
-        .getByText(/UNAUTHORIZED/)
+      // The error as a sentence for a person, not the API's raw code (kept in data-code).
+      const refused = page.getByRole("alert");
+      await refused
+        .getByText("This API key was not accepted: it is wrong, or it was revoked.")
         .waitFor();
+      expect(await refused.getAttribute("data-code")).toBe("UNAUTHORIZED");
+      expect(await refused.textContent()).not.toContain("UNAUTHORIZED");
       await expect(page.getByLabel("API key").isVisible()).resolves.toBe(true);
       expect((await storage()).session).toEqual({});
 
@@ -189,9 +193,9 @@ describe("the operator console in a headless browser", () => {
       expect(await rowCells(page, "acct-big")).toEqual([
         "acct-big",
         "Big Spender",
-        "8600000000.000001",
+        "8,600,000,000.000001",
         "2.5",
-        "8599999997.500001",
+        "8,599,999,997.500001",
       ]);
       expect(await rowCells(page, "acct-tiny")).toEqual([
         "acct-tiny",
@@ -222,13 +226,13 @@ describe("the operator console in a headless browser", () => {
       const balances = page.locator("dl.balances dd");
       await balances.first().waitFor();
       expect(await balances.allTextContents()).toEqual([
-        "8600000000.000001",
+        "8,600,000,000.000001",
         "2.5",
-        "8599999997.500001",
+        "8,599,999,997.500001",
       ]);
       const grants = page.getByRole("region", { name: "Grants" });
       await grants.getByRole("row").nth(9).waitFor();
-      expect(await grants.getByText("600000000.000001").count()).toBe(2); // amount, remaining
+      expect(await grants.getByText("600,000,000.000001").count()).toBe(2); // amount, remaining
       expect(await grants.getByRole("row").count()).toBe(10);
       const holds = page.getByRole("region", { name: "Pending reservations" });
       expect(await rowCells(holds, "chat.completion")).toEqual([
@@ -242,7 +246,7 @@ describe("the operator console in a headless browser", () => {
       expect(await rowCells(limits, "Asia/Kolkata")).toEqual([
         "day",
         "Asia/Kolkata",
-        "1000",
+        "1,000",
         "0",
         "2.5",
         "997.5",
@@ -256,8 +260,8 @@ describe("the operator console in a headless browser", () => {
       const newest = await ledger.getByRole("row").nth(1).getByRole("cell").allTextContents();
       expect(newest.slice(1)).toEqual([
         "credit",
-        "+600000000.000001",
-        "8600000000.000001",
+        "+600,000,000.000001",
+        "8,600,000,000.000001",
         "top-up",
       ]);
       // A date range from three days ago: only the top-up of two days ago.
@@ -340,9 +344,9 @@ describe("the operator console in a headless browser", () => {
       await adjust.getByRole("button", { name: "Confirm" }).click();
       await adjust
         .getByRole("status")
-        .getByText(/Balance: 8600000000\.000002/)
+        .getByText(/Balance: 8,600,000,000\.000002/)
         .waitFor();
-      await page.locator("dl.balances dd").first().getByText("8600000000.000002").waitFor();
+      await page.locator("dl.balances dd").first().getByText("8,600,000,000.000002").waitFor();
       expect(posts).toHaveLength(1);
       expect(posts[0]?.url).toBe(`${base}/v1/accounts/credits/add`);
       expect(posts[0]?.headers["idempotency-key"]).toMatch(/^console-[0-9a-f]{32}$/);
@@ -389,10 +393,11 @@ describe("the operator console in a headless browser", () => {
       await page.getByRole("link", { name: "Accounts" }).click();
       await page.getByText("No accounts yet.").waitFor();
       await page.goto(`${base}/console#/accounts/${big}`);
-      await page
-        .getByRole("alert")
-        .getByText(/ACCOUNT_NOT_FOUND/)
+      const missing = page.getByRole("alert");
+      await missing
+        .getByText(/^There is no such account in this project\. Details: Account /)
         .waitFor();
+      expect(await missing.getAttribute("data-code")).toBe("ACCOUNT_NOT_FOUND");
       await page.getByRole("button", { name: "Sign out" }).click();
       await page.getByLabel("API key").waitFor();
       expect(await storage()).toEqual({ session: {}, local: 0, cookie: "" });

@@ -3,10 +3,16 @@
  * headless Chromium, at 1280 px and at 390 px wide, with an account, a plan and a webhook whose
  * ids and names are 255 characters long: sign-in, overview, accounts, an account (with its plan
  * assignment and next grant), plans, webhooks (with deliveries) and models. On every page, at
- * both widths: the figures the API gives are there, exactly; the page does not scroll sideways
- * (`document.scrollingElement.scrollWidth <= innerWidth`, a table wider than the screen scrolls
- * inside its own box); and nothing fails: no page error, no console message, no failed request,
- * no answer of 400 or above.
+ * both widths: the figures the API gives are there, exactly, grouped by thousands; the page does
+ * not scroll sideways (`document.scrollingElement.scrollWidth <= innerWidth`); every amount,
+ * balance, price, date, status, event type, time zone, model id and button is whole on the
+ * screen, cut by no box that clips, and not broken across lines (`wholeness`); and nothing
+ * fails: no page error, no console message, no failed request, no answer of 400 or above. The
+ * data has long values: 255-character ids and names, a balance of 9,000,000,000, a total of
+ * 17,600,000,628.965079, the catalog's longest model id, a spend limit in Europe/Paris, usage
+ * charged in credits, and a webhook with a failed delivery (its Retry button).
+ *
+ * With `CONSOLE_SHOTS=<folder>`, each page is also saved there as a PNG, at each width.
  *
  * Then webhook management at both widths (docs/operations.md#operator-console), against a
  * loopback receiver that verifies every delivery with the secret the page showed: create an
@@ -15,7 +21,7 @@
  *
  * Skipped only when /usr/bin/chromium is absent (CI: `apt-get install -y chromium`).
  */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
@@ -25,6 +31,7 @@ import { accountRoutes } from "../src/accounts/routes.ts";
 import { setConsoleAssets } from "../src/console/assets.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { planRoutes } from "../src/plans/routes.ts";
+import { reservationRoutes } from "../src/reservations/routes.ts";
 import { usageRoutes } from "../src/usage/routes.ts";
 import type { DeliveryWorker } from "../src/webhooks/delivery.ts";
 import { webhookRoutes } from "../src/webhooks/routes.ts";
@@ -40,6 +47,103 @@ const LONG_ID = `customer-${"0123456789abcdef".repeat(16)}`.slice(0, 255);
 const LONG_NAME = `Ada${"L".repeat(252)}`;
 const LONG_PLAN = `Pro-${"monthly".repeat(40)}`.slice(0, 255);
 const LONG_URL = `http://127.0.0.1:9/hooks/${"segment".repeat(30)}`;
+/** The longest model id of the shipped catalog (data/models.json). */
+const LONG_MODEL = "meta-llama/llama-4-maverick-17b-128e-instruct";
+/** Where to save each page as a PNG, when set. */
+const SHOTS = process.env.CONSOLE_SHOTS;
+
+/** Saves the whole page as PNGs of at most 1,200 px high each: `<path>-1.png`, `-2.png`… */
+async function shoot(page: Page, path: string): Promise<void> {
+  mkdirSync(join(path, ".."), { recursive: true });
+  const height = await page.evaluate<number>("document.documentElement.scrollHeight");
+  const width = await page.evaluate<number>("document.documentElement.clientWidth");
+  for (let y = 0, i = 1; y < height; y += 1200, i++) {
+    const clip = { x: 0, y, width, height: Math.min(1200, height - y) };
+    await page.screenshot({ path: `${path}-${i}.png`, clip, fullPage: true });
+  }
+}
+
+/**
+ * What is not whole on the page: each amount, balance, price, count (`.num`), date (`time`),
+ * status (`.badge`), event type, time zone or model id (`.word`), pager line and button that
+ * is shown but reaches past the window's left or right edge or out of its table cell or of the
+ * page's content (over a border, into the margin), is cut by an ancestor that clips
+ * (`overflow` other than visible, or a `clip-path`), overflows its own box, or lies on more
+ * than one line (a word broken inside); and any other word of up to 24 characters broken across
+ * lines (longer ones are ids and names). Every `details` is opened first, so that what it holds
+ * is checked too. One sentence per problem, for the failure's message.
+ */
+const wholeness = (page: Page) =>
+  page.evaluate<string[]>(`(async () => {
+    for (const d of document.querySelectorAll("details")) d.open = true;
+    // Two frames: the tables measure themselves (data-table.tsx) once they are laid out.
+    for (let i = 0; i < 2; i++) await new Promise((go) => requestAnimationFrame(go));
+    const width = document.documentElement.clientWidth;
+    const problems = [];
+    const name = (e) => e.tagName.toLowerCase() + [...e.classList].map((c) => "." + c).join("");
+    const clippers = (e) => {
+      const found = [];
+      for (let a = e.parentElement; a && a !== document.documentElement; a = a.parentElement) {
+        const style = getComputedStyle(a);
+        const clips = style.overflowX !== "visible" || style.overflowY !== "visible" || style.clipPath !== "none";
+        if (clips) found.push(a);
+      }
+      return found;
+    };
+    for (const e of document.querySelectorAll(".num, time, .badge, .word, .pager span, button")) {
+      if (e.getClientRects().length === 0) continue; // not shown
+      const box = e.getBoundingClientRect();
+      const what = name(e) + " " + JSON.stringify((e.textContent || "").trim().slice(0, 40));
+      if (box.left < -0.5 || box.right > width + 0.5) {
+        problems.push(what + " reaches past the screen: " + Math.round(box.left) + " to " + Math.round(box.right) + " of " + width + " px");
+      }
+      // Inside the page's content, and inside its table cell: not over a border or a margin.
+      for (const a of [e.closest("td"), e.closest("main, header")]) {
+        if (!a) continue;
+        const c = a.getBoundingClientRect();
+        const style = getComputedStyle(a);
+        const left = c.left + parseFloat(style.paddingLeft) - 0.5;
+        const right = c.right - parseFloat(style.paddingRight) + 0.5;
+        if (box.left < left || box.right > right) {
+          problems.push(what + " reaches out of its " + name(a) + ": " + Math.round(box.left) + " to " + Math.round(box.right) + " of " + Math.round(left) + " to " + Math.round(right) + " px");
+        }
+      }
+      for (const a of clippers(e)) {
+        const c = a.getBoundingClientRect();
+        if (box.left < c.left - 0.5 || box.right > c.right + 0.5 || box.top < c.top - 0.5 || box.bottom > c.bottom + 0.5) {
+          problems.push(what + " is cut by " + name(a) + " (" + Math.round(c.left) + " to " + Math.round(c.right) + " px)");
+        }
+      }
+      if (getComputedStyle(e).display !== "inline" && e.scrollWidth > e.clientWidth + 1) {
+        problems.push(what + " overflows its own box: " + e.scrollWidth + " > " + e.clientWidth + " px");
+      }
+      const range = document.createRange();
+      range.selectNodeContents(e);
+      const lines = [...range.getClientRects()].filter((r) => r.width > 0);
+      const apart = (a, b) => a.top >= b.bottom - 1 || a.bottom <= b.top + 1;
+      if (lines.some((a) => lines.some((b) => apart(a, b)))) {
+        problems.push(what + " is broken across " + new Set(lines.map((r) => Math.round(r.top))).size + " lines");
+      }
+    }
+    // Any other word of the page up to 24 characters (a label, a "never", an "unlimited") is
+    // not broken inside either; longer ones are ids and names, which may wrap anywhere.
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      const parent = n.parentElement;
+      if (!parent || parent.getClientRects().length === 0 || clippers(parent).length > 0) continue;
+      for (const word of n.textContent.matchAll(/\\S+/g)) {
+        if (word[0].length < 2 || word[0].length > 24) continue;
+        const range = document.createRange();
+        range.setStart(n, word.index);
+        range.setEnd(n, word.index + word[0].length);
+        const lines = [...range.getClientRects()].filter((r) => r.width > 0);
+        if (lines.some((a) => lines.some((b) => a.top >= b.bottom - 1 || a.bottom <= b.top + 1))) {
+          problems.push("word " + JSON.stringify(word[0]) + " in " + name(parent) + " is broken across lines");
+        }
+      }
+    }
+    return problems;
+  })()`);
 
 /**
  * 0 when the page does not scroll sideways; else how far it does, in CSS pixels, and the
@@ -125,6 +229,16 @@ describe("the operator console at 1280 px and 390 px, with 255-character names",
     await t.api("POST", "/v1/accounts/credits/add", {
       body: `{"accountId": "${longId}", "amount": 600000000.000001}`,
     });
+    // A balance of 9,000,000,000 (the largest), and an account that brings the credits
+    // outstanding to 17,600,000,628.965079.
+    await t.call(accountRoutes.create, { body: { externalId: "acct-nine", name: "Nine" } });
+    for (let i = 0; i < 9; i++) {
+      await t.call(ledgerRoutes.add, { body: { accountId: "acct-nine", amount: 1_000_000_000 } });
+    }
+    await t.call(accountRoutes.create, { body: { externalId: "acct-odd", name: "Odd" } });
+    await t.api("POST", "/v1/accounts/credits/add", {
+      body: '{"accountId": "acct-odd", "amount": 188.765078}',
+    });
     await t.call(accountRoutes.create, { body: { externalId: "acct-short", name: "Tiny Tim" } });
     for (const amount of [0.1, 0.2]) {
       await t.call(ledgerRoutes.add, { body: { accountId: "acct-short", amount } });
@@ -141,12 +255,41 @@ describe("the operator console at 1280 px and 390 px, with 255-character names",
     const usage = { accountId: longId, inputTokens: 120000, outputTokens: 30000 };
     await t.call(usageRoutes.record, { body: { ...usage, modelId: "gpt-4o" } });
     await t.call(usageRoutes.record, { body: { ...usage, modelId: "claude-sonnet-4-5" } });
+    await t.call(usageRoutes.record, { body: { ...usage, modelId: LONG_MODEL } });
+    // A credit price of 100 credits per USD: 0.6 USD of gpt-4o charged as 60 credits.
+    await t.api("POST", "/v1/project/update", { body: '{"creditsPerUsd": 100}' });
+    await t.call(usageRoutes.record, { body: { ...usage, modelId: "gpt-4o", deduct: true } });
+    // A spend limit in Europe/Paris, and a pending reservation.
+    await t.call(accountRoutes.update, {
+      body: {
+        accountId: longId,
+        spendLimits: [{ period: "month", amount: 1_000_000_000, timeZone: "Europe/Paris" }],
+      },
+    });
+    await t.call(reservationRoutes.create, {
+      body: { accountId: longId, amount: 12.345678, operation: "chat.completion" },
+    });
     // A webhook with a long URL and description, and a pending balance.low delivery to it.
-    await t.call(webhookRoutes.create, { body: { url: LONG_URL, description: LONG_NAME } });
+    const hook = await t.call(webhookRoutes.create, {
+      body: { url: LONG_URL, description: LONG_NAME },
+    });
     await t.call(accountRoutes.update, {
       body: { accountId: "acct-short", lowBalanceThreshold: 0.25 },
     });
     await t.call(ledgerRoutes.deduct, { body: { accountId: "acct-short", amount: 0.1 } });
+    // Nothing listens on port 9: with no retries, the delivery fails at once, with a Retry button.
+    const worker = startWorker(t, { retrySeconds: [] });
+    try {
+      for (let i = 0; i < 200; i++) {
+        const { deliveries } = await t.call(webhookRoutes.deliveries, {
+          query: { webhookId: hook.webhook.id },
+        });
+        if (deliveries.some((d) => d.status === "failed")) break;
+        await new Promise((go) => setTimeout(go, 50));
+      }
+    } finally {
+      await worker.stop();
+    }
 
     profile = mkdtempSync(join(tmpdir(), "ledger-chromium-layout-"));
     browser = await launch(profile);
@@ -179,17 +322,29 @@ describe("the operator console at 1280 px and 390 px, with 255-character names",
     return texts;
   };
 
-  async function walk(page: Page, width: number): Promise<Record<string, number | string>> {
+  /** Per page: how far it scrolls sideways (0: not at all), and what is not whole on it. */
+  interface Walked {
+    widths: Record<string, number | string>;
+    cut: Record<string, string[]>;
+  }
+
+  async function walk(page: Page, width: number): Promise<Walked> {
     const widths: Record<string, number | string> = {};
+    const cut: Record<string, string[]> = {};
+    const check = async (name: string) => {
+      cut[name] = await wholeness(page);
+      widths[name] = await overflow(page);
+      if (SHOTS) await shoot(page, join(SHOTS, `${name}-${width}`));
+    };
     const visit = async (name: string, hash: string, ready: () => Promise<unknown>) => {
       await page.goto(`${base}/console#/${hash}`);
       await ready();
-      widths[name] = await overflow(page);
+      await check(name);
     };
 
     await page.goto(`${base}/console`, { waitUntil: "load" });
     await page.getByLabel("API key").waitFor();
-    widths["sign-in"] = await overflow(page);
+    await check("sign-in");
     await page.getByLabel("API key").fill(t.key);
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.getByRole("heading", { name: "Accounts", level: 1 }).waitFor();
@@ -197,20 +352,42 @@ describe("the operator console at 1280 px and 390 px, with 255-character names",
     await visit("overview", "overview", async () => {
       await page.getByRole("heading", { name: "Overview" }).waitFor();
       expect(await facts(page, "dl.balances")).toEqual([
-        "Accounts: 2",
-        // 8600000000.000001 + 500 (the plan's grant) + 0.3 − 0.1, added exactly.
-        "Credits outstanding: 8600000500.200001",
+        "Accounts: 4",
+        // 8600000000.000001 + 500 (the plan's grant) − 60 (the usage charged) + 9000000000
+        // + 188.765078 + 0.3 − 0.1, added exactly.
+        "Credits outstanding: 17,600,000,628.965079",
       ]);
       const usage = page.getByRole("region", { name: "Usage, last 30 days" });
       await usage.locator("figure.chart canvas").first().waitFor();
       const models = usage.getByRole("table", { name: "Usage by model, last 30 days" });
       await models.getByRole("cell", { name: "gpt-4o", exact: true }).waitFor();
       await models.getByRole("cell", { name: "claude-sonnet-4-5", exact: true }).waitFor();
+      await models.getByRole("cell", { name: LONG_MODEL, exact: true }).waitFor();
+      // Usage in credits beside USD: 60 credits charged, all on gpt-4o.
+      await usage.getByText(/^Total cost: [\d.]+ USD \(60 credits\)$/).waitFor();
+      const gpt = models.getByRole("row").filter({ hasText: "gpt-4o" });
+      expect(await gpt.getByRole("cell").allTextContents()).toEqual([
+        "gpt-4o",
+        "2",
+        "240,000",
+        "0",
+        "60,000",
+        "1.2",
+        "60",
+      ]);
     });
 
     await visit("accounts", "accounts", async () => {
       await page.getByRole("link", { name: LONG_ID }).waitFor();
       await page.getByRole("cell", { name: LONG_NAME }).waitFor();
+      const nine = page.getByRole("row").filter({ hasText: "acct-nine" });
+      expect(await nine.getByRole("cell").allTextContents()).toEqual([
+        "acct-nine",
+        "Nine",
+        "9,000,000,000",
+        "0",
+        "9,000,000,000",
+      ]);
     });
 
     await visit("account", `accounts/${longId}`, async () => {
@@ -237,7 +414,22 @@ describe("the operator console at 1280 px and 390 px, with 255-character names",
         .first()
         .waitFor();
       await page.getByRole("region", { name: "Grants" }).getByRole("row").nth(10).waitFor();
+      const limits = page.getByRole("region", { name: "Spend limits" });
+      await limits.getByRole("cell", { name: "Europe/Paris", exact: true }).waitFor();
+      const ledger = page.getByRole("region", { name: "Ledger" });
+      await ledger.getByRole("cell", { name: "−60", exact: true }).waitFor();
+      await ledger.getByRole("cell", { name: "+1,000,000,000", exact: true }).first().waitFor();
+      const held = page.getByRole("region", { name: "Pending reservations" });
+      await held.getByRole("cell", { name: "12.345678", exact: true }).waitFor();
     });
+
+    // A credit action waiting for its confirmation: the amount and the buttons whole too.
+    const adjust = page.getByRole("region", { name: "Adjust credits" });
+    await adjust.getByLabel("Amount (credits)").fill("1234567.891");
+    await adjust.getByRole("button", { name: "Deduct credits" }).click();
+    await adjust.getByText(`Deduct 1,234,567.891 credits from ${LONG_ID}?`).waitFor();
+    await check("account-confirm");
+    await adjust.getByRole("button", { name: "Cancel" }).click();
 
     await visit("plans", "plans", async () => {
       const table = page.getByRole("table", { name: "Plans" });
@@ -265,30 +457,43 @@ describe("the operator console at 1280 px and 390 px, with 255-character names",
     await visit("webhooks", "webhooks", async () => {
       await page.getByRole("button", { name: `Deliveries of ${LONG_URL}` }).click();
       await page.getByRole("cell", { name: "balance.low", exact: true }).waitFor();
+      await page.getByRole("button", { name: /^Retry delivery / }).waitFor();
     });
 
     await visit("models", "models", async () => {
       await page.getByRole("cell", { name: "gpt-4o", exact: true }).waitFor();
+      await page.getByRole("cell", { name: LONG_MODEL, exact: true }).waitFor();
     });
 
     expect(await page.evaluate<number>("window.innerWidth")).toBe(width);
-    return widths;
+    return { widths, cut };
   }
 
   for (const width of WIDTHS) {
     it.skipIf(!hasChromium)(
-      `walks every page at ${width} px: the figures, no sideways scroll, nothing fails`,
+      `walks every page at ${width} px: the figures, all whole, no sideways scroll, nothing fails`,
       async () => {
         const page = await browser.newPage();
         await page.setViewportSize({ width, height: 900 });
         const problems = problemsOf(page);
-        const widths = await walk(page, width);
+        const { widths, cut } = await walk(page, width);
         await page.close();
+        expect(cut).toEqual({
+          "sign-in": [],
+          overview: [],
+          accounts: [],
+          account: [],
+          "account-confirm": [],
+          plans: [],
+          webhooks: [],
+          models: [],
+        });
         expect(widths).toEqual({
           "sign-in": 0,
           overview: 0,
           accounts: 0,
           account: 0,
+          "account-confirm": 0,
           plans: 0,
           webhooks: 0,
           models: 0,
@@ -428,6 +633,7 @@ describe("webhook management in the console at 1280 px and 390 px", () => {
           await page.waitForTimeout(100);
         }
         widths.failed = await overflow(page);
+        const failedCut = await wholeness(page);
         down.delete(path);
         await retry.click();
         await page
@@ -444,6 +650,7 @@ describe("webhook management in the console at 1280 px and 390 px", () => {
         await page.getByRole("button", { name: "Delete" }).click();
         await page.getByRole("group", { name: /^Delete the endpoint/ }).waitFor();
         widths.confirm = await overflow(page);
+        const confirmCut = await wholeness(page);
         await page.getByRole("button", { name: "Cancel" }).click();
         expect((await listed()).some((w) => w.url === url)).toBe(true);
         await page.getByRole("button", { name: "Delete" }).click();
@@ -459,6 +666,7 @@ describe("webhook management in the console at 1280 px and 390 px", () => {
         expect(await page.evaluate<number>("window.innerWidth")).toBe(width);
         await page.close();
         expect(widths).toEqual({ created: 0, paused: 0, failed: 0, confirm: 0, deleted: 0 });
+        expect({ failed: failedCut, confirm: confirmCut }).toEqual({ failed: [], confirm: [] });
         expect(receiver.invalid).toEqual([]);
         expect(problems).toEqual([]);
       },

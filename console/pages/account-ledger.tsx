@@ -4,7 +4,7 @@
  */
 import { useState } from "hono/jsx/dom";
 import { call } from "../api.ts";
-import { Amount, Pager, Status, useLoad, When } from "../components.tsx";
+import { Amount, type Column, DataTable, Pager, Status, useLoad, When } from "../components.tsx";
 import type { Pagination, Transaction } from "../types.ts";
 
 const PAGE = 20;
@@ -13,6 +13,18 @@ interface Range {
   startDate: string;
   endDate: string;
 }
+
+const columns: Column<Transaction>[] = [
+  { label: "Date", cell: (t) => <When at={t.createdAt} /> },
+  { label: "Type", cell: (t) => <span class={`badge ${t.type}`}>{t.type}</span> },
+  {
+    label: "Amount",
+    end: true,
+    cell: (t) => <Amount value={t.amount} sign={t.type === "debit" ? "−" : "+"} />,
+  },
+  { label: "Balance after", end: true, cell: (t) => <Amount value={t.balanceAfter} /> },
+  { label: "Description", cell: (t) => t.description },
+];
 
 export function LedgerSection({ accountId, version }: { accountId: string; version: number }) {
   const [range, setRange] = useState<Range>({ startDate: "", endDate: "" });
@@ -53,41 +65,7 @@ export function LedgerSection({ accountId, version }: { accountId: string; versi
       <Status loaded={loaded} />
       {loaded.data && items.length === 0 && <p class="muted">No transactions.</p>}
       {items.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Date</th>
-              <th scope="col">Type</th>
-              <th scope="col" class="num">
-                Amount
-              </th>
-              <th scope="col" class="num">
-                Balance after
-              </th>
-              <th scope="col">Description</th>
-            </tr>
-          </thead>
-          <tbody>
-            {items.map((t) => (
-              <tr key={t.id}>
-                <td>
-                  <When at={t.createdAt} />
-                </td>
-                <td>
-                  <span class={`badge ${t.type}`}>{t.type}</span>
-                </td>
-                <td class="num">
-                  {t.type === "debit" ? "−" : "+"}
-                  <Amount value={t.amount} />
-                </td>
-                <td class="num">
-                  <Amount value={t.balanceAfter} />
-                </td>
-                <td>{t.description}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <DataTable label="Ledger" columns={columns} rows={items} rowKey={(t) => t.id} />
       )}
       <Pager
         label="Ledger"

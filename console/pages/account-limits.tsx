@@ -3,8 +3,27 @@
  * it spent, holds and has left, and when it resets, from `GET /v1/accounts/limits`.
  */
 import { call } from "../api.ts";
-import { Amount, Status, useLoad, When } from "../components.tsx";
-import type { SpendLimits } from "../types.ts";
+import { Amount, type Column, DataTable, Status, useLoad, When, Word } from "../components.tsx";
+import type { SpendLimits, SpendLimitWindow } from "../types.ts";
+
+const columns: Column<SpendLimitWindow>[] = [
+  {
+    label: "Period",
+    cell: (l) => (
+      <>
+        <Word>{l.period}</Word>
+        {l.soft && <span class="badge"> soft</span>}
+      </>
+    ),
+  },
+  { label: "Time zone", cell: (l) => <Word>{l.timeZone}</Word> },
+  { label: "Limit", end: true, cell: (l) => <Amount value={l.amount} /> },
+  { label: "Spent", end: true, cell: (l) => <Amount value={l.spent} /> },
+  { label: "Held", end: true, cell: (l) => <Amount value={l.held} /> },
+  { label: "Remaining", end: true, cell: (l) => <Amount value={l.remaining} /> },
+  { label: "Window from", cell: (l) => <When at={l.windowStart} /> },
+  { label: "Resets", cell: (l) => <When at={l.resetsAt} /> },
+];
 
 export function LimitsSection({ accountId, version }: { accountId: string; version: number }) {
   const loaded = useLoad(
@@ -23,57 +42,12 @@ export function LimitsSection({ accountId, version }: { accountId: string; versi
         </p>
       )}
       {limits.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Period</th>
-              <th scope="col">Time zone</th>
-              <th scope="col" class="num">
-                Limit
-              </th>
-              <th scope="col" class="num">
-                Spent
-              </th>
-              <th scope="col" class="num">
-                Held
-              </th>
-              <th scope="col" class="num">
-                Remaining
-              </th>
-              <th scope="col">Window from</th>
-              <th scope="col">Resets</th>
-            </tr>
-          </thead>
-          <tbody>
-            {limits.map((l) => (
-              <tr key={`${l.period} ${l.timeZone} ${String(l.amount)} ${l.soft}`}>
-                <td>
-                  {l.period}
-                  {l.soft && <span class="badge"> soft</span>}
-                </td>
-                <td>{l.timeZone}</td>
-                <td class="num">
-                  <Amount value={l.amount} />
-                </td>
-                <td class="num">
-                  <Amount value={l.spent} />
-                </td>
-                <td class="num">
-                  <Amount value={l.held} />
-                </td>
-                <td class="num">
-                  <Amount value={l.remaining} />
-                </td>
-                <td>
-                  <When at={l.windowStart} />
-                </td>
-                <td>
-                  <When at={l.resetsAt} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <DataTable
+          label="Spend limits"
+          columns={columns}
+          rows={limits}
+          rowKey={(l) => `${l.period} ${l.timeZone} ${String(l.amount)} ${l.soft}`}
+        />
       )}
     </section>
   );

@@ -3,7 +3,7 @@
  * next grant (when, and how many credits), and the earlier ones below it.
  */
 import { call } from "../api.ts";
-import { Amount, Status, useLoad, When } from "../components.tsx";
+import { Amount, type Column, DataTable, Status, useLoad, When } from "../components.tsx";
 import type { AccountPlan } from "../types.ts";
 
 function ActivePlan({ assignment }: { assignment: AccountPlan }) {
@@ -48,40 +48,23 @@ function ActivePlan({ assignment }: { assignment: AccountPlan }) {
   );
 }
 
+const earlierColumns: Column<AccountPlan>[] = [
+  { label: "Plan", cell: (a) => a.plan.name },
+  { label: "Since", cell: (a) => <When at={a.startedAt} /> },
+  { label: "Ended", cell: (a) => <When at={a.cancelledAt ?? a.expiresAt} /> },
+  { label: "Grants made", end: true, cell: (a) => <Amount value={a.grantsMade} /> },
+];
+
 function Earlier({ assignments }: { assignments: AccountPlan[] }) {
   return (
     <details>
       <summary>Earlier assignments ({assignments.length})</summary>
-      <div class="scroll">
-        <table aria-label="Earlier plan assignments">
-          <thead>
-            <tr>
-              <th scope="col">Plan</th>
-              <th scope="col">Since</th>
-              <th scope="col">Ended</th>
-              <th scope="col" class="num">
-                Grants made
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {assignments.map((a) => (
-              <tr key={a.id}>
-                <td>{a.plan.name}</td>
-                <td>
-                  <When at={a.startedAt} />
-                </td>
-                <td>
-                  <When at={a.cancelledAt ?? a.expiresAt} />
-                </td>
-                <td class="num">
-                  <Amount value={a.grantsMade} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <DataTable
+        label="Earlier plan assignments"
+        columns={earlierColumns}
+        rows={assignments}
+        rowKey={(a) => a.id}
+      />
     </details>
   );
 }

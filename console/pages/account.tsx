@@ -6,7 +6,16 @@
  */
 import { useState } from "hono/jsx/dom";
 import { call } from "../api.ts";
-import { Amount, Pager, Status, useLoad, When } from "../components.tsx";
+import {
+  Amount,
+  type Column,
+  DataTable,
+  Pager,
+  Status,
+  useLoad,
+  When,
+  Word,
+} from "../components.tsx";
 import type { Account, Balance, Grant, Pagination, Reservation } from "../types.ts";
 import { ExportsSection } from "./account-exports.tsx";
 import { LedgerSection } from "./account-ledger.tsx";
@@ -53,6 +62,18 @@ function Balances({ accountId, version }: { accountId: string; version: number }
   );
 }
 
+const grantColumns: Column<Grant>[] = [
+  { label: "Created", cell: (g) => <When at={g.createdAt} /> },
+  { label: "Amount", end: true, cell: (g) => <Amount value={g.amount} /> },
+  { label: "Remaining", end: true, cell: (g) => <Amount value={g.remaining} /> },
+  { label: "Priority", end: true, cell: (g) => <Amount value={g.priority} /> },
+  {
+    label: "Expires",
+    cell: (g) => (g.expiresAt ? <When at={g.expiresAt} /> : <Word>never</Word>),
+  },
+  { label: "Status", cell: (g) => <span class={`badge ${g.status}`}>{g.status}</span> },
+];
+
 function Grants({ accountId, version }: { accountId: string; version: number }) {
   const [offset, setOffset] = useState(0);
   const loaded = useLoad(
@@ -69,46 +90,7 @@ function Grants({ accountId, version }: { accountId: string; version: number }) 
       <Status loaded={loaded} />
       {loaded.data && grants.length === 0 && <p class="muted">No grants.</p>}
       {grants.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Created</th>
-              <th scope="col" class="num">
-                Amount
-              </th>
-              <th scope="col" class="num">
-                Remaining
-              </th>
-              <th scope="col" class="num">
-                Priority
-              </th>
-              <th scope="col">Expires</th>
-              <th scope="col">Status</th>
-            </tr>
-          </thead>
-          <tbody>
-            {grants.map((g) => (
-              <tr key={g.id}>
-                <td>
-                  <When at={g.createdAt} />
-                </td>
-                <td class="num">
-                  <Amount value={g.amount} />
-                </td>
-                <td class="num">
-                  <Amount value={g.remaining} />
-                </td>
-                <td class="num">
-                  <Amount value={g.priority} />
-                </td>
-                <td>{g.expiresAt ? <When at={g.expiresAt} /> : "never"}</td>
-                <td>
-                  <span class={`badge ${g.status}`}>{g.status}</span>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <DataTable label="Grants" columns={grantColumns} rows={grants} rowKey={(g) => g.id} />
       )}
       <Pager
         label="Grants"
@@ -119,6 +101,16 @@ function Grants({ accountId, version }: { accountId: string; version: number }) 
     </section>
   );
 }
+
+const holdColumns: Column<Reservation>[] = [
+  { label: "Created", cell: (r) => <When at={r.createdAt} /> },
+  { label: "Amount", end: true, cell: (r) => <Amount value={r.amount} /> },
+  { label: "Expires", cell: (r) => <When at={r.expiresAt} /> },
+  {
+    label: "Operation",
+    cell: (r) => (typeof r.metadata.operation === "string" ? r.metadata.operation : "–"),
+  },
+];
 
 function PendingReservations({ accountId, version }: { accountId: string; version: number }) {
   const [offset, setOffset] = useState(0);
@@ -136,34 +128,12 @@ function PendingReservations({ accountId, version }: { accountId: string; versio
       <Status loaded={loaded} />
       {loaded.data && holds.length === 0 && <p class="muted">No pending reservations.</p>}
       {holds.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Created</th>
-              <th scope="col" class="num">
-                Amount
-              </th>
-              <th scope="col">Expires</th>
-              <th scope="col">Operation</th>
-            </tr>
-          </thead>
-          <tbody>
-            {holds.map((r) => (
-              <tr key={r.id}>
-                <td>
-                  <When at={r.createdAt} />
-                </td>
-                <td class="num">
-                  <Amount value={r.amount} />
-                </td>
-                <td>
-                  <When at={r.expiresAt} />
-                </td>
-                <td>{typeof r.metadata.operation === "string" ? r.metadata.operation : "–"}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <DataTable
+          label="Pending reservations"
+          columns={holdColumns}
+          rows={holds}
+          rowKey={(r) => r.id}
+        />
       )}
       <Pager
         label="Pending reservations"

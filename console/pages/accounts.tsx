@@ -5,8 +5,8 @@
  */
 import { useState } from "hono/jsx/dom";
 import { call } from "../api.ts";
-import { Amount, Pager, Status, useLoad } from "../components.tsx";
-import type { AccountList, Balance } from "../types.ts";
+import { Amount, type Column, DataTable, Pager, Status, useLoad } from "../components.tsx";
+import type { Account, AccountList, Balance } from "../types.ts";
 
 const PAGE = 20;
 
@@ -21,6 +21,24 @@ async function loadAccounts(search: string, offset: number) {
   );
   return { list, balances };
 }
+
+interface Row {
+  account: Account;
+  balance: Balance | undefined;
+}
+
+const columns: Column<Row>[] = [
+  {
+    label: "External id",
+    cell: (r) => (
+      <a href={`#/accounts/${encodeURIComponent(r.account.id)}`}>{r.account.externalId}</a>
+    ),
+  },
+  { label: "Name", cell: (r) => r.account.name },
+  { label: "Balance", end: true, cell: (r) => <Amount value={r.balance?.balance} /> },
+  { label: "Reserved", end: true, cell: (r) => <Amount value={r.balance?.reserved} /> },
+  { label: "Available", end: true, cell: (r) => <Amount value={r.balance?.available} /> },
+];
 
 export function AccountsPage() {
   const [search, setSearch] = useState("");
@@ -47,44 +65,12 @@ export function AccountsPage() {
       <Status loaded={loaded} />
       {rows && (
         <>
-          <div class="scroll">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">External id</th>
-                  <th scope="col">Name</th>
-                  <th scope="col" class="num">
-                    Balance
-                  </th>
-                  <th scope="col" class="num">
-                    Reserved
-                  </th>
-                  <th scope="col" class="num">
-                    Available
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {rows.list.accounts.map((a, i) => (
-                  <tr key={a.id}>
-                    <td>
-                      <a href={`#/accounts/${encodeURIComponent(a.id)}`}>{a.externalId}</a>
-                    </td>
-                    <td>{a.name}</td>
-                    <td class="num">
-                      <Amount value={rows.balances[i]?.balance} />
-                    </td>
-                    <td class="num">
-                      <Amount value={rows.balances[i]?.reserved} />
-                    </td>
-                    <td class="num">
-                      <Amount value={rows.balances[i]?.available} />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            label="Accounts"
+            columns={columns}
+            rows={rows.list.accounts.map((account, i) => ({ account, balance: rows.balances[i] }))}
+            rowKey={(r) => r.account.id}
+          />
           {rows.list.accounts.length === 0 && (
             <p class="muted">{search ? `No account matches “${search}”.` : "No accounts yet."}</p>
           )}

@@ -6,7 +6,7 @@
  */
 import { useRef, useState } from "hono/jsx/dom";
 import { ApiError, amountLiteral, call, type Num, newIdempotencyKey } from "../api.ts";
-import { ErrorMessage } from "../components.tsx";
+import { Amount, ErrorMessage } from "../components.tsx";
 
 type Kind = "add" | "deduct";
 
@@ -20,6 +20,12 @@ interface Pending {
 interface Result {
   balance: Num;
   transactionId: string;
+}
+
+/** What the last confirmed action did, for its notice. */
+interface Done extends Result {
+  kind: Kind;
+  amount: string;
 }
 
 const VERB: Record<Kind, { label: string; done: string; path: string }> = {
@@ -38,7 +44,7 @@ export function CreditActions({
 }) {
   const [pending, setPending] = useState<Pending | null>(null);
   const [error, setError] = useState<Error | undefined>(undefined);
-  const [notice, setNotice] = useState("");
+  const [notice, setNotice] = useState<Done | null>(null);
   const [busy, setBusy] = useState(false);
   const formRef = useRef<HTMLFormElement>(null);
 
@@ -47,7 +53,7 @@ export function CreditActions({
     if (!form) return;
     const amount = (form.elements.namedItem("amount") as HTMLInputElement).value.trim();
     const description = (form.elements.namedItem("description") as HTMLInputElement).value;
-    setNotice("");
+    setNotice(null);
     if (amountLiteral(amount) === null) {
       setError(new Error("Enter an amount such as 10 or 0.25"));
       return;
@@ -66,9 +72,7 @@ export function CreditActions({
         body,
         idempotencyKey: pending.idempotencyKey,
       });
-      setNotice(
-        `${VERB[pending.kind].done} ${pending.amount} credits. Balance: ${String(res.balance)} (transaction ${res.transactionId}).`,
-      );
+      setNotice({ kind: pending.kind, amount: pending.amount, ...res });
       setPending(null);
       setError(undefined);
       formRef.current?.reset();
@@ -122,8 +126,11 @@ export function CreditActions({
       {pending && (
         <fieldset class="confirm">
           <legend>
-            {pending.kind === "add" ? "Add" : "Deduct"} <strong>{pending.amount}</strong> credits{" "}
-            {pending.kind === "add" ? "to" : "from"} <strong>{externalId}</strong>?
+            {pending.kind === "add" ? "Add" : "Deduct"}{" "}
+            <strong>
+              <Amount value={pending.amount} />
+            </strong>{" "}
+            credits {pending.kind === "add" ? "to" : "from"} <strong>{externalId}</strong>?
           </legend>
           <button type="button" class="primary" onClick={confirm} disabled={busy}>
             Confirm
@@ -143,7 +150,8 @@ export function CreditActions({
       <ErrorMessage error={error} />
       {notice && (
         <p class="notice" role="status">
-          {notice}
+          {VERB[notice.kind].done} <Amount value={notice.amount} /> credits. Balance:{" "}
+          <Amount value={notice.balance} /> (transaction <code>{notice.transactionId}</code>).
         </p>
       )}
     </section>

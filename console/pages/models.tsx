@@ -1,8 +1,24 @@
 /** Models: the catalog with its prices (`GET /v1/models`), USD per million tokens. */
 import { useState } from "hono/jsx/dom";
 import { call } from "../api.ts";
-import { Amount, Status, useLoad } from "../components.tsx";
+import { Amount, type Column, DataTable, ModelId, Status, useLoad, Word } from "../components.tsx";
 import type { Model } from "../types.ts";
+
+const columns: Column<Model>[] = [
+  { label: "Model", cell: (m) => <ModelId id={m.modelId} /> },
+  { label: "Name", cell: (m) => m.displayName },
+  { label: "Provider", cell: (m) => m.provider },
+  { label: "Tier", cell: (m) => <Word>{m.tier}</Word> },
+  { label: "Input", end: true, cell: (m) => <Amount value={m.pricing.text.inputPerMillion} /> },
+  {
+    label: "Cached input",
+    end: true,
+    cell: (m) => <Amount value={m.pricing.text.cachedInputPerMillion} />,
+  },
+  { label: "Output", end: true, cell: (m) => <Amount value={m.pricing.text.outputPerMillion} /> },
+  { label: "Context window", end: true, cell: (m) => <Amount value={m.pricing.contextWindow} /> },
+  { label: "Prices as of", cell: (m) => <time datetime={m.pricesAsOf}>{m.pricesAsOf}</time> },
+];
 
 export function ModelsPage() {
   const loaded = useLoad(() => call<{ models: Model[] }>("GET", "v1/models"), []);
@@ -31,56 +47,7 @@ export function ModelsPage() {
               ))}
             </select>
           </form>
-          <div class="scroll">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Model</th>
-                  <th scope="col">Name</th>
-                  <th scope="col">Provider</th>
-                  <th scope="col">Tier</th>
-                  <th scope="col" class="num">
-                    Input
-                  </th>
-                  <th scope="col" class="num">
-                    Cached input
-                  </th>
-                  <th scope="col" class="num">
-                    Output
-                  </th>
-                  <th scope="col" class="num">
-                    Context window
-                  </th>
-                  <th scope="col">Prices as of</th>
-                </tr>
-              </thead>
-              <tbody>
-                {shown.map((m) => (
-                  <tr key={m.modelId}>
-                    <td>
-                      <code>{m.modelId}</code>
-                    </td>
-                    <td>{m.displayName}</td>
-                    <td>{m.provider}</td>
-                    <td>{m.tier}</td>
-                    <td class="num">
-                      <Amount value={m.pricing.text.inputPerMillion} />
-                    </td>
-                    <td class="num">
-                      <Amount value={m.pricing.text.cachedInputPerMillion} />
-                    </td>
-                    <td class="num">
-                      <Amount value={m.pricing.text.outputPerMillion} />
-                    </td>
-                    <td class="num">
-                      <Amount value={m.pricing.contextWindow} />
-                    </td>
-                    <td>{m.pricesAsOf}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable label="Models" columns={columns} rows={shown} rowKey={(m) => m.modelId} />
         </>
       )}
     </main>

@@ -10,7 +10,7 @@
  */
 import { addAmounts } from "../../src/client/amounts.ts";
 import { call, int } from "../api.ts";
-import { Status, useLoad } from "../components.tsx";
+import { Amount, Status, useLoad } from "../components.tsx";
 import type { AccountList } from "../types.ts";
 import { UsageSection } from "./account-usage.tsx";
 
@@ -45,13 +45,15 @@ export function OverviewPage() {
             <div>
               <dt>Accounts</dt>
               <dd>
-                <a href="#/accounts">{totals.accounts}</a>
+                <a href="#/accounts">
+                  <Amount value={totals.accounts} />
+                </a>
               </dd>
             </div>
             <div>
               <dt>Credits outstanding</dt>
               <dd>
-                <span class="num">{totals.outstanding}</span>
+                <Amount value={totals.outstanding} />
               </dd>
             </div>
           </dl>

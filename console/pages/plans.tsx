@@ -4,7 +4,7 @@
  * the API (docs/api.md#plans-and-grants).
  */
 import { call } from "../api.ts";
-import { Amount, Status, useLoad, When } from "../components.tsx";
+import { Amount, type Column, DataTable, Status, useLoad, When, Word } from "../components.tsx";
 import type { Plan } from "../types.ts";
 
 const INTERVAL: Record<Plan["interval"], string> = {
@@ -12,6 +12,49 @@ const INTERVAL: Record<Plan["interval"], string> = {
   week: "every week",
   month: "every month",
 };
+
+const columns: Column<Plan>[] = [
+  {
+    label: "Plan",
+    cell: (p) => (
+      <>
+        <strong>{p.name}</strong>
+        {p.description && <div class="muted">{p.description}</div>}
+        <div>
+          <code>{p.id}</code>
+        </div>
+      </>
+    ),
+  },
+  { label: "Credits per grant", end: true, cell: (p) => <Amount value={p.credits} /> },
+  { label: "Interval", cell: (p) => <Word>{INTERVAL[p.interval]}</Word> },
+  {
+    label: "Grants",
+    end: true,
+    cell: (p) =>
+      p.occurrences === null ? <Word>unlimited</Word> : <Amount value={p.occurrences} />,
+  },
+  { label: "Leftovers", cell: (p) => (p.accumulate ? "roll over" : "expire each period") },
+  {
+    label: "Price",
+    end: true,
+    // The period is the plan's own text (up to 255 characters): it may wrap, the price not.
+    cell: (p) => (
+      <>
+        <Amount value={p.price} /> / {p.billingPeriod}
+      </>
+    ),
+  },
+  {
+    label: "Status",
+    cell: (p) => (
+      <span class={`badge ${p.isActive ? "active" : "archived"}`}>
+        {p.isActive ? "active" : "archived"}
+      </span>
+    ),
+  },
+  { label: "Created", cell: (p) => <When at={p.createdAt} /> },
+];
 
 export function PlansPage() {
   const loaded = useLoad(() => call<{ plans: Plan[] }>("GET", "v1/plans"), []);
@@ -26,60 +69,7 @@ export function PlansPage() {
       <Status loaded={loaded} />
       {loaded.data && plans.length === 0 && <p class="muted">No plans yet.</p>}
       {plans.length > 0 && (
-        <div class="scroll">
-          <table aria-label="Plans">
-            <thead>
-              <tr>
-                <th scope="col">Plan</th>
-                <th scope="col" class="num">
-                  Credits per grant
-                </th>
-                <th scope="col">Interval</th>
-                <th scope="col" class="num">
-                  Grants
-                </th>
-                <th scope="col">Leftovers</th>
-                <th scope="col" class="num">
-                  Price
-                </th>
-                <th scope="col">Status</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {plans.map((p) => (
-                <tr key={p.id}>
-                  <td>
-                    <strong>{p.name}</strong>
-                    {p.description && <div class="muted">{p.description}</div>}
-                    <div>
-                      <code>{p.id}</code>
-                    </div>
-                  </td>
-                  <td class="num">
-                    <Amount value={p.credits} />
-                  </td>
-                  <td>{INTERVAL[p.interval]}</td>
-                  <td class="num">
-                    {p.occurrences === null ? "unlimited" : <Amount value={p.occurrences} />}
-                  </td>
-                  <td>{p.accumulate ? "roll over" : "expire each period"}</td>
-                  <td class="num">
-                    <Amount value={p.price} /> / {p.billingPeriod}
-                  </td>
-                  <td>
-                    <span class={`badge ${p.isActive ? "active" : "archived"}`}>
-                      {p.isActive ? "active" : "archived"}
-                    </span>
-                  </td>
-                  <td>
-                    <When at={p.createdAt} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable label="Plans" columns={columns} rows={plans} rowKey={(p) => p.id} />
       )}
     </main>
   );

@@ -16,7 +16,7 @@ export interface Actions {
   notice: string;
   /**
    * POSTs `body` to `path`; on a 200, `done(answer)` gives the notice shown. An API error is
-   * shown as the API gave it.
+   * kept for `ErrorMessage`, which words it as a sentence (../errors.ts).
    */
   run: <T>(path: string, body: Record<string, unknown>, done: (answer: T) => string) => void;
   clear: () => void;

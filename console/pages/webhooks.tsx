@@ -6,7 +6,16 @@
  */
 import { useState } from "hono/jsx/dom";
 import { call } from "../api.ts";
-import { Amount, Pager, Status, useLoad, When } from "../components.tsx";
+import {
+  Amount,
+  type Column,
+  DataTable,
+  Pager,
+  Status,
+  useLoad,
+  When,
+  Word,
+} from "../components.tsx";
 import type { Delivery, Pagination, Webhook } from "../types.ts";
 import {
   ActionStatus,
@@ -17,6 +26,75 @@ import {
 } from "./webhook-actions.tsx";
 
 const PAGE = 20;
+
+/** The deliveries' columns; a failed one has its Retry button beside its status. */
+function deliveryColumns(retry: (deliveryId: string) => void, busy: boolean): Column<Delivery>[] {
+  return [
+    { label: "Created", cell: (d) => <When at={d.createdAt} /> },
+    { label: "Event", cell: (d) => <Word>{d.eventType}</Word> },
+    {
+      label: "Status",
+      cell: (d) => (
+        <span class="status">
+          <span class={`badge ${d.status}`}>{d.status}</span>
+          {d.status === "failed" && (
+            <button
+              type="button"
+              onClick={() => retry(d.id)}
+              disabled={busy}
+              aria-label={`Retry delivery ${d.id}`}
+            >
+              Retry
+            </button>
+          )}
+        </span>
+      ),
+    },
+    { label: "Attempts", end: true, cell: (d) => <Amount value={d.attempts} /> },
+    { label: "Last HTTP status", end: true, cell: (d) => <Amount value={d.lastStatusCode} /> },
+    { label: "Last error", cell: (d) => d.lastError ?? "–" },
+    { label: "Next attempt", cell: (d) => <When at={d.nextAttemptAt} /> },
+    { label: "Delivered", cell: (d) => <When at={d.deliveredAt} /> },
+  ];
+}
+
+/** The endpoints' columns; each row's button shows that endpoint's actions and deliveries. */
+function endpointColumns(chosen: string | null, choose: (id: string) => void): Column<Webhook>[] {
+  return [
+    {
+      label: "URL",
+      cell: (w) => <code>{w.url}</code>,
+    },
+    {
+      label: "Events",
+      // Each event type whole; the list breaks between them.
+      cell: (w) =>
+        w.events.map((e, i) => (
+          <span key={e}>
+            {i > 0 && ", "}
+            <Word>{e}</Word>
+          </span>
+        )),
+    },
+    { label: "Description", cell: (w) => w.description || "–" },
+    { label: "Active", cell: (w) => <Word>{w.isActive ? "yes" : "no"}</Word> },
+    { label: "Created", cell: (w) => <When at={w.createdAt} /> },
+    {
+      label: "Deliveries",
+      hideLabel: true,
+      cell: (w) => (
+        <button
+          type="button"
+          aria-pressed={w.id === chosen}
+          onClick={() => choose(w.id)}
+          aria-label={`Deliveries of ${w.url}`}
+        >
+          Deliveries
+        </button>
+      ),
+    },
+  ];
+}
 
 function Deliveries({
   webhook,
@@ -53,60 +131,12 @@ function Deliveries({
       <Status loaded={loaded} />
       {loaded.data && deliveries.length === 0 && <p class="muted">No deliveries yet.</p>}
       {deliveries.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Created</th>
-              <th scope="col">Event</th>
-              <th scope="col">Status</th>
-              <th scope="col" class="num">
-                Attempts
-              </th>
-              <th scope="col" class="num">
-                Last HTTP status
-              </th>
-              <th scope="col">Last error</th>
-              <th scope="col">Next attempt</th>
-              <th scope="col">Delivered</th>
-            </tr>
-          </thead>
-          <tbody>
-            {deliveries.map((d) => (
-              <tr key={d.id}>
-                <td>
-                  <When at={d.createdAt} />
-                </td>
-                <td>{d.eventType}</td>
-                <td>
-                  <span class={`badge ${d.status}`}>{d.status}</span>
-                  {d.status === "failed" && (
-                    <button
-                      type="button"
-                      onClick={() => retry(d.id)}
-                      disabled={actions.busy}
-                      aria-label={`Retry delivery ${d.id}`}
-                    >
-                      Retry
-                    </button>
-                  )}
-                </td>
-                <td class="num">
-                  <Amount value={d.attempts} />
-                </td>
-                <td class="num">
-                  <Amount value={d.lastStatusCode} />
-                </td>
-                <td>{d.lastError ?? "–"}</td>
-                <td>
-                  <When at={d.nextAttemptAt} />
-                </td>
-                <td>
-                  <When at={d.deliveredAt} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <DataTable
+          labelledBy="deliveries"
+          columns={deliveryColumns(retry, actions.busy)}
+          rows={deliveries}
+          rowKey={(d) => d.id}
+        />
       )}
       <Pager
         label="Deliveries"
@@ -140,50 +170,16 @@ export function WebhooksPage() {
       <Status loaded={loaded} />
       {loaded.data && webhooks.length === 0 && <p class="muted">No webhook endpoints.</p>}
       {webhooks.length > 0 && (
-        <div class="scroll">
-          <table aria-labelledby="endpoints">
-            <thead>
-              <tr>
-                <th scope="col">URL</th>
-                <th scope="col">Events</th>
-                <th scope="col">Description</th>
-                <th scope="col">Active</th>
-                <th scope="col">Created</th>
-                <th scope="col">
-                  <span class="visually-hidden">Deliveries</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {webhooks.map((w) => (
-                <tr key={w.id} class={w.id === chosen ? "chosen" : ""}>
-                  <td>
-                    <code>{w.url}</code>
-                  </td>
-                  <td>{w.events.join(", ")}</td>
-                  <td>{w.description || "–"}</td>
-                  <td>{w.isActive ? "yes" : "no"}</td>
-                  <td>
-                    <When at={w.createdAt} />
-                  </td>
-                  <td>
-                    <button
-                      type="button"
-                      aria-pressed={w.id === chosen}
-                      onClick={() => {
-                        actions.clear();
-                        setChosen(w.id);
-                      }}
-                      aria-label={`Deliveries of ${w.url}`}
-                    >
-                      Deliveries
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          labelledBy="endpoints"
+          columns={endpointColumns(chosen, (id) => {
+            actions.clear();
+            setChosen(id);
+          })}
+          rows={webhooks}
+          rowKey={(w) => w.id}
+          rowClass={(w) => (w.id === chosen ? "chosen" : undefined)}
+        />
       )}
       <ActionStatus actions={actions} />
       {webhook && (
