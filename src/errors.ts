@@ -5,7 +5,8 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import type { ZodError } from "zod";
+import { type ZodError, z } from "zod";
+import { isLosslessNumber } from "./json.ts";
 
 /** Every error code with its HTTP status (docs/api.md#errors). */
 export const ERROR_STATUS = {
@@ -97,6 +98,53 @@ export interface FieldIssue {
 export const MISSING_FIELD = "required field missing";
 /** The message of a field or parameter the route does not define. */
 export const UNKNOWN_FIELD = "unknown field: this request does not define it";
+
+/** What a value of each type zod may expect must be, in the words of a field message. */
+const TYPE_WORDS: Partial<Record<string, string>> = {
+  number: "must be a number",
+  int: "must be an integer",
+  string: "must be a string",
+  boolean: "must be true or false",
+  object: "must be an object",
+  array: "must be an array",
+};
+
+/** A value of `z.enum` or `z.literal` as a field message quotes it. */
+function quoted(value: unknown): string {
+  return typeof value === "string" ? JSON.stringify(value) : String(value);
+}
+
+/**
+ * The message of a zod issue whose schema gives none, for a person reading a 400's `details`
+ * (docs/api.md#strict-input): a missing field is `MISSING_FIELD`, a value of the wrong type
+ * "must be a number" / "must be an integer" / "must be a string" / …, an option outside an enum
+ * "must be one of …". Other issues keep zod's own message (undefined here).
+ */
+export function fieldMessage(issue: z.core.$ZodRawIssue): string | undefined {
+  if (issue.code === "invalid_value") {
+    const [only, ...more] = issue.values;
+    if (more.length === 0) return `must be ${quoted(only)}`;
+    return `must be one of ${issue.values.map(quoted).join(", ")}`;
+  }
+  if (issue.code !== "invalid_type") return undefined;
+  const { input, expected } = issue;
+  // JSON has no `undefined`: the field, or the query parameter, is absent.
+  if (input === undefined) return MISSING_FIELD;
+  if (expected === "number" || expected === "int") {
+    // A literal a double cannot hold exactly (src/json.ts) where a plain number is expected.
+    if (isLosslessNumber(input)) return "has too many digits, or is too large, for this field";
+    // A query's text that reads as a number too large for a double ("1e400").
+    if (input === Number.POSITIVE_INFINITY || input === Number.NEGATIVE_INFINITY) {
+      return "must be a finite number";
+    }
+  }
+  return TYPE_WORDS[expected];
+}
+
+// zod's error map is process-wide: every schema that gives no message of its own (the routes'
+// bodies and queries, the batch envelope) is worded by `fieldMessage`, whichever validator ran
+// it. zod asks the map before its own English defaults, and after a schema's own message.
+z.config({ customError: fieldMessage });
 
 /**
  * Turns a zod error on request part `target` ("body", "query", …) into a 400 ApiError;

@@ -8,7 +8,14 @@
  * - Writing turns `ExactDecimal`s (credits, USD) and `LosslessNumber`s into their literals, so
  *   no amount ever passes through a double on its way out.
  */
-import { isSafeNumber, LosslessNumber, parse, stringify } from "lossless-json";
+import {
+  type DuplicateKeyInfo,
+  isSafeNumber,
+  LosslessNumber,
+  type ParseOptions,
+  parse,
+  stringify,
+} from "lossless-json";
 import { ExactDecimal } from "./money.ts";
 
 /** A number read from JSON text: a double when exact, else the literal's text. */
@@ -24,11 +31,80 @@ function parseNumber(text: string): JsonNumber {
 }
 
 /**
+ * An object of JSON text that holds `key` twice, with different values (the same key with equal
+ * values is read as one). `position` is where the second one starts in the text (the index of
+ * its opening quote); `objectPath` finds the object it is in.
+ */
+export class DuplicateKeyError extends SyntaxError {
+  constructor(
+    readonly key: string,
+    readonly position: number,
+  ) {
+    super(`Duplicate key ${JSON.stringify(key)} at position ${position}`);
+    this.name = "DuplicateKeyError";
+  }
+}
+
+const parseOptions: ParseOptions = {
+  parseNumber,
+  onDuplicateKey: ({ key, position }: DuplicateKeyInfo) => {
+    // lossless-json gives the position one past the key's opening quote.
+    throw new DuplicateKeyError(key, position - 1);
+  },
+};
+
+/**
  * Parses JSON text, keeping number literals exact.
- * @throws SyntaxError on text that is not JSON, or an object with a duplicate key
+ * @throws DuplicateKeyError on an object with a duplicate key; SyntaxError on text that is not
+ *   JSON
  */
 export function parseJsonText(text: string): unknown {
-  return parse(text, null, parseNumber);
+  return parse(text, null, parseOptions);
+}
+
+/**
+ * The path of the object whose key starts at index `at` of JSON `text` (valid JSON up to there,
+ * as the parser read it): the key of each enclosing object and the index of each enclosing
+ * array, from the top (empty for the top-level object). Used only to word an error, so it scans
+ * the text again rather than make the parser keep track.
+ */
+export function objectPath(text: string, at: number): string[] {
+  // Per open container: its current key (object) or element index (array).
+  const path: (string | number)[] = [];
+  let expectKey = false;
+  let i = 0;
+  while (i < at) {
+    const ch = text[i];
+    if (ch === '"') {
+      const end = stringEnd(text, i);
+      if (expectKey) path[path.length - 1] = String(JSON.parse(text.slice(i, end + 1)));
+      expectKey = false;
+      i = end + 1;
+      continue;
+    }
+    if (ch === "{") {
+      path.push("");
+      expectKey = true;
+    } else if (ch === "[") {
+      path.push(0);
+    } else if (ch === "}" || ch === "]") {
+      path.pop();
+    } else if (ch === ",") {
+      const top = path[path.length - 1];
+      if (typeof top === "number") path[path.length - 1] = top + 1;
+      else expectKey = true;
+    }
+    i++;
+  }
+  // The innermost object's current key is the one before `at`: not part of the path.
+  return path.slice(0, -1).map(String);
+}
+
+/** The index of the closing quote of the JSON string whose opening quote is at `start`. */
+function stringEnd(text: string, start: number): number {
+  let i = start + 1;
+  while (i < text.length && text[i] !== '"') i += text[i] === "\\" ? 2 : 1;
+  return i;
 }
 
 const exactNumbers = [

@@ -149,6 +149,112 @@ describe("errors", () => {
     for (const d of details) expect(typeof d.message).toBe("string");
   });
 
+  /** The message and `details` of a 400 VALIDATION_ERROR answer. */
+  const invalid = (res: ApiResponse) => {
+    const err = expectErrorShape(res, 400, "VALIDATION_ERROR");
+    return { message: err.error.message, details: fieldIssues.parse(err.error.details) };
+  };
+
+  it("names a duplicate key, with its path, and changes nothing", async () => {
+    const before = await state();
+    const top = await post(
+      "/v1/accounts/credits/add",
+      '{"accountId":"cust","amount":5,"amount":6}',
+    );
+    expect(invalid(top)).toEqual({
+      message: 'Malformed JSON: duplicate key "amount"',
+      details: [{ path: "body.amount", message: 'duplicate key "amount"' }],
+    });
+    // Strings holding brackets, commas and escaped quotes before the duplicate, inside an array.
+    const nested = [
+      '{"externalId":"dup","name":"a {[,\\"]} b",',
+      '"metadata":{"list":[1, {"x":"],"},\n {"a\\"b":1, "a\\u0022b" :2}]}}',
+    ].join("");
+    expect(invalid(await post("/v1/accounts/create", nested))).toEqual({
+      message: 'Malformed JSON: duplicate key "a\\"b" in body.metadata.list.2',
+      details: [{ path: 'body.metadata.list.2.a"b', message: 'duplicate key "a\\"b"' }],
+    });
+    const op =
+      '{"path":"/v1/accounts/credits/add","body":{"accountId":"cust","amount":1,"amount":2}}';
+    expect(invalid(await post("/v1/batch", `{"operations":[${op}]}`))).toEqual({
+      message: 'Malformed JSON: duplicate key "amount" in body.operations.0.body',
+      details: [{ path: "body.operations.0.body.amount", message: 'duplicate key "amount"' }],
+    });
+    // Any other malformed text keeps the general message.
+    const broken = await post("/v1/accounts/credits/add", '{"accountId":"cust",}');
+    expect(invalid(broken)).toEqual({
+      message: "Malformed JSON in request body",
+      details: [{ path: "body", message: "malformed JSON" }],
+    });
+    expect(await state()).toEqual(before);
+  });
+
+  it("says a query parameter or body field must be a number or an integer", async () => {
+    const before = await state();
+    const list = (query: string) => t.api("GET", `/v1/transactions?accountId=cust&${query}`);
+    expect(invalid(await list("limit=abc"))).toEqual({
+      message: "Invalid query.limit: must be a number",
+      details: [{ path: "query.limit", message: "must be a number" }],
+    });
+    expect(invalid(await list("limit=1.5")).details).toEqual([
+      { path: "query.limit", message: "must be an integer" },
+    ]);
+    expect(invalid(await list("offset=1e400")).details).toEqual([
+      { path: "query.offset", message: "must be a finite number" },
+    ]);
+    const usage = { accountId: "cust", modelId: "gpt-4o", outputTokens: 10 };
+    const record = (inputTokens: unknown) =>
+      post("/v1/usage/record", { ...usage, inputTokens, cachedTokens: 0 });
+    expect(invalid(await record(1.5))).toEqual({
+      message: "Invalid body.inputTokens: must be an integer",
+      details: [{ path: "body.inputTokens", message: "must be an integer" }],
+    });
+    expect(invalid(await record("9")).details).toEqual([
+      { path: "body.inputTokens", message: "must be a number" },
+    ]);
+    // A literal no double holds exactly is a number, but not one this field can take.
+    const long = `{"accountId":"cust","modelId":"gpt-4o","inputTokens":1.00000000000000001,"outputTokens":1}`;
+    expect(invalid(await post("/v1/usage/record", long)).details).toEqual([
+      { path: "body.inputTokens", message: "has too many digits, or is too large, for this field" },
+    ]);
+    // A batch operation is answered as its route alone answers.
+    const batch = await post("/v1/batch", {
+      operations: [{ path: "/v1/usage/record", body: { ...usage, inputTokens: 1.5 } }],
+    });
+    expect(batch.status).toBe(200);
+    const [result] = z
+      .object({ results: z.array(z.object({ status: z.number(), body: z.unknown() })) })
+      .parse(batch.body).results;
+    expect(result?.status).toBe(400);
+    expect(result?.body).toEqual({
+      success: false,
+      error: {
+        code: "VALIDATION_ERROR",
+        message: "Invalid body.inputTokens: must be an integer",
+        details: [{ path: "body.inputTokens", message: "must be an integer" }],
+      },
+    });
+    expect(await state()).toEqual(before);
+  });
+
+  it("words the other wrong types, a missing field and an option outside its list", async () => {
+    const res = await post("/v1/accounts/credits/add", { amount: "x", description: 5 });
+    expect(invalid(res).details).toEqual([
+      { path: "body.accountId", message: "required field missing" },
+      { path: "body.amount", message: "must be a number" },
+      { path: "body.description", message: "must be a string" },
+    ]);
+    const type = await t.api("GET", "/v1/transactions?accountId=cust&type=both");
+    expect(invalid(type).details).toEqual([
+      { path: "query.type", message: 'must be one of "credit", "debit"' },
+    ]);
+    // The batch envelope, validated without the route's strict-input shapes.
+    expect(invalid(await post("/v1/batch", { atomic: "yes" })).details).toEqual([
+      { path: "body.atomic", message: "must be true or false" },
+      { path: "body.operations", message: "required field missing" },
+    ]);
+  });
+
   it("changes nothing on a failed request (402, 400, 404)", async () => {
     await t.call(reservationRoutes.create, { body: { accountId: acc, amount: 4 } });
     const before = await state();

@@ -14,7 +14,13 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { StatusCode } from "hono/utils/http-status";
 import { ApiError, type FieldIssue } from "../errors.ts";
-import { isLosslessNumber, parseJsonText, stringifyJson } from "../json.ts";
+import {
+  DuplicateKeyError,
+  isLosslessNumber,
+  objectPath,
+  parseJsonText,
+  stringifyJson,
+} from "../json.ts";
 
 /** Deepest nesting of arrays and objects anywhere in a request body. */
 export const MAX_BODY_DEPTH = 32;
@@ -83,12 +89,26 @@ function checkStrings(value: unknown, path: string, issues: FieldIssue[]): void 
 }
 
 /**
+ * The 400 of a body whose object holds a key twice: the message names the key, and the object
+ * it is in unless that is the body itself (`Malformed JSON: duplicate key "amount"`,
+ * `Malformed JSON: duplicate key "a" in body.metadata`); `details` names the key's path.
+ */
+function duplicateKey(text: string, err: DuplicateKeyError): ApiError {
+  const object = ["body", ...objectPath(text, err.position)];
+  const where = object.length > 1 ? ` in ${object.join(".")}` : "";
+  const message = `duplicate key ${JSON.stringify(err.key)}`;
+  return new ApiError("VALIDATION_ERROR", `Malformed JSON: ${message}${where}`, [
+    { path: [...object, err.key].join("."), message },
+  ]);
+}
+
+/**
  * Parses a request body.
  * @param bytes the raw body
  * @returns the JSON value: objects, arrays, strings, booleans, null, and `JsonNumber`s
- * @throws ApiError VALIDATION_ERROR for bytes that are not UTF-8, text that is not JSON
- *   (duplicate keys included), nesting past `MAX_BODY_DEPTH`, or a string that cannot be
- *   stored as given; `details` names the path
+ * @throws ApiError VALIDATION_ERROR for bytes that are not UTF-8, text that is not JSON (a
+ *   duplicate key included, named with its path), nesting past `MAX_BODY_DEPTH`, or a string
+ *   that cannot be stored as given; `details` names the path
  */
 export function parseRequestJson(bytes: Uint8Array): unknown {
   let text: string;
@@ -103,7 +123,8 @@ export function parseRequestJson(bytes: Uint8Array): unknown {
   let value: unknown;
   try {
     value = parseJsonText(text);
-  } catch {
+  } catch (err) {
+    if (err instanceof DuplicateKeyError) throw duplicateKey(text, err);
     throw new ApiError("VALIDATION_ERROR", "Malformed JSON in request body", [
       { path: "body", message: "malformed JSON" },
     ]);
