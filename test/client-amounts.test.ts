@@ -75,6 +75,13 @@ describe("the client's amount helpers", () => {
     expect(addAmounts(0.6, 0.59999875, 0.81)).toBe(2.00999875);
     expect(String(addAmounts("1e-12", 1))).toBe("1.000000000001");
     expect(subtractAmounts(0.3, 0.1)).toBe(0.2);
+    // A result of zero at any scale is 0 (it once came out as an empty literal and threw).
+    expect(subtractAmounts(0.3, 0.3)).toBe(0);
+    expect(subtractAmounts("1.50", 1.5)).toBe(0);
+    expect(addAmounts(-0.000001, 0.000001)).toBe(0);
+    expect(
+      String(subtractAmounts(new LosslessNumber("8600000000.000001"), "8600000000.000001")),
+    ).toBe("0");
   });
 });
 

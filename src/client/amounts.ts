@@ -62,6 +62,7 @@ function rescale(d: Decimal, scale: number): bigint {
 
 /** The decimal as a JSON number literal without trailing zeros (`-0.5`, `12`, `0.000001`). */
 function toLiteral(d: Decimal): string {
+  if (d.units === 0n) return "0";
   const negative = d.units < 0n;
   let digits = (negative ? -d.units : d.units).toString();
   let scale = d.scale;
