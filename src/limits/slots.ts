@@ -12,7 +12,7 @@
 import { type Expression, type ExpressionBuilder, type Kysely, sql } from "kysely";
 import type { DB, SpendSlot, SpendSlotColumns } from "../db/schema.ts";
 import { fromMicros } from "../money.ts";
-import { parseLimits, type SpendLimit } from "./limits.ts";
+import { MAX_LIMITS, parseLimits, type SpendLimit } from "./limits.ts";
 import { computeWindow, type Period } from "./windows.ts";
 
 /** One counted window of an account: a (period, zone) and its window at an instant. */
@@ -30,6 +30,13 @@ export function windowKey(w: Pick<CountedWindow, "period" | "timeZone" | "startM
 
 /** Every slot, in order: one per limit at most (limits.ts MAX_LIMITS). */
 export const SLOTS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] as const satisfies readonly SpendSlot[];
+
+/**
+ * An account may have MAX_LIMITS limits, each of a (period, zone) of its own: as many slots as
+ * that. This compiles only while the two counts are the same number.
+ */
+const SLOTS_PER_ACCOUNT: typeof MAX_LIMITS = SLOTS.length;
+if (SLOTS_PER_ACCOUNT !== MAX_LIMITS) throw new Error("spend limits: a slot per limit");
 
 /**
  * The slot `i`.
