@@ -3,8 +3,8 @@
  * docs/api.md#getting-the-client; contract section 15): the tarball `credit-ledger-client-<version>.tgz`
  * holds the compiled client and its declarations only; `npm install` of it into an empty
  * project (from the npm registry, or the npm cache when it already holds the packages) brings
- * the client's own dependencies and nothing of the server; the README's client tour, taken from
- * the README as it stands, compiles there under `strict` (browser `lib`, no Node types, the
+ * the client's own dependencies and nothing of the server; the client tour of docs/client.md,
+ * taken from the page as it stands, compiles there under `strict` (browser `lib`, no Node types, the
  * package's declarations checked too) while a misspelt path and a misread response field do
  * not; and the compiled tour runs against a live service on loopback and prints the right,
  * exact figures.
@@ -41,12 +41,12 @@ const CLIENT_TREE = [
 const SERVER_PACKAGE =
   /^(pg|pg-.*|libsql|@libsql\/.*|@neon-rs\/.*|@scalar\/.*|hono|@hono\/.*|kysely|zod|croner|pino|prom-client|commander|ulid|uplot|credit-ledger)$/;
 
-/** The README's client tour: the `ts` block that imports `credit-ledger-client`. */
-function readmeTour(): string {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-  const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
+/** The client's tour of docs/client.md: the `ts` block that imports `credit-ledger-client`. */
+function pageTour(): string {
+  const page = readFileSync(join(ROOT, "docs/client.md"), "utf8");
+  const blocks = [...page.matchAll(/```ts[^\n]*\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
   const tour = blocks.find((b) => b.includes("createLedgerClient") && b.includes("/v1/usage"));
-  if (!tour) throw new Error("README.md has no client tour");
+  if (!tour) throw new Error("docs/client.md has no client tour");
   return tour;
 }
 
@@ -156,8 +156,8 @@ describe.skipIf(process.env.LEDGER_TEST_ENGINE === "postgres")("the client's own
     );
   }, 180_000);
 
-  it("compiles the README's tour under strict, refuses the mistakes, and runs the tour", async () => {
-    const tour = `declare const process: { env: Record<string, string | undefined> };\n${readmeTour()}`;
+  it("compiles the tour of docs/client.md under strict, refuses the mistakes, and runs it", async () => {
+    const tour = `declare const process: { env: Record<string, string | undefined> };\n${pageTour()}`;
     writeFileSync(join(project, "tour.ts"), tour);
     writeFileSync(join(project, "mistakes.ts"), MISTAKES);
     writeFileSync(

@@ -59,6 +59,8 @@ const { data: confirmed } = await ledger.POST("/v1/reservations/confirm", {
     usage: { modelId: "claude-sonnet-4-5", inputTokens: 9500, outputTokens: 3100, cachedTokens: 2000 },
   },
 });
+// A confirm with usage always answers creditsCharged: narrowed, its type says so.
+if (!confirmed || !("creditsCharged" in confirmed)) throw new Error("no creditsCharged");
 const { data: charged } = await ledger.POST("/v1/usage/record", {
   body: {
     accountId: "customer-42",
@@ -78,8 +80,8 @@ console.log(
   JSON.stringify({
     estimate: estimate?.estimatedCostUsd,
     estimateCredits: amount,
-    confirmed: confirmed?.balance,
-    creditsCharged: confirmed?.creditsCharged,
+    confirmed: confirmed.balance,
+    creditsCharged: confirmed.creditsCharged,
     charged: charged?.creditsCharged,
     entries: entries?.items.map((i) => [i.type, i.amount, i.balanceAfter, i.usage?.length]),
     balance,
@@ -143,11 +145,13 @@ describe.skipIf(process.env.LEDGER_TEST_ENGINE === "postgres")("the npm package"
     tarball = stdout.trim().split("\n").at(-1) ?? "";
   }, 60_000);
 
+  // An installed project's node_modules (up to hundreds of MB) can take over 30 s to remove on a
+  // busy disk.
   afterAll(async () => {
     server?.child.kill("SIGTERM");
     await server?.exited;
     rmSync(dir, { recursive: true, force: true });
-  });
+  }, 120_000);
 
   it("packs the built service and client, and nothing else", async () => {
     const { stdout } = await run("tar", ["-tzf", join(dir, tarball)]);

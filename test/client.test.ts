@@ -56,6 +56,8 @@ async function tour(client: LedgerClient, externalId: string) {
       },
     }),
   );
+  // A confirm with usage always answers its usage record and the credits charged.
+  if (!("creditsCharged" in confirmed)) throw new Error("a confirm with usage has creditsCharged");
   const usage = expectOk(
     await client.POST("/v1/usage/record", {
       body: {
@@ -108,7 +110,7 @@ function expectTour(result: Awaited<ReturnType<typeof tour>>, externalId: string
     ["credit", 25.5, 25.5],
   ]);
   expect(ledger.items[0]?.usage?.map((u) => u.id)).toEqual([usage.usageRecord.id]);
-  expect(ledger.items[1]?.usage?.map((u) => u.id)).toEqual([confirmed.usageRecord?.id]);
+  expect(ledger.items[1]?.usage?.map((u) => u.id)).toEqual([confirmed.usageRecord.id]);
   expect(balance).toEqual({
     accountId: created.account.id,
     externalId,

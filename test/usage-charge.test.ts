@@ -426,6 +426,8 @@ describe("charging usage in credits, over HTTP", () => {
       reservationRoutes.confirm,
       await confirm({ reservationId: hold.reservation.id, usage }),
     );
+    // A confirm with usage always answers its usage fields, and the types say so once narrowed.
+    if (!("creditsCharged" in done)) throw new Error("a confirm with usage has creditsCharged");
     expect(done.actualAmount).toBe(amount);
     expect(done.creditsCharged).toBe(amount);
     expect(done.amountReleased).toBe(0);

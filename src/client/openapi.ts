@@ -4736,12 +4736,21 @@ export interface operations {
                         actualAmount: Amount;
                         balance: Amount;
                         amountReleased: Amount;
-                        usageRecord?: components["schemas"]["UsageRecord"] & unknown;
+                        usageRecord: components["schemas"]["UsageRecord"] & unknown;
                         /**
-                         * @description With usage: the credits debited (the usage's credit cost)
+                         * @description The credits debited (the usage's credit cost); equal to actualAmount
                          * @example 6.96
                          */
-                        creditsCharged?: Amount;
+                        creditsCharged: Amount;
+                    } | {
+                        /** @enum {boolean} */
+                        success: true;
+                        reservationId: string;
+                        transactionId: string;
+                        reservedAmount: Amount;
+                        actualAmount: Amount;
+                        balance: Amount;
+                        amountReleased: Amount;
                     };
                 };
             };
@@ -6105,12 +6114,21 @@ export interface operations {
                                 actualAmount: Amount;
                                 balance: Amount;
                                 amountReleased: Amount;
-                                usageRecord?: components["schemas"]["UsageRecord"] & unknown;
+                                usageRecord: components["schemas"]["UsageRecord"] & unknown;
                                 /**
-                                 * @description With usage: the credits debited (the usage's credit cost)
+                                 * @description The credits debited (the usage's credit cost); equal to actualAmount
                                  * @example 6.96
                                  */
-                                creditsCharged?: Amount;
+                                creditsCharged: Amount;
+                            } | {
+                                /** @enum {boolean} */
+                                success: true;
+                                reservationId: string;
+                                transactionId: string;
+                                reservedAmount: Amount;
+                                actualAmount: Amount;
+                                balance: Amount;
+                                amountReleased: Amount;
                             } | {
                                 /** @enum {boolean} */
                                 success: true;

@@ -168,23 +168,65 @@ export const confirmReservationBody = z
     },
   });
 
-export const confirmReservationResponse = z
+/** The fields of every confirm's answer: the hold settled, and the balance after it. */
+const confirmedShape = {
+  success: z.literal(true),
+  reservationId: z.string(),
+  transactionId: z.string(),
+  reservedAmount: z.number(),
+  actualAmount: z.number(),
+  balance: z.number(),
+  amountReleased: z.number(),
+};
+
+/** The answer to a confirm of an `actualAmount`. */
+const confirmedAmountResponse = z.object(confirmedShape).openapi({
+  description: "A confirm of an actualAmount",
+  example: {
+    success: true,
+    reservationId: ex.reservationId,
+    transactionId: ex.confirmTxnId,
+    reservedAmount: 9.6,
+    actualAmount: 6.96,
+    balance: 18.54,
+    amountReleased: 2.64,
+  },
+});
+
+/** The answer to a confirm with `usage`: it always adds the usage record and the credits charged. */
+const confirmedUsageResponse = z
   .object({
-    success: z.literal(true),
-    reservationId: z.string(),
-    transactionId: z.string(),
-    reservedAmount: z.number(),
-    actualAmount: z.number(),
-    balance: z.number(),
-    amountReleased: z.number(),
-    usageRecord: usageRecordSchema.optional().openapi({
-      description: "With usage: the usage record written with the debit",
+    ...confirmedShape,
+    usageRecord: usageRecordSchema.openapi({
+      description: "The usage record written with the debit",
     }),
-    creditsCharged: z.number().optional().openapi({
-      description: "With usage: the credits debited (the usage's credit cost)",
+    creditsCharged: z.number().openapi({
+      description: "The credits debited (the usage's credit cost); equal to actualAmount",
       example: 6.96,
     }),
   })
+  .openapi({
+    description: "A confirm with usage",
+    example: {
+      success: true,
+      reservationId: ex.reservationId,
+      transactionId: ex.confirmTxnId,
+      reservedAmount: 9.6,
+      actualAmount: 6.96,
+      balance: 18.54,
+      amountReleased: 2.64,
+      usageRecord: exampleUsageRecord,
+      creditsCharged: 6.96,
+    },
+  });
+
+/**
+ * The answer to a confirm: with `usage`, always `usageRecord` and `creditsCharged` as well; a
+ * typed client tells the two apart with `"creditsCharged" in data`. The answer with usage comes
+ * first so that parsing an answer with this schema keeps its usage fields.
+ */
+export const confirmReservationResponse = z
+  .union([confirmedUsageResponse, confirmedAmountResponse])
   .openapi({
     example: {
       success: true,
