@@ -2,8 +2,10 @@
  * Opens the whole ledger over a database: migrations applied, write queue, app dependencies.
  * Used by the server, every CLI command that touches the database, the scripts and the tests.
  */
+import { resolve } from "node:path";
 import type { Config } from "./config.ts";
-import { type Database, openDatabase } from "./db/client.ts";
+import { checkpointWal, type WalCheckpoint } from "./db/checkpoint.ts";
+import { type Database, filePathOf, openDatabase } from "./db/client.ts";
 import { migrateToLatest } from "./db/migrator.ts";
 import { isUnreachableAtStart, unreachableAtStart } from "./db/remote-libsql.ts";
 import type { BatchStats, Clock, WriteQueue } from "./db/write-path.ts";
@@ -24,6 +26,13 @@ export interface Ledger {
   deps: AppDeps;
   /** Waits for queued writes, then closes the database. */
   close(): Promise<void>;
+  /**
+   * `close()` for the server's clean stop: on an embedded file it first folds the WAL into the
+   * database file (src/db/checkpoint.ts), so that the file alone holds the whole ledger.
+   * @returns the checkpoint's outcome; null when the database is not an embedded file
+   *   (PostgreSQL, remote libSQL, in-memory)
+   */
+  closeCheckpointed(): Promise<WalCheckpoint | null>;
 }
 
 export interface LedgerOptions {
@@ -96,14 +105,29 @@ export async function openLedger(
     metrics,
     ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
   };
+  const closeLedger = async (checkpoint: boolean) => {
+    queue.health.stop();
+    await queue.idle();
+    const file = checkpoint ? embeddedFile(config.DATABASE_URL) : null;
+    try {
+      return file === null ? null : await checkpointWal(db.write, file);
+    } finally {
+      await db.close();
+    }
+  };
   return {
     db,
     queue,
     deps,
     close: async () => {
-      queue.health.stop();
-      await queue.idle();
-      await db.close();
+      await closeLedger(false);
     },
+    closeCheckpointed: () => closeLedger(true),
   };
+}
+
+/** The absolute path of the embedded SQLite file `url` names; null for any other database. */
+function embeddedFile(url: string): string | null {
+  const path = filePathOf(url);
+  return path === null || path === ":memory:" ? null : resolve(path);
 }

@@ -2,12 +2,15 @@
  * `ledger serve`: config → database (migrated) → bootstrap → app → HTTP server; the scheduler;
  * scheduled backups when BACKUP_DIR is set; the webhook delivery worker; SIGTERM/SIGINT: stop
  * accepting, finish requests in flight and a backup in progress, stop the scheduler and the
- * webhook worker, close the database, all within SHUTDOWN_TIMEOUT_SECONDS.
+ * webhook worker, fold an embedded file's WAL into it and close the database, all within
+ * SHUTDOWN_TIMEOUT_SECONDS; the last log line says it stopped.
  */
+import { basename } from "node:path";
 import { createApp } from "./app.ts";
 import { type BackupSchedule, startConfiguredBackups } from "./backup/scheduled.ts";
 import { bootstrapProject } from "./bootstrap.ts";
 import type { Config } from "./config.ts";
+import type { WalCheckpoint } from "./db/checkpoint.ts";
 import { type HttpServer, runtimeDescription, serveHttp } from "./http/serve.ts";
 import { type JobLogger, type Scheduler, startScheduler } from "./jobs/scheduler.ts";
 import { createLogger, type Logger } from "./logger.ts";
@@ -141,7 +144,7 @@ function startBackground(ledger: Ledger, config: Config, logger: JobLogger): Bac
 /**
  * The graceful stop (SIGTERM, SIGINT): the scheduler first; then the HTTP server (requests in
  * flight answer) and a backup in progress, for at most SHUTDOWN_TIMEOUT_SECONDS; then the
- * webhook worker and the database.
+ * webhook worker; then the WAL checkpoint and the database; then the last log line, "stopped".
  */
 async function stopGracefully(running: {
   server: HttpServer;
@@ -162,7 +165,28 @@ async function stopGracefully(running: {
   // Attempts on the wire are aborted and their deliveries handed back before the database
   // closes; a delivery whose hand-back is lost is attempted again once its lease runs out.
   await background.webhooks.stop();
-  await ledger.close();
+  // Every writer has stopped: the WAL is folded into the database file before it closes, so
+  // that a copy of the file alone after the stop holds every write.
+  const checkpoint = await ledger.closeCheckpointed();
+  logStopped(logger, checkpoint);
+}
+
+/**
+ * The last line of a clean stop: that the service stopped and, on an embedded file, whether the
+ * database file alone is complete (docs/operations.md, "Stopping").
+ */
+function logStopped(logger: Logger, checkpoint: WalCheckpoint | null): void {
+  if (checkpoint === null) {
+    logger.info({}, "stopped");
+  } else if (checkpoint.complete) {
+    logger.info({ database: checkpoint.file }, `stopped; ${basename(checkpoint.file)} is complete`);
+  } else {
+    const name = basename(checkpoint.file);
+    logger.warn(
+      { database: checkpoint.file, ...(checkpoint.error ? { err: checkpoint.error } : {}) },
+      `stopped; ${name}-wal still holds writes that ${name} lacks: copy the two together`,
+    );
+  }
 }
 
 function redactUrl(url: string): string {

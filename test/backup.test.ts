@@ -128,7 +128,7 @@ describe("ledger backup while the service takes writes", () => {
 
   it("refuses an existing file and a database that is not a local file", () => {
     const env = { ...process.env, DATABASE_URL: `file:${join(dir, "l.db")}`, LOG_LEVEL: "silent" };
-    // The database exists: only serve, migrate and keys create make one (docs/operations.md).
+    // The database exists: only serve, migrate, keys create and restore make one (operations.md).
     expect(runCli(["migrate"], env).status).toBe(0);
     writeFileSync(join(dir, "taken.db"), "keep me");
     const taken = runCli(["backup", join(dir, "taken.db")], env);
@@ -325,6 +325,41 @@ describe("ledger restore", () => {
     server.child.kill("SIGTERM");
     expect((await server.exited).code).toBe(0);
   }, 30_000);
+
+  it("creates a missing database file and its folders, says where, and verify passes", async () => {
+    expect(runCli(["keys", "create", "--project", "p"], env).status).toBe(0);
+    await writeAndCrash("moved-1", "moved-2");
+    expect(runCli(["backup", join(dir, "b.db")], env).status).toBe(0);
+    // A new machine: neither the database file nor its folder exists.
+    const target = join(dir, "new", "data", "ledger.db");
+    const newEnv = { ...env, DATABASE_URL: `file:${target}` };
+
+    const r = runCli(["restore", join(dir, "b.db")], newEnv);
+    expect(r.stderr).toBe(databaseLine(newEnv));
+    expect(r.status).toBe(0);
+    expect(r.stdout).toBe(
+      `restored ${join(dir, "b.db")} into ${target}, a new database file (checked: 2 accounts, 0 transactions)\n`,
+    );
+    // No `.before-restore-` copy of a database that did not exist, and no temporary left.
+    expect(readdirSync(join(dir, "new", "data"))).toEqual(["ledger.db"]);
+    expect(await externalIds(target)).toEqual(["moved-1", "moved-2"]);
+    const verified = runCli(["verify"], newEnv);
+    expect(verified.stdout).toBe("verified 2 accounts, 0 transactions: OK\n");
+    expect(verified.status).toBe(0);
+  }, 30_000);
+
+  it("creates nothing for a missing database when the backup is bad or missing", () => {
+    writeFileSync(join(dir, "garbage.db"), "not a database at all, just text ".repeat(200));
+    const newEnv = { ...env, DATABASE_URL: `file:${join(dir, "new", "data", "ledger.db")}` };
+    const bad = runCli(["restore", join(dir, "garbage.db")], newEnv);
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toContain("failed its checks, nothing was changed");
+    const missing = runCli(["restore", join(dir, "missing.db")], newEnv);
+    expect(missing.status).toBe(1);
+    expect(missing.stderr).toContain(`no backup at ${join(dir, "missing.db")}`);
+    // Not the file, nor the folders made for its checks.
+    expect(readdirSync(dir)).toEqual(["garbage.db"]);
+  });
 
   it("refuses a corrupt backup and one that fails verify, changing nothing", async () => {
     expect(runCli(["keys", "create", "--project", "p"], env).status).toBe(0);

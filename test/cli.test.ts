@@ -58,7 +58,8 @@ describe("ledger CLI", () => {
   });
 
   it("seeds the shipped catalog", () => {
-    // Only serve, migrate and keys create create the database (docs/operations.md#command-line).
+    // Only serve, migrate, keys create and restore create the database
+    // (docs/operations.md#command-line).
     expect(run("migrate").status).toBe(0);
     expect(run("models", "seed").stdout).toMatch(/^\d+ models loaded/);
   });

@@ -1,14 +1,16 @@
 /**
  * `ledger restore FILE`, with the service stopped: checks the backup, then puts a checked copy of
  * it in place of the database file, keeping the previous database beside it, complete, as
- * `<name>.before-restore-<UTC timestamp>`. It refuses, changing nothing, while any process has
- * the database open or when the backup fails its checks. It never changes FILE or the files
+ * `<name>.before-restore-<UTC timestamp>`. When there is no database file yet (a new machine),
+ * it creates the file, and the folders leading to it, only when the restore succeeds, and keeps
+ * no `.before-restore-` copy (contract section 22). It refuses, changing nothing, while any
+ * process has the database open or when the backup fails its checks. It never changes FILE or the files
  * beside it: SQLite never opens FILE; it opens a private copy of FILE and of the rollback
  * journal or WAL beside it, and applies them to the copy only (see docs/operations.md, "Backups
  * and restore").
  */
 import { constants, existsSync } from "node:fs";
-import { copyFile, link, mkdir, rename, rm, stat, unlink } from "node:fs/promises";
+import { copyFile, link, mkdir, rename, rm, rmdir, stat, unlink } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import {
   BackupError,
@@ -26,15 +28,19 @@ export interface RestoreResult {
   database: string;
   /** Where the previous database was kept; null when there was none. */
   previous: string | null;
+  /** Whether the database file did not exist before (it was created by this restore). */
+  created: boolean;
   accounts: number;
   transactions: number;
 }
 
 /**
  * Restores `backupFile` into the database file `databasePath`.
+ * @param databasePath the database file; it and its folders are created when missing
  * @param nowMs the time of the checks and of the `.before-restore-` name
  * @throws BackupError when the database is in use, the backup is missing or fails its checks,
- *   or the previous database cannot be set aside; nothing was changed then
+ *   or the previous database cannot be set aside; nothing was changed then (no folder made
+ *   for a missing database is left behind either)
  */
 export async function restoreBackup(
   databasePath: string,
@@ -49,7 +55,19 @@ export async function restoreBackup(
     // A WAL without its database would be replayed into the restored file.
     throw new BackupError(`${target}-wal exists without ${target}: move it away first`);
   }
-  await mkdir(dirname(target), { recursive: true });
+  // The checks run on temporary files beside the target, so that the final rename stays in one
+  // folder; folders made for them are removed again when the restore fails.
+  const madeFolder = await mkdir(dirname(target), { recursive: true });
+  try {
+    return await restoreInto(target, source, nowMs);
+  } catch (err) {
+    if (madeFolder !== undefined) await removeEmptyFolders(dirname(target), madeFolder);
+    throw err;
+  }
+}
+
+/** `restoreBackup` once the target's folder exists: the checks, then the swap. */
+async function restoreInto(target: string, source: string, nowMs: number): Promise<RestoreResult> {
   // Held from before the checks until the new file is in place, so no service can start on the
   // old database meanwhile.
   const lock = existsSync(target) ? lockExclusively(target) : null;
@@ -73,6 +91,10 @@ export async function restoreBackup(
     if (lock) {
       previous = `${target}.before-restore-${utcStamp(nowMs)}`;
       await setAside(lock, target, previous);
+    } else if (existsSync(target)) {
+      // Something (a service starting, `ledger migrate`) created the database meanwhile: it is
+      // not ours to replace unchecked.
+      throw new BackupError(`${target} was created while restoring; nothing was changed`);
     }
     try {
       await rename(temporary, target);
@@ -84,6 +106,7 @@ export async function restoreBackup(
     return {
       database: target,
       previous,
+      created: lock === null,
       accounts: report.accounts,
       transactions: report.transactions,
     };
@@ -92,6 +115,21 @@ export async function restoreBackup(
     await removeDatabaseFiles(copy);
     await removeDatabaseFiles(temporary);
     for (const claim of claims) claim.release();
+  }
+}
+
+/**
+ * Removes `folder` and its parents up to and including `top` (the first folder `mkdir` made),
+ * each only when empty: what a failed restore made for a missing database, and nothing more.
+ */
+async function removeEmptyFolders(folder: string, top: string): Promise<void> {
+  for (let at = folder; ; at = dirname(at)) {
+    try {
+      await rmdir(at);
+    } catch {
+      return;
+    }
+    if (at === resolve(top) || dirname(at) === at) return;
   }
 }
 

@@ -2,7 +2,8 @@
  * Which database a command uses (docs/operations.md#command-line): named on standard error by
  * every command that reads or writes it (a file's absolute path, PostgreSQL's host, port and
  * database, a remote libSQL server's host; never a password or token), and the rule that only
- * `serve`, `migrate` and `keys create` create a missing embedded database file.
+ * `serve`, `migrate`, `keys create` and `restore` create a missing embedded database file
+ * (contract section 22; `restore` only when it succeeds, src/backup/restore.ts).
  */
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
