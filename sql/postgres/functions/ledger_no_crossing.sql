@@ -9,5 +9,5 @@
 
 CREATE OR REPLACE FUNCTION ledger_no_crossing(p_threshold BIGINT, p_before BIGINT, p_lowered BIGINT)
 RETURNS BOOLEAN LANGUAGE sql IMMUTABLE AS $$
-  SELECT p_threshold IS NULL OR p_before < p_threshold OR p_before - p_lowered > p_threshold;
+  SELECT p_threshold IS NULL OR p_before < p_threshold OR p_before - p_lowered >= p_threshold;
 $$;
