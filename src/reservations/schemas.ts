@@ -193,6 +193,19 @@ const confirmedAmountResponse = z.object(confirmedShape).openapi({
   },
 });
 
+/** A confirm with `usage` answered: 9.6 held, 6.96 charged for the usage. */
+const confirmedUsageExample = {
+  success: true as const,
+  reservationId: ex.reservationId,
+  transactionId: ex.confirmTxnId,
+  reservedAmount: 9.6,
+  actualAmount: 6.96,
+  balance: 18.54,
+  amountReleased: 2.64,
+  usageRecord: exampleUsageRecord,
+  creditsCharged: 6.96,
+};
+
 /** The answer to a confirm with `usage`: it always adds the usage record and the credits charged. */
 const confirmedUsageResponse = z
   .object({
@@ -205,20 +218,7 @@ const confirmedUsageResponse = z
       example: 6.96,
     }),
   })
-  .openapi({
-    description: "A confirm with usage",
-    example: {
-      success: true,
-      reservationId: ex.reservationId,
-      transactionId: ex.confirmTxnId,
-      reservedAmount: 9.6,
-      actualAmount: 6.96,
-      balance: 18.54,
-      amountReleased: 2.64,
-      usageRecord: exampleUsageRecord,
-      creditsCharged: 6.96,
-    },
-  });
+  .openapi({ description: "A confirm with usage", example: confirmedUsageExample });
 
 /**
  * The answer to a confirm: with `usage`, always `usageRecord` and `creditsCharged` as well; a
@@ -227,19 +227,7 @@ const confirmedUsageResponse = z
  */
 export const confirmReservationResponse = z
   .union([confirmedUsageResponse, confirmedAmountResponse])
-  .openapi({
-    example: {
-      success: true,
-      reservationId: ex.reservationId,
-      transactionId: ex.confirmTxnId,
-      reservedAmount: 9.6,
-      actualAmount: 6.96,
-      balance: 18.54,
-      amountReleased: 2.64,
-      usageRecord: exampleUsageRecord,
-      creditsCharged: 6.96,
-    },
-  });
+  .openapi({ example: confirmedUsageExample });
 
 export const cancelReservationBody = z
   .object({ reservationId: idString.openapi({ example: ex.pendingReservationId }) })
