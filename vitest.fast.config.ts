@@ -52,6 +52,8 @@ export default mergeConfig(
     // (test/embedded-assets.test.ts).
     test: {
       isolate: false,
+      // test/ledger-model.test.ts runs its small size here (a few seeds of 100 steps).
+      env: { LEDGER_MODEL_SIZE: "fast" },
       exclude: [
         ...configDefaults.exclude,
         ...[...spawning, ...slowByNature].map((name) => `test/${name}`),

@@ -451,8 +451,9 @@ describe("expiry", () => {
     await l.expireJob();
     l.t.advance(3_000);
     expect(await l.balance("held-1")).toMatchObject({ balance: 10, reserved: 10, available: 0 });
-    expect(await l.ok("POST", "/v1/accounts/credits/add", { accountId: "held-1", amount: 100 }))
-      .toMatchObject({ balance: 110 });
+    expect(
+      await l.ok("POST", "/v1/accounts/credits/add", { accountId: "held-1", amount: 100 }),
+    ).toMatchObject({ balance: 110 });
     expect(await l.balance("held-1")).toMatchObject({ balance: 110, reserved: 10, available: 100 });
     const refused = await l.fail(
       "POST",
@@ -484,6 +485,60 @@ describe("expiry", () => {
     );
     expect(await deduct(l, "held-1", 90)).toMatchObject({ balance: 10 });
     expect(await l.balance("held-1")).toMatchObject({ balance: 10, reserved: 10, available: 0 });
+  });
+});
+
+describe("the low-balance alert of a credit that books an expiry", () => {
+  /** The `balance.low` events stored for webhooks, oldest first, as their `data`. */
+  async function lowEvents(l: HttpLedger) {
+    const rows = await l.t.ledger.db.read
+      .selectFrom("webhook_events")
+      .select("payload")
+      .where("type", "=", "balance.low")
+      .orderBy("id")
+      .execute();
+    return rows.map((r) => (JSON.parse(r.payload) as { data: Record<string, unknown> }).data);
+  }
+
+  /** A ledger with an endpoint subscribed to `balance.low` (events nobody takes are not stored). */
+  async function watched() {
+    const l = await ledger();
+    const hook = await l.t.client.POST("/v1/webhooks/create", {
+      body: { url: "http://127.0.0.1:9/low", events: ["balance.low"] },
+    });
+    expect(hook.response.status).toBe(200);
+    return l;
+  }
+
+  it("fires when the expiry it books takes available below the threshold and the credit does not bring it back", async () => {
+    const l = await watched();
+    await l.ok("POST", "/v1/accounts/create", { externalId: "low-1", lowBalanceThreshold: 5 });
+    await add(l, "low-1", 10, { expiresAt: l.isoIn(1_000) });
+    l.t.advance(2_000);
+    // available 10 → 0 (the expiry) → 1 (the credit): below 5 at the end of the unit.
+    expect(await add(l, "low-1", 1)).toMatch(/^grt_/);
+    const [expiry] = (await l.txns("low-1")).filter((x) => x.metadata.reason === "credits_expired");
+    expect(await lowEvents(l)).toEqual([
+      {
+        accountId: expect.stringMatching(/^acc_/),
+        externalId: "low-1",
+        balance: 1,
+        reserved: 0,
+        available: 1,
+        threshold: 5,
+        transactionId: expiry?.id,
+      },
+    ]);
+  });
+
+  it("does not fire when the credit brings available back to the threshold or above", async () => {
+    const l = await watched();
+    await l.ok("POST", "/v1/accounts/create", { externalId: "low-2", lowBalanceThreshold: 5 });
+    await add(l, "low-2", 10, { expiresAt: l.isoIn(1_000) });
+    l.t.advance(2_000);
+    await add(l, "low-2", 5); // 10 → 0 → 5: at the threshold, not below it
+    expect(await lowEvents(l)).toEqual([]);
+    expect(await l.balance("low-2")).toMatchObject({ balance: 5, available: 5 });
   });
 });
 

@@ -9,28 +9,12 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { DAY, HOUR, type HttpLedger, httpLedger, okBody } from "./grants-http.ts";
+import { prng } from "./ledger-model/gen.ts";
 
 const open: HttpLedger[] = [];
 afterEach(async () => {
   for (const l of open.splice(0)) await l.close();
 });
-
-/** A small seeded PRNG (mulberry32), so a failing run can be repeated. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return {
-    int: (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1)),
-    pick: <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)] as T,
-    chance: (p: number) => next() < p,
-  };
-}
 
 interface ModelGrant {
   id: string;

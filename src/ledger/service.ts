@@ -28,7 +28,9 @@ export interface MoveInput {
 /**
  * Credits or debits an account (add, deduct, manual transaction) on the general path, after
  * booking the account's due grant expiries (docs/api.md#expiry-of-grants). A credit makes a
- * grant; a debit (`generalDebit`) needs `amount ≤ available`
+ * grant (and raises the low-balance event when the expiries it booked first took `available`
+ * below the threshold and the credit did not bring it back: docs/api.md#low-balance-threshold);
+ * a debit (`generalDebit`) needs `amount ≤ available`
  * (docs/api.md#balance-adjustments-and-transactions), spends grants in the spending order
  * (docs/api.md#spending-order) and may raise the low-balance event. A debit's plain path
  * (plain-debit.ts) is the route's, tried by the write path before this runs.
@@ -56,7 +58,7 @@ export async function moveCredits(
   }
   const account = await findAccount(trx, projectId, input.accountRef);
   const accountRef = { projectId, accountId: account.id, balanceMicros: account.balance_micros };
-  await bookDueExpiries(trx, accountRef, nowMs);
+  const due = await bookDueExpiries(trx, accountRef, nowMs);
   const row = await postEntry(trx, {
     projectId,
     accountId: account.id,
@@ -68,6 +70,16 @@ export async function moveCredits(
     nowMs,
     grant: input.grant,
   });
+  // The expiries booked first may take `available` below the threshold, and the credit may not
+  // bring it back: the unit as a whole lowered it by what expired less what was credited.
+  const expiry = due.expiries.at(-1);
+  if (expiry !== undefined) {
+    await checkLowBalance(trx, account, {
+      nowMs,
+      loweredByMicros: due.expiredMicros - input.amountMicros,
+      transactionId: expiry.id,
+    });
+  }
   return { account, row };
 }
 
