@@ -19,7 +19,7 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cliPath, type RunningProcess, spawnListening } from "./processes.ts";
+import { type RunningProcess, spawnServer } from "./processes.ts";
 
 const run = promisify(execFile);
 const ROOT = new URL("..", import.meta.url).pathname;
@@ -194,14 +194,10 @@ describe.skipIf(process.env.LEDGER_TEST_ENGINE === "postgres")("the client's own
     expect(compiled.stdout).toMatch(/'availableCredits' does not exist/);
     expect(compiled.stdout).toMatch(/Operator '<' cannot be applied/);
 
-    server = await spawnListening(process.execPath, [cliPath, "serve"], {
-      env: {
-        PATH: process.env.PATH,
-        PORT: "0",
-        HOST: "127.0.0.1",
-        DATABASE_URL: `file:${join(dir, "ledger.db")}`,
-        LEDGER_BOOTSTRAP_API_KEY: API_KEY,
-      },
+    server = await spawnServer({
+      PATH: process.env.PATH,
+      DATABASE_URL: `file:${join(dir, "ledger.db")}`,
+      LEDGER_BOOTSTRAP_API_KEY: API_KEY,
     });
     const ran = await run(process.execPath, ["out/tour.js"], {
       cwd: project,

@@ -20,7 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cliPath, type RunningProcess, spawnListening } from "./processes.ts";
+import { type RunningProcess, spawnServer } from "./processes.ts";
 
 const run = promisify(execFile);
 const ROOT = new URL("..", import.meta.url).pathname;
@@ -98,14 +98,10 @@ describe.runIf(process.env.LEDGER_TEST_ENGINE === "sqlite")("docs/client.md, as 
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "ledger-client-tour-"));
-    server = await spawnListening(process.execPath, [cliPath, "serve"], {
-      env: {
-        PATH: process.env.PATH,
-        PORT: "0",
-        HOST: "127.0.0.1",
-        DATABASE_URL: `file:${join(dir, "ledger.db")}`,
-        LEDGER_BOOTSTRAP_API_KEY: API_KEY,
-      },
+    server = await spawnServer({
+      PATH: process.env.PATH,
+      DATABASE_URL: `file:${join(dir, "ledger.db")}`,
+      LEDGER_BOOTSTRAP_API_KEY: API_KEY,
     });
   });
 
