@@ -3,6 +3,7 @@
  * Used by the server, every CLI command that touches the database, the scripts and the tests.
  */
 import { resolve } from "node:path";
+import { admissionFunctions } from "./admission/postgres.ts";
 import type { Config } from "./config.ts";
 import { checkpointWal, type WalCheckpoint } from "./db/checkpoint.ts";
 import { type Database, filePathOf, openDatabase } from "./db/client.ts";
@@ -74,7 +75,7 @@ export async function openLedger(
       options.logger?.warn({ err: err.message }, "database connection lost while idle"),
   });
   try {
-    await migrateToLatest(db.write);
+    await migrateToLatest(db.write, undefined, admissionFunctions());
   } catch (err) {
     await db.close().catch(() => undefined);
     throw isUnreachableAtStart(err) ? unreachableAtStart(config.DATABASE_URL, err) : err;

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sql } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
+import { admissionFunctions } from "../src/admission/postgres.ts";
 import { type Database, openDatabase } from "../src/db/client.ts";
 import {
   functionsDirOf,
@@ -108,8 +109,11 @@ describe("migrations", () => {
     "the service's functions as applied are exactly their files, with nothing left over",
     async () => {
       const db = await open();
-      await migrateToLatest(db.write);
-      const files = await readFunctionFiles(migrationsDirOf("postgres"));
+      await migrateToLatest(db.write, undefined, admissionFunctions());
+      const files = {
+        ...(await readFunctionFiles(migrationsDirOf("postgres"))),
+        ...admissionFunctions(),
+      };
       const names = Object.keys(files).map((f) => f.slice("functions/".length, -".sql".length));
       const live = await sql<{ name: string; n: number }>`
         SELECT proname AS name, count(*)::int AS n FROM pg_proc p
@@ -147,6 +151,12 @@ describe("database functions: one file each", () => {
       note(created[0] ?? "", `functions/${file}`);
       // No hand-off through session settings between functions.
       expect(text, file).not.toMatch(/set_config|current_setting/);
+    }
+    // The admission rule's functions are generated from TypeScript, each once.
+    for (const [file, text] of Object.entries(admissionFunctions())) {
+      const created = [...text.matchAll(CREATES)].map(([, name]) => name);
+      expect(created, file).toEqual([file.slice("functions/".length, -".sql".length)]);
+      note(created[0] ?? "", file);
     }
     for (const [name, files] of createdBy) expect(files, name).toHaveLength(1);
     // The migrations create only the schema's trigger functions, never the service's ledger_*.

@@ -10,41 +10,13 @@ import {
   sql,
   type Transaction,
 } from "kysely";
+import { grantWork } from "../admission/grant-work.ts";
 import { locksRows } from "../db/engine.ts";
 import { heldExpression } from "../db/held.ts";
 import { type Arg, prepared } from "../db/prepared.ts";
 import type { AccountRow, DB } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { INTERNAL_ACCOUNT_ID } from "../ids.ts";
-
-/**
- * Whether the account has grant expiry work at `nowMs` (docs/api.md#expiry-of-grants): a grant
- * past its expiresAt whose expiry is not booked yet, or a booked one with something left (held).
- * An expression of a statement on `accounts`; its literals (0, 1) stay in the SQL text so that
- * the grants' partial indexes match.
- */
-export function grantWork(eb: ExpressionBuilder<DB, "accounts">, nowMs: number) {
-  return eb.or([
-    eb.exists(
-      eb
-        .selectFrom("credit_grants as d")
-        .select(sql.lit(1).as("one"))
-        .whereRef("d.account_id", "=", "accounts.id")
-        .where("d.exhausted", "=", sql.lit(0))
-        .where("d.expiry_booked", "=", sql.lit(0))
-        .where("d.expires_at_ms", "is not", null)
-        .where("d.expires_at_ms", "<=", nowMs),
-    ),
-    eb.exists(
-      eb
-        .selectFrom("credit_grants as h")
-        .select(sql.lit(1).as("one"))
-        .whereRef("h.account_id", "=", "accounts.id")
-        .where("h.exhausted", "=", sql.lit(0))
-        .where("h.expiry_booked", "=", sql.lit(1)),
-    ),
-  ]);
-}
 
 /** A connection, instance or transaction to read with. */
 export type Reader = Kysely<DB> | Transaction<DB>;

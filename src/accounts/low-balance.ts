@@ -3,7 +3,9 @@
  * `balance.low` event when a committed write takes an account's `available` from at least its
  * `lowBalanceThreshold` to below it.
  */
+
 import type { Transaction } from "kysely";
+import { crosses, numbers } from "../admission/rule.ts";
 import type { DB } from "../db/schema.ts";
 import { fromMicros } from "../money.ts";
 import { defineEvent } from "../webhooks/outbox.ts";
@@ -59,12 +61,13 @@ export async function checkLowBalance(
   }
   const now = await findAccountWithBalance(trx, account.project_id, account.id, check.nowMs);
   const thresholdMicros = now.account.low_balance_threshold_micros;
-  if (thresholdMicros === null || now.available >= thresholdMicros) return;
   const availableBeforeMicros =
     "availableBeforeMicros" in check
       ? check.availableBeforeMicros
       : now.available + check.loweredByMicros;
-  if (availableBeforeMicros < thresholdMicros) return;
+  // The admission rule's low-balance condition (src/admission/rule.ts `crosses`).
+  if (thresholdMicros === null) return;
+  if (!crosses(numbers, thresholdMicros, availableBeforeMicros, now.available)) return;
   await balanceLow.emit(trx, {
     projectId: account.project_id,
     nowMs: check.nowMs,

@@ -1,42 +1,49 @@
 /**
- * When a write is plain (docs/design.md#plain-writes): the conditions under which a debit or a
- * reservation may skip the general path, as the WHERE of a SQLite statement on `accounts`. The
- * write lowers `available` by `neededMicros` (a debit's amount beyond the hold it settles, or a
- * reservation's amount); it is plain when `available` covers that, it keeps the low-balance event
- * out of it (no threshold, already below, or still at or above it after), no grant expiry is
- * due or held, and the account has no spend limits (docs/design.md#spend-limits: those are
- * enforced on the general path, and recognised by the limited plain debit, src/limits/plain.ts).
- * PostgreSQL decides the same in `ledger_plain_account` and `ledger_no_crossing`
- * (sql/postgres/functions/).
+ * The account's terms of the admission rule (src/admission/rule.ts,
+ * docs/design.md#the-admission-rule) in a SQLite statement on `accounts`: the region (its spend
+ * limits are none, or the text the statement checks with its own limit conditions; no grant
+ * expiry due or held), `available` and the low-balance threshold. The plain statements built
+ * from them are the debit's move (src/ledger/plain-move.ts) and the reservation's insert
+ * (src/reservations/plain-reserve.ts). PostgreSQL reads the same terms in
+ * `ledger_plain_account` (sql/postgres/functions/) and hands them to the rule's generated
+ * functions (src/admission/postgres.ts).
  */
-import type { ExpressionBuilder } from "kysely";
+import { type ExpressionBuilder, sql } from "kysely";
+import { grantWork } from "../admission/grant-work.ts";
+import type { SqlCondition, SqlNumber } from "../admission/rule.ts";
 import { heldExpression } from "../db/held.ts";
 import type { DB } from "../db/schema.ts";
-import { grantWork } from "./lookup.ts";
+
+/** The account's terms of the rule (micro-credits), as expressions of its row. */
+export interface AccountTerms {
+  region: SqlCondition;
+  /** The account's pending, unexpired holds. */
+  held: SqlNumber;
+  /** balance − held. */
+  available: SqlNumber;
+  threshold: SqlNumber;
+}
 
 /**
- * The plain conditions of a write on the account of a statement on `accounts`, at `nowMs`
- * (epoch ms), lowering `available` by `neededMicros`. With `limitsText`, an account whose
- * stored limits are that text also qualifies (SQLite's limited plain debit, src/limits/plain.ts,
- * which adds the limits' own conditions).
+ * The terms of the account of a statement on `accounts` at `nowMs` (epoch ms). `limitsText`
+ * (a parameter): the account's stored limits must be that text, whose limits the statement
+ * checks itself (src/limits/plain.ts); without it the account must have none.
  */
-export function plainAccount(
+export function accountTerms(
   eb: ExpressionBuilder<DB, "accounts">,
   nowMs: number,
-  neededMicros: number,
-  limitsText?: string,
-) {
+  limitsText?: string | null,
+): AccountTerms {
   const held = heldExpression(eb, nowMs);
-  const available = eb(eb.ref("balance_micros"), "-", held);
-  const threshold = eb.ref("low_balance_threshold_micros");
-  return eb.and([
-    limitsText === undefined ? eb("spend_limits", "is", null) : eb("spend_limits", "=", limitsText),
-    eb(available, ">=", neededMicros),
-    eb.or([
-      eb(threshold, "is", null),
-      eb(available, "<", threshold),
-      eb(eb(available, "-", neededMicros), ">=", threshold),
+  return {
+    region: eb.and([
+      limitsText === undefined
+        ? eb("spend_limits", "is", null)
+        : eb("spend_limits", "=", limitsText),
+      eb.not(grantWork(eb, nowMs)),
     ]),
-    eb.not(grantWork(eb, nowMs)),
-  ]);
+    held: sql<number>`(${held})`,
+    available: eb(eb.ref("balance_micros"), "-", held),
+    threshold: eb.ref("low_balance_threshold_micros"),
+  };
 }

@@ -4,13 +4,12 @@
  */
 import type { Kysely, Transaction } from "kysely";
 import type { AccountRow, DB } from "../db/schema.ts";
+import { EMPTY_SLOTS } from "../db/slot-columns.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { stringifyJson } from "../json.ts";
 import { rebuildCounters } from "../limits/counters.ts";
 import { limitsText, type SpendLimit } from "../limits/limits.ts";
-import { rememberLimits } from "../limits/plain.ts";
-import { EMPTY_SLOTS } from "../limits/slots.ts";
 import { fromMicros } from "../money.ts";
 import type { WireOf } from "../wire.ts";
 import { findAccount, findAccountByExternalId, readBalance } from "./lookup.ts";
@@ -76,7 +75,6 @@ export async function createAccount(
     ...EMPTY_SLOTS,
   };
   await trx.insertInto("accounts").values(row).execute();
-  rememberLimits(row);
   return row;
 }
 
@@ -114,8 +112,6 @@ export async function updateAccount(
     .where("id", "=", account.id)
     .execute();
   const updated = { ...account, ...changes, updated_at_ms: updatedAt };
-  // The deductions that follow may try the limited plain debit at once (src/limits/plain.ts).
-  if (changes.spend_limits !== undefined) rememberLimits(updated);
   return updated;
 }
 

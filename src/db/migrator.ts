@@ -200,13 +200,16 @@ const MIGRATION_LOCK_KEY = 7_244_311_001;
  * the embedded migrations when the program carries them, else the repository's `sql/`. On
  * PostgreSQL the database function files of the source (a folder's `functions/`, or the
  * `functions/<name>.sql` entries of the files) follow, each when its text changed
- * (`applyFunctions`).
+ * (`applyFunctions`), with the `generated` ones: database code built from TypeScript by a layer
+ * above (the admission rule's functions, src/admission/postgres.ts), keyed and applied the same
+ * way.
  * @returns the names of the migrations applied now (the function files not included).
  * @throws Error when a migration fails (the failed one is rolled back).
  */
 export async function migrateToLatest(
   db: Kysely<DB>,
   source?: string | MigrationFiles,
+  generated: MigrationFiles = {},
 ): Promise<string[]> {
   const engine = engineOf(db);
   const files = source ?? embeddedMigrations(engine) ?? migrationsDirOf(engine);
@@ -236,7 +239,7 @@ export async function migrateToLatest(
     await sql`SELECT pg_advisory_lock(${MIGRATION_LOCK_KEY})`.execute(conn);
     try {
       const applied = await migrate(conn);
-      await applyFunctions(conn, await loadFunctions());
+      await applyFunctions(conn, { ...(await loadFunctions()), ...generated });
       return applied;
     } finally {
       await sql`SELECT pg_advisory_unlock(${MIGRATION_LOCK_KEY})`.execute(conn);

@@ -22,6 +22,7 @@
 import { ApiError } from "../errors.ts";
 import type { Database } from "./client.ts";
 import { isRetryableConflict, isUnavailable, unavailableError } from "./postgres.ts";
+import { SeenLimits } from "./seen-limits.ts";
 import { asCannotWrite, isStorageFailure } from "./storage-errors.ts";
 import { WriteHealth } from "./write-health.ts";
 import type {
@@ -44,6 +45,8 @@ const MAX_PAUSE_MS = 200;
 export class PostgresWritePath implements WriteQueue {
   readonly #db: Database;
   readonly #clock: Clock;
+  /** This write path's guesses of accounts' limits, for the plain paths (seen-limits.ts). */
+  readonly #seen = new SeenLimits();
   readonly #onBatch: WriteQueueOptions["onBatch"];
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly health: WriteHealth;
@@ -81,7 +84,9 @@ export class PostgresWritePath implements WriteQueue {
   async runWrite<T>(write: TwoPathWrite<T>): Promise<T> {
     const { plain } = write;
     const done = plain
-      ? await this.#track(this.#withRetries(() => plain.postgres(this.#db.write, this.#clock())))
+      ? await this.#track(
+          this.#withRetries(() => plain.postgres(this.#db.write, this.#clock(), this.#seen)),
+        )
       : null;
     return done ?? this.run(write.general);
   }
@@ -89,7 +94,7 @@ export class PostgresWritePath implements WriteQueue {
   unitOf<T>(write: TwoPathWrite<T>): WriteUnit<T> {
     const { plain } = write;
     return async (trx, nowMs) =>
-      (plain ? await plain.postgres(trx, nowMs) : null) ?? write.general(trx, nowMs);
+      (plain ? await plain.postgres(trx, nowMs, this.#seen) : null) ?? write.general(trx, nowMs);
   }
 
   /** Counts `running` in `depth` and `idle()` until it settles. */

@@ -55,6 +55,17 @@ const builders: Record<Engine, Kysely<DB>> = {
   postgres: compileOnly(PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler),
 };
 
+/**
+ * The text of `build`'s query in `engine`'s SQL, every value written into it (`sql.lit`,
+ * `sql.raw`): for database code generated from TypeScript (src/admission/postgres.ts).
+ * @throws Error (a bug) when the query has parameters, which such code cannot carry
+ */
+export function sqlText(engine: Engine, build: (db: Kysely<DB>) => CompiledQuery): string {
+  const query = build(builders[engine]);
+  if (query.parameters.length > 0) throw new Error(`sqlText: parameters in ${query.sql}`);
+  return query.sql;
+}
+
 const MARKER = "\u0000prepared:";
 
 /** The PostgreSQL text of every prepared query compiled so far → its statement name. */

@@ -5,12 +5,13 @@
  * Booleans are 0/1 integers; JSON objects are TEXT.
  */
 import type { Generated, Selectable } from "kysely";
+import type { SpendSlotColumns } from "./slot-columns.ts";
 
 export interface ProjectsTable {
   id: string;
   name: string;
   created_at_ms: number;
-  /** The credit price: micro-credits per USD of model cost; null until set (migration 0009). */
+  /** The credit price: micro-credits per USD of model cost; null until set. */
   credits_per_usd_micros: number | null;
 }
 
@@ -22,19 +23,10 @@ export interface ApiKeysTable {
   revoked_at_ms: number | null;
 }
 
-/** A spend counter slot of an account row: 0–9 (migration 0017). */
-export type SpendSlot = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9;
-
 /**
- * An account's spend counters, in its own row (migration 0017, docs/design.md#spend-limits,
- * src/limits/slots.ts): slot i is the i-th distinct (period, time zone) of the account's
- * limits; `sw<i>_start_ms` the start of the window it counts (epoch ms), `sw<i>_spent_micros`
- * what was spent in it (micro-credits); both null while it counts nothing.
+ * An account, with its spend counters in its own row (slot-columns.ts,
+ * docs/design.md#spend-limits).
  */
-export type SpendSlotColumns = {
-  [K in `sw${SpendSlot}_start_ms` | `sw${SpendSlot}_spent_micros`]: number | null;
-};
-
 export interface AccountsTable extends SpendSlotColumns {
   id: string;
   project_id: string;
@@ -44,8 +36,8 @@ export interface AccountsTable extends SpendSlotColumns {
   metadata: string | null;
   balance_micros: Generated<number>;
   /**
-   * Unused since migration 0002 (credit grants): the unspent part of the latest non-rolling plan
-   * grant, which that migration turned into a grant. Kept at 0 / null.
+   * Unused since credits live in grants: once the unspent part of the latest non-rolling plan
+   * grant, which the migration to grants turned into a grant. Kept at 0 / null.
    */
   plan_bucket_micros: Generated<number>;
   plan_bucket_account_plan_id: string | null;
@@ -55,7 +47,7 @@ export interface AccountsTable extends SpendSlotColumns {
   low_balance_threshold_micros: number | null;
   /**
    * The account's spend limits as JSON text (src/limits/limits.ts `parseLimits`), null when it
-   * has none (migration 0011).
+   * has none.
    */
   spend_limits: string | null;
 }
@@ -77,7 +69,7 @@ export interface ReservationsTable {
   /**
    * The description and metadata text of the entry that confirms the hold, written with the hold
    * by `confirmEntry` (src/reservations/confirm-debit.ts, docs/design.md#plain-writes); null for a hold
-   * made before migration 0008.
+   * made before confirm texts were stored with holds.
    */
   confirm_description: string | null;
   confirm_metadata: string | null;
@@ -122,7 +114,7 @@ export interface CreditGrantsTable {
   id: string;
   project_id: string;
   account_id: string;
-  /** The credit transaction that made the grant; null for a grant made by migration 0002. */
+  /** The credit transaction that made the grant; null for a grant the migration to grants made of an older balance. */
   transaction_id: string | null;
   /** The assignment of a plan grant, else null. */
   account_plan_id: string | null;
@@ -133,7 +125,7 @@ export interface CreditGrantsTable {
   expiry_booked: Generated<number>;
   created_at_ms: number;
   /**
-   * 1 once nothing remains of the grant (migration 0004), set by the database (a trigger on
+   * 1 once nothing remains of the grant, set by the database (a trigger on
    * `credit_grant_remaining`); the partial indexes hold the grants with 0
    * (docs/design.md#grant-indexes).
    */
@@ -141,7 +133,7 @@ export interface CreditGrantsTable {
 }
 
 /**
- * What remains of a grant, in micro-credits: one narrow row per grant (migration 0004), the only
+ * What remains of a grant, in micro-credits: one narrow row per grant, the only
  * row a debit changes besides the balance and the ledger. 0 ≤ remaining ≤ the grant's amount,
  * held by triggers: it starts at the amount and never grows (docs/design.md#grant-indexes).
  */
@@ -233,7 +225,7 @@ export interface UsageRecordsTable {
   cost_pico_rem: number;
   metadata: string | null;
   created_at_ms: number;
-  /** Micro-credits the record was charged (0 for a cost of 0); null without a charge (0009). */
+  /** Micro-credits the record was charged (0 for a cost of 0); null without a charge. */
   credits_charged_micros: number | null;
 }
 
@@ -257,14 +249,14 @@ export interface WebhooksTable {
   secret: string;
   created_at_ms: number;
   deleted_at_ms: number | null;
-  /** The lease of the one claim on this endpoint (null: not claimed); see migration 0007. */
+  /** The lease of the one claim on this endpoint (null: not claimed; docs/design.md#fair-delivery). */
   busy_until_ms: Generated<number | null>;
   busy_token: Generated<string | null>;
   /** When an attempt last got an HTTP answer (null: never). */
   answered_at_ms: Generated<number | null>;
   /** Since when its attempts have got no answer (null once one is answered). */
   stalled_at_ms: Generated<number | null>;
-  /** Since when it is paused (`isActive: false`; null while active); see migration 0010. */
+  /** Since when it is paused (`isActive: false`; null while active). */
   paused_at_ms: Generated<number | null>;
 }
 
@@ -301,7 +293,7 @@ export interface WebhookDeliveriesTable {
   ended_at_ms: number | null;
 }
 
-/** A `spend_limit.reached` sent for one account, limit and window (migration 0011). */
+/** A `spend_limit.reached` sent for one account, limit and window. */
 export interface SpendLimitReachedTable {
   account_id: string;
   limit_key: string;

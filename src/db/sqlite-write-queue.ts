@@ -22,6 +22,7 @@ import { ApiError } from "../errors.ts";
 import type { Database } from "./client.ts";
 import { unavailableError } from "./postgres.ts";
 import type { DB } from "./schema.ts";
+import { SeenLimits } from "./seen-limits.ts";
 import { asCannotWrite, isStorageFailure } from "./storage-errors.ts";
 import { WriteHealth } from "./write-health.ts";
 import type {
@@ -63,6 +64,8 @@ const MIN_ATTEMPT_MS = 1000;
 export class SqliteWriteQueue implements WriteQueue {
   readonly #db: Database;
   readonly #clock: Clock;
+  /** This write path's guesses of accounts' limits, for the plain paths (seen-limits.ts). */
+  readonly #seen = new SeenLimits();
   readonly #maxBatch: number;
   readonly #onBatch: ((stats: BatchStats) => void) | undefined;
   readonly health: WriteHealth;
@@ -109,7 +112,7 @@ export class SqliteWriteQueue implements WriteQueue {
   unitOf<T>(write: TwoPathWrite<T>): WriteUnit<T> {
     const { plain } = write;
     return async (trx, nowMs) =>
-      (plain ? await plain.sqlite(trx, nowMs) : null) ?? write.general(trx, nowMs);
+      (plain ? await plain.sqlite(trx, nowMs, this.#seen) : null) ?? write.general(trx, nowMs);
   }
 
   /**

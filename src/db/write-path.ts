@@ -6,6 +6,7 @@
  */
 import type { Kysely, Transaction } from "kysely";
 import type { DB } from "./schema.ts";
+import type { SeenLimits } from "./seen-limits.ts";
 import type { HealthLogger, WriteHealth } from "./write-health.ts";
 
 /** A unit of work: runs inside the queue's transaction; `nowMs` is the clock at its start. */
@@ -28,13 +29,16 @@ export interface BatchStats {
  * is not plain). Only the write path picks and runs one (`WriteQueue.runWrite`, `unitOf`).
  */
 export interface PlainWrite<T> {
-  /** SQLite: a few statements inside the unit (the one writer runs nothing between them). */
-  sqlite: (trx: Transaction<DB>, nowMs: number) => Promise<T | null>;
+  /**
+   * SQLite: a few statements inside the unit (the one writer runs nothing between them).
+   * `seen`: the write path's guesses of accounts' limits (seen-limits.ts).
+   */
+  sqlite: (trx: Transaction<DB>, nowMs: number, seen: SeenLimits) => Promise<T | null>;
   /**
    * PostgreSQL: one function call that locks what it changes and decides under the lock; it
    * commits by itself when `db` is not a transaction.
    */
-  postgres: (db: Kysely<DB>, nowMs: number) => Promise<T | null>;
+  postgres: (db: Kysely<DB>, nowMs: number, seen: SeenLimits) => Promise<T | null>;
   /**
    * For a write whose plain form is one call of PostgreSQL's `ledger_plain_debit` (a deduction,
    * a manual debit): that call's arguments and how its answer row becomes the result (null: not
@@ -69,6 +73,11 @@ export type PlainDebitRow = {
   balance_after_micros: number;
   created_at_ms: number;
   seq: number;
+  /**
+   * The single debit's functions: the limits text stored for the account they found (null: none),
+   * so that a caller whose guess of them was wrong tries again for these (seen-limits.ts).
+   */
+  stored_limits?: string | null;
 };
 
 /**
@@ -85,8 +94,8 @@ export function mapPlain<T, U>(write: PlainWrite<T>, map: (result: T) => U): Pla
   const then = (result: T | null) => (result === null ? null : map(result));
   const { debitCall } = write;
   return {
-    sqlite: async (trx, nowMs) => then(await write.sqlite(trx, nowMs)),
-    postgres: async (db, nowMs) => then(await write.postgres(db, nowMs)),
+    sqlite: async (trx, nowMs, seen) => then(await write.sqlite(trx, nowMs, seen)),
+    postgres: async (db, nowMs, seen) => then(await write.postgres(db, nowMs, seen)),
     debitCall:
       debitCall &&
       ((nowMs) => {

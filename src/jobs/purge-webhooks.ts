@@ -11,8 +11,8 @@
  * is not left behind.
  */
 import type { Transaction } from "kysely";
-import { locksRows } from "../db/engine.ts";
 import { lockKey } from "../db/locks.ts";
+import { forUpdateSkipLockedOnPostgres } from "../db/row-locks.ts";
 import type { DB } from "../db/schema.ts";
 import { type BatchedRun, batches } from "./batches.ts";
 
@@ -68,7 +68,7 @@ async function purgeDeliveries(trx: Transaction<DB>, cutoffMs: number, size: num
     .where("status", "in", ["delivered", "failed"])
     .orderBy("ended_at_ms")
     .limit(size)
-    .$if(locksRows(trx), (q) => q.forUpdate().skipLocked())
+    .$call((q) => forUpdateSkipLockedOnPostgres(trx, q))
     .execute();
   if (rows.length === 0) return { seen: 0, events: 0 };
   await trx

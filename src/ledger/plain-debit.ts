@@ -1,34 +1,41 @@
 /**
  * The plain debit (docs/design.md#plain-writes): the common debit in as few statements as each
- * engine allows. A debit (debit.ts) is plain when the account exists, `available` covers what
- * the debit takes beyond the hold it settles, no grant expiry is due or held, the debit keeps
- * the low-balance event out of it (accounts/plain.ts), and the first grant in spending order
- * covers it. For such a debit the general path would only move the balance, append the entry,
- * draw that one grant down and (a confirm) settle the hold; the plain debit does exactly that,
- * deciding in the database, with the entry and the settlement the general path uses (debit.ts):
+ * engine allows. A debit (debit.ts) is plain when it lies in the plain region of the admission
+ * rule (src/admission/rule.ts `plainDebit`: the account exists, has no grant expiry due or held,
+ * `available` covers what the debit takes beyond the hold it settles, the debit keeps the
+ * low-balance event out of it, and the first grant in spending order covers it; for an account
+ * with spend limits, each limit's `plainLimit`). For such a debit the general path would only
+ * move the balance, append the entry, draw that one grant down and (a confirm) settle the hold;
+ * the plain debit does exactly that, deciding in the database, with the entry and the
+ * settlement the general path uses (debit.ts):
  *
- * - SQLite: `postEntry` with its plain move (core.ts, one conditional `UPDATE … RETURNING` whose
- *   WHERE holds every condition, then the entry's INSERT and the grant's UPDATE), then
- *   `settleHold`. The queue's one writer needs no row lock, and nothing runs between them.
+ * - SQLite: `plainPost` (plain-move.ts: one conditional `UPDATE … RETURNING` whose WHERE is the
+ *   rule, then the entry's INSERT and the grant's UPDATE as core.ts `appendEntry` makes them),
+ *   then `settleHold`. The queue's one writer needs no row lock, and nothing runs between them.
  * - PostgreSQL: one call of `ledger_plain_debit` (sql/postgres/functions/ledger_plain_debit.sql,
- *   with the functions it calls beside it), which locks the account, then reads and
- *   writes as above, in one round trip; for an account known to have spend limits,
- *   `ledger_plain_limited_debit` (src/limits/plain.ts). The entry's description and metadata
- *   are the service's text, passed as parameters. A confirm's is
+ *   with the functions it calls beside it and the rule's generated ones), which locks the
+ *   account, then reads and writes as above, in one round trip; for an account with spend
+ *   limits, `ledger_plain_limited_debit` (src/limits/plain.ts). The entry's description and
+ *   metadata are the service's text, passed as parameters. A confirm's is
  *   `ledger_plain_confirm` (reservations/plain-confirm.ts), which locks the hold and then makes
  *   that call with the text stored with the hold.
  *
- * When the debit is not plain nothing is changed, and the write path runs the general path
- * (`WriteQueue.runWrite`). debit-equivalence.test.ts runs one table of cases through both.
+ * Which of the two statements an unheld debit tries first is the write path's guess of the
+ * account's limits (src/db/seen-limits.ts); the statement reads the stored limits itself, and a
+ * wrong guess costs one more try, never the general path. When the debit is not plain nothing is
+ * changed, and the write path runs the general path (`WriteQueue.runWrite`).
+ * debit-equivalence.test.ts runs one table of cases through both.
  */
 import { type Kysely, sql, type Transaction } from "kysely";
 import { prepared } from "../db/prepared.ts";
 import type { DB } from "../db/schema.ts";
+import type { SeenLimits } from "../db/seen-limits.ts";
 import type { PlainDebitCall, PlainDebitRow, PlainWrite } from "../db/write-path.ts";
 import { INTERNAL_ACCOUNT_ID, newId } from "../ids.ts";
-import { knownLimits, limitArgs, pgPlainLimitedDebit, sqliteLimited } from "../limits/plain.ts";
-import { entryMetadata, entryRow, type MoveGuard, type PostedEntry, postEntry } from "./core.ts";
+import { limitArgs, pgPlainLimitedDebit, sqliteLimited, storedLimits } from "../limits/plain.ts";
+import { entryMetadata, entryRow, type PostedEntry } from "./core.ts";
 import { type Debit, debitEntry, neededMicros, settleHold, type UnheldDebit } from "./debit.ts";
+import { type GuardArgs, type Guarded, plainPost } from "./plain-move.ts";
 
 /** A plain debit done: the account and the stored entry. */
 export interface PlainDebited {
@@ -42,35 +49,45 @@ export interface PlainDebited {
  */
 export function plainDebit(debit: UnheldDebit): PlainWrite<PlainDebited> {
   return {
-    sqlite: (trx, nowMs) => sqlitePlainDebit(trx, debit, nowMs),
-    postgres: (db, nowMs) => pgDebit(db, debit, nowMs),
+    sqlite: (trx, nowMs, seen) => sqlitePlainDebit(trx, debit, nowMs, seen),
+    postgres: (db, nowMs, seen) => pgDebit(db, debit, nowMs, seen),
     debitCall: (nowMs) => pgDebitCall(debit, nowMs),
   };
 }
 
 /**
  * SQLite's plain debit `debit` (a confirm's too), inside the unit `trx`: what it did, or null
- * (nothing changed) when the debit is not plain, or when `guard`'s condition (core.ts
- * `MoveGuard`), checked by the balance move, does not hold.
+ * (nothing changed) when the debit is not plain, or when `guarded`'s condition (plain-move.ts
+ * `MoveGuard`), checked by the balance move, does not hold. An unheld debit tries the move for
+ * the limits `seen` last read for its account; when that moves nothing, it reads the account's
+ * stored limits in the same unit and, when they are other than those tried, tries the move for
+ * them. A confirm's account must have no limits (its limits are the general path's).
  */
-export async function sqlitePlainDebit(
+export async function sqlitePlainDebit<G extends GuardArgs>(
   trx: Transaction<DB>,
   debit: Debit,
   nowMs: number,
-  guard?: MoveGuard,
+  seen: SeenLimits,
+  guarded?: Guarded<G>,
 ): Promise<PlainDebited | null> {
-  // An unheld debit on an account known to have spend limits: the limited move
-  // (src/limits/plain.ts), which also adds the debit to the counters of its windows.
-  const text =
-    debit.hold === undefined ? knownLimits(debit.projectId, debit.accountRef) : undefined;
-  const limited = text === undefined ? undefined : sqliteLimited(text, nowMs);
-  const plain = {
-    byExternalId: !INTERNAL_ACCOUNT_ID.test(debit.accountRef),
-    neededMicros: neededMicros(debit),
-    limited,
-    guard,
-  };
-  const posted = await postEntry(trx, debitEntry(debit, debit.accountRef, nowMs), plain);
+  const entry = debitEntry(debit, debit.accountRef, nowMs);
+  const byExternalId = !INTERNAL_ACCOUNT_ID.test(debit.accountRef);
+  const move = (limits: string | undefined) =>
+    plainPost(trx, entry, {
+      byExternalId,
+      neededMicros: neededMicros(debit),
+      limited: limits === undefined ? undefined : sqliteLimited(limits, nowMs),
+      guarded,
+    });
+  const tried = debit.hold === undefined ? seen.get(debit.projectId, debit.accountRef) : undefined;
+  let posted = await move(tried);
+  if (posted === null && debit.hold === undefined) {
+    const stored = await storedLimits(trx, debit.projectId, debit.accountRef, byExternalId);
+    if (stored !== undefined && stored !== (tried ?? null)) {
+      seen.set(debit.projectId, [debit.accountRef], stored);
+      posted = await move(stored ?? undefined);
+    }
+  }
   if (posted === null) return null;
   await settleHold(trx, debit, posted.id, nowMs);
   const { externalId, ...row } = posted;
@@ -139,17 +156,28 @@ function pgDebitCall(debit: UnheldDebit, nowMs: number): PlainDebitCall<PlainDeb
   return { args, done };
 }
 
-/** The plain debit on PostgreSQL: one statement (committed by itself outside a transaction). */
-async function pgDebit(db: Kysely<DB>, debit: UnheldDebit, nowMs: number) {
+/**
+ * The plain debit on PostgreSQL: one statement (committed by itself outside a transaction), for
+ * the limits `seen` last read for the account; when the function found other limits stored (it
+ * answers them), once more for those.
+ */
+async function pgDebit(db: Kysely<DB>, debit: UnheldDebit, nowMs: number, seen: SeenLimits) {
   const txnId = newId("txn");
   const args = pgDebitArgs(debit, nowMs, txnId);
-  // An account known to have spend limits: the limited plain debit (src/limits/plain.ts).
-  const limits = knownLimits(debit.projectId, debit.accountRef);
-  const statement =
-    limits === undefined
-      ? pgPlainDebit(db, args)
-      : pgPlainLimitedDebit(db, { ...args, ...limitArgs(limits, nowMs) });
-  const done = (await db.executeQuery(statement)).rows[0];
+  const call = async (limits: string | undefined) => {
+    const statement =
+      limits === undefined
+        ? pgPlainDebit(db, args)
+        : pgPlainLimitedDebit(db, { ...args, ...limitArgs(limits, nowMs) });
+    return (await db.executeQuery(statement)).rows[0];
+  };
+  const tried = seen.get(debit.projectId, debit.accountRef);
+  let done = await call(tried);
+  const stored = done?.stored_limits;
+  if (done?.outcome === "other" && stored !== undefined && stored !== (tried ?? null)) {
+    seen.set(debit.projectId, [debit.accountRef], stored);
+    done = await call(stored ?? undefined);
+  }
   return done?.outcome === "applied" ? pgDebited(debit, txnId, nowMs, done) : null;
 }
 

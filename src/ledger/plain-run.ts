@@ -8,7 +8,7 @@
  * covering the sum covers every running prefix; the low-balance condition (no threshold, already
  * below it, or still at or above it after) holding for the sum holds after each prefix; the first
  * grant in spending order covering the sum covers each prefix and stays first. So when each
- * account's sum is plain (`plainRunMove`, core.ts: the plain debit's own move statement with the
+ * account's sum is plain (`plainRunMove`, plain-move.ts: the plain debit's own move statement with the
  * sum), the run is exactly its debits made one by one: each entry gets the running balance, in
  * the operations' order, and the first grant gives the sum. When an account's sum is not plain,
  * the moves are rolled back and the run is cut before that account's first debit, which the
@@ -22,7 +22,8 @@ import { sql, type Transaction } from "kysely";
 import { prepared } from "../db/prepared.ts";
 import type { DB } from "../db/schema.ts";
 import type { PlainDebitCall, PlainDebitRow } from "../db/write-path.ts";
-import { type Moved, plainRunMove } from "./core.ts";
+import type { Moved } from "./core.ts";
+import { plainRunMove } from "./plain-move.ts";
 
 type CallArgs = PlainDebitCall<unknown>["args"];
 

@@ -2,8 +2,8 @@
  * Per-window spend counters (docs/design.md#spend-limits): for each account with limits and each
  * (period, time zone) of its limits, the sum of its spending debits booked in its current
  * window: deductions, manual debits and reservation confirms (by the entry's `created_at_ms`),
- * kept in slots of the account's own row (slots.ts, migration 0017). Every spending debit on
- * such an account adds its amount in its own unit (`addSpent`), so a write never sums a window's
+ * kept in slots of the account's own row (slots.ts). Every spending debit on such an account
+ * adds its amount in its own unit (`addSpent`), so a write never sums a window's
  * ledger rows; setting an account's limits rebuilds its counters from the ledger once
  * (`rebuildCounters`), and `ledger verify` recomputes every one (`counterProblems`).
  */

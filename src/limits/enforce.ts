@@ -12,7 +12,6 @@ import type { AccountRow, DB } from "../db/schema.ts";
 import { addSpent, readSpent, windowsAt } from "./counters.ts";
 import { limitStates, reachedLimits, refusingLimit, spendLimitError } from "./judge.ts";
 import { parseLimits } from "./limits.ts";
-import { rememberLimits } from "./plain.ts";
 import { sendReached } from "./reached.ts";
 
 /** The account a write spends on, as its unit found it. */
@@ -44,7 +43,6 @@ export async function limitDebit(
   account: LimitedAccount,
   debit: DebitSpend,
 ): Promise<void> {
-  rememberLimits(account);
   const limits = parseLimits(account.spend_limits);
   if (limits.length === 0 || debit.amountMicros <= 0) return;
   const windows = windowsAt(limits, debit.atMs);
@@ -74,7 +72,6 @@ export async function limitHold(
   account: LimitedAccount,
   hold: { id: string; amountMicros: number; heldMicros: number; nowMs: number },
 ): Promise<void> {
-  rememberLimits(account);
   const limits = parseLimits(account.spend_limits);
   if (limits.length === 0) return;
   const spent = await readSpent(trx, account.id);

@@ -1,9 +1,11 @@
 /**
  * The spend limit rule (docs/api.md#spend-limits), as a pure function: given an account's
  * limits, what each window spent and holds, and what a write adds, which limit refuses it and
- * which limits it makes reached. Written once; the general path of every write that spends
- * (src/limits/enforce.ts) and the reads (src/accounts/limit-view.ts) apply it.
+ * which limits it makes reached. Each comparison is the admission rule's (src/admission/rule.ts
+ * `passesLimit`, `reachesLimit`), evaluated on numbers; the general path of every write that
+ * spends (src/limits/enforce.ts) and the reads (src/accounts/limit-view.ts) apply it.
  */
+import { type LimitTerms, numbers, passesLimit, reachesLimit } from "../admission/rule.ts";
 import { iso } from "../dates.ts";
 import { ApiError } from "../errors.ts";
 import { fromMicros } from "../money.ts";
@@ -48,11 +50,10 @@ export function refusingLimit(
   states: readonly LimitState[],
   neededMicros: number,
 ): LimitState | undefined {
-  if (neededMicros <= 0) return undefined;
   let refusing: LimitState | undefined;
   for (const state of states) {
     if (state.limit.soft) continue;
-    if (state.spentMicros + state.heldMicros + neededMicros <= state.limit.amountMicros) continue;
+    if (!passesLimit(numbers, termsOf(state, neededMicros))) continue;
     if (refusing === undefined || state.window.endMs > refusing.window.endMs) refusing = state;
   }
   return refusing;
@@ -60,11 +61,17 @@ export function refusingLimit(
 
 /** The limits a write adding `neededMicros` to spend takes from below their amount to it or above. */
 export function reachedLimits(states: readonly LimitState[], neededMicros: number): LimitState[] {
-  if (neededMicros <= 0) return [];
-  return states.filter((state) => {
-    const before = state.spentMicros + state.heldMicros;
-    return before < state.limit.amountMicros && before + neededMicros >= state.limit.amountMicros;
-  });
+  return states.filter((state) => reachesLimit(numbers, termsOf(state, neededMicros)));
+}
+
+/** A limit's figures at a write adding `neededMicros`, as the admission rule takes them. */
+function termsOf(state: LimitState, neededMicros: number): LimitTerms<number> {
+  return {
+    spent: state.spentMicros,
+    held: state.heldMicros,
+    needed: neededMicros,
+    amount: state.limit.amountMicros,
+  };
 }
 
 /** The whole seconds from `nowMs` until `endMs`, rounded up (the `Retry-After` header). */

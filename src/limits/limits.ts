@@ -1,6 +1,6 @@
 /**
  * An account's spend limits (docs/api.md#spend-limits): up to 10 of `{period, amount, timeZone,
- * soft}`, stored on the account as JSON text (`accounts.spend_limits`, migration 0011; null when
+ * soft}`, stored on the account as JSON text (`accounts.spend_limits`; null when
  * none), replaced whole by create and update. Amounts are micro-credits inside, credits outside.
  */
 import { z } from "@hono/zod-openapi";

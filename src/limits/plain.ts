@@ -1,58 +1,24 @@
 /**
  * The limited plain debit (docs/design.md#spend-limits): a deduction or manual debit on an account
- * with limits in as few statements as the plain debit, when this process already knows the
- * account's limits (the general path remembers them, and the units that set them). It is made only
- * when the account's stored limits are still those, and every limit stays strictly below its
- * amount after it (or is soft and already reached): a write that no limit refuses and that reaches
- * none. Any other write changes nothing and takes the general path, which applies the rule
- * (src/limits/enforce.ts, judge.ts); the SQL here only recognises the writes the rule cannot
- * refuse. Both read and add to the counters in the account's row (slots.ts). PostgreSQL: one call
- * of `ledger_plain_limited_debit` (migrations 0011, 0015, 0017). SQLite: the plain move with these
- * conditions, whose SET also adds the debit to the counters (ledger/core.ts). Both take the
- * windows and arguments of the account's limits text from a cache that holds until a window ends
- * (plan.ts). test/debit-equivalence.test.ts runs limited cases through both paths.
+ * with limits in as few statements as the plain debit. It is made only when the account's stored
+ * limits are the text it was built for, read in the same statement, and each limit is in its
+ * plain region by the admission rule (`plainLimit`, src/admission/rule.ts): no limit refuses the
+ * write and none is reached by it. Any other write changes nothing and takes the general path,
+ * which applies the same rule on numbers (src/limits/enforce.ts, judge.ts). Both read and add to
+ * the counters in the account's row (slots.ts). PostgreSQL: one call of
+ * `ledger_plain_limited_debit` (sql/postgres/functions/). SQLite: the plain move with these
+ * conditions, whose SET also adds the debit to the counters (src/ledger/plain-move.ts). Both take
+ * the windows and arguments of the account's limits text from a cache that holds until a window
+ * ends (plan.ts). test/debit-equivalence.test.ts runs limited cases through both paths.
  */
-import { type Expression, type ExpressionBuilder, type SqlBool, sql } from "kysely";
-import { heldExpression } from "../db/held.ts";
+import { type ExpressionBuilder, sql, type Transaction } from "kysely";
+import { inSql, plainLimit, type SqlCondition, type SqlNumber } from "../admission/rule.ts";
 import { prepared } from "../db/prepared.ts";
-import type { AccountRow, DB, SpendSlot } from "../db/schema.ts";
+import type { DB } from "../db/schema.ts";
+import type { SpendSlot } from "../db/slot-columns.ts";
 import type { PlainDebitRow as PgDebitRow, PlainDebitCall } from "../db/write-path.ts";
 import { type LimitPlan, limitPlan } from "./plan.ts";
-import { slotAt, slotOfLimit, slotSpent } from "./slots.ts";
-
-/** Project and account reference (internal id or externalId) → the account's limits text. */
-const known = new Map<string, string>();
-const MAX_KNOWN = 100_000;
-
-const keyOf = (projectId: string, ref: string) => `${projectId} ${ref}`;
-
-/**
- * Records what a unit of the general path read of an account's limits, or what a unit that
- * created the account or set its limits wrote (accounts/service.ts), under both its names, so
- * that the next deduction naming it may try the limited plain debit (and forgets an account
- * without limits). A stale entry (a unit rolled back, another process changed the limits) is
- * harmless: the limited plain debit compares it with the stored limits.
- */
-export function rememberLimits(
-  account: Pick<AccountRow, "project_id" | "id" | "external_id" | "spend_limits">,
-): void {
-  const byId = keyOf(account.project_id, account.id);
-  const byExternalId = keyOf(account.project_id, account.external_id);
-  if (account.spend_limits === null) {
-    if (known.size === 0) return;
-    known.delete(byId);
-    known.delete(byExternalId);
-    return;
-  }
-  if (known.size >= MAX_KNOWN) known.clear();
-  known.set(byId, account.spend_limits);
-  known.set(byExternalId, account.spend_limits);
-}
-
-/** The limits text this process last saw for the account `ref` names, if any. */
-export function knownLimits(projectId: string, ref: string): string | undefined {
-  return known.get(keyOf(projectId, ref));
-}
+import { slotOfLimit, slotSpent } from "./slots.ts";
 
 /**
  * The plain debit's arguments (as one call of a batch passes them), with the account's limits:
@@ -121,29 +87,32 @@ export function limitArgs(limits: string, nowMs: number): PgLimitArgs {
   return found;
 }
 
-/** SQLite's limited plain move: the limits text and each limit's window, amount and softness. */
-export interface SqliteLimited {
-  text: string;
-  /**
-   * The statement's shape: each limit's softness ("h" hard, "s" soft) and counter slot
-   * (slots.ts), in order, then `/` and the number of slots the debit adds to: `h0h1s2/3`.
-   */
-  shape: string;
-  /** `l<i>s` (limit i's window start), `l<i>a` (its amount), `w<j>s` (slot j's window start). */
-  args: Record<string, string | number>;
+/**
+ * An account's limits as SQLite's limited move checks them: each limit's softness and counter
+ * slot (slots.ts), in the order of its limits, and the number of slots the debit adds to (one
+ * per distinct period and zone). One statement is prepared per shape.
+ */
+export interface LimitShape {
+  limits: readonly { soft: boolean; slot: SpendSlot }[];
+  slots: number;
 }
 
-/** A shape's limits (softness and slot) and its number of slots (see `SqliteLimited`). */
-export function shapeOf(shape: string): {
-  limits: { soft: boolean; slot: SpendSlot }[];
-  slots: number;
-} {
-  const [limitPart = "", slots = "0"] = shape.split("/");
-  const limits = [];
-  for (let i = 0; i < limitPart.length; i += 2) {
-    limits.push({ soft: limitPart[i] === "s", slot: slotAt(Number(limitPart[i + 1])) });
-  }
-  return { limits, slots: Number(slots) };
+/**
+ * The named arguments of the limited move: `limit<i>Start` (limit i's window start, epoch ms),
+ * `limit<i>Amount` (its amount, micro-credits), `slot<j>Start` (slot j's window start).
+ */
+export type LimitArgs = Record<
+  `limit${number}Start` | `limit${number}Amount` | `slot${number}Start`,
+  number
+>;
+
+/** SQLite's limited plain move: the limits text, its shape and its arguments at an instant. */
+export interface SqliteLimited {
+  text: string;
+  shape: LimitShape;
+  /** The shape's key among the prepared statements. */
+  shapeKey: string;
+  args: LimitArgs;
 }
 
 const sqliteArgs = new WeakMap<LimitPlan, SqliteLimited>();
@@ -156,17 +125,17 @@ export function sqliteLimited(text: string, nowMs: number): SqliteLimited {
   const plan = limitPlan(text, nowMs);
   let found = sqliteArgs.get(plan);
   if (found === undefined) {
-    const args: Record<string, string | number> = {};
+    const args: LimitArgs = {};
     plan.limits.forEach((l, i) => {
-      args[`l${i}s`] = plan.limitWindows[i]?.startMs ?? 0;
-      args[`l${i}a`] = l.amountMicros;
+      args[`limit${i}Start`] = plan.limitWindows[i]?.startMs ?? 0;
+      args[`limit${i}Amount`] = l.amountMicros;
     });
     plan.windows.forEach((w, j) => {
-      args[`w${j}s`] = w.startMs;
+      args[`slot${j}Start`] = w.startMs;
     });
-    const limits = plan.limits.map((l, i) => `${l.soft ? "s" : "h"}${slotOfLimit(plan.limits, i)}`);
-    const shape = `${limits.join("")}/${plan.windows.length}`;
-    found = { text, shape, args };
+    const limits = plan.limits.map((l, i) => ({ soft: l.soft, slot: slotOfLimit(plan.limits, i) }));
+    const shape = { limits, slots: plan.windows.length };
+    found = { text, shape, shapeKey: JSON.stringify(shape), args };
     sqliteArgs.set(plan, found);
   }
   return found;
@@ -174,35 +143,55 @@ export function sqliteLimited(text: string, nowMs: number): SqliteLimited {
 
 /**
  * SQLite's conditions of a limited plain debit on the account of a statement on `accounts`, for
- * limits of the `shape` of `SqliteLimited` named by its arguments: each limit stays strictly
- * below its amount after the write (spent + held + needed < amount), or is soft and already
- * reached (spent + held ≥ amount): the same conservative test as `ledger_plain_limited_debit`
- * (PostgreSQL, sql/postgres/functions/). A limit's spent is its slot's (slots.ts) when the slot
- * counts the limit's current window, else 0. The hard limits are tested at once, the holds read
- * once: held + needed < min(amount − spent).
+ * limits of `shape`, whose arguments `arg` names (`LimitArgs`): each limit in its plain region
+ * by the admission rule (`plainLimit`, src/admission/rule.ts: neither refusing the write nor
+ * reached by it), with `held` the account's holds and `needed` what the write adds to spending.
+ * A limit's spent is its slot's (slots.ts) when the slot counts the limit's current window,
+ * else 0.
  */
-export function underLimits(
+export function limitConditions(
   eb: ExpressionBuilder<DB, "accounts">,
-  arg: (name: string) => unknown,
-  shape: string,
-  nowMs: unknown,
-  needed: unknown,
-): Expression<SqlBool>[] {
-  const held = heldExpression(eb, nowMs as number);
-  const limits = shapeOf(shape).limits.map(({ soft, slot }, i) => {
-    const spent = slotSpent(eb, slot, arg(`l${i}s`));
-    return { soft, spent, amount: arg(`l${i}a`) };
+  shape: LimitShape,
+  arg: (name: keyof LimitArgs) => number,
+  held: SqlNumber,
+  needed: SqlNumber,
+): SqlCondition[] {
+  return shape.limits.map(({ soft, slot }, i) => {
+    const spent = slotSpent(eb, slot, arg(`limit${i}Start`));
+    const amount = eb.val(arg(`limit${i}Amount`));
+    return plainLimit(inSql, { spent, held, needed, amount }, soft);
   });
-  const conditions = limits
-    .filter((l) => l.soft)
-    .map(
-      (l) =>
-        sql<SqlBool>`(${l.spent} + (${held}) + ${needed} < ${l.amount} OR ${l.spent} + (${held}) >= ${l.amount})`,
-    );
-  const rooms = limits.filter((l) => !l.soft).map((l) => sql<number>`${l.amount} - ${l.spent}`);
-  const [first] = rooms;
-  if (first === undefined) return conditions;
-  // SQLite's min() of one argument is the aggregate: one hard limit is compared by itself.
-  const least = rooms.length === 1 ? first : sql<number>`min(${sql.join(rooms)})`;
-  return [sql<SqlBool>`(${held}) + ${needed} < ${least}`, ...conditions];
+}
+
+const storedBy = {
+  id: prepared<{ projectId: string; ref: string }, { spend_limits: string | null }>((db, arg) =>
+    db
+      .selectFrom("accounts")
+      .select("spend_limits")
+      .where("project_id", "=", arg("projectId"))
+      .where("id", "=", arg("ref")),
+  ),
+  external_id: prepared<{ projectId: string; ref: string }, { spend_limits: string | null }>(
+    (db, arg) =>
+      db
+        .selectFrom("accounts")
+        .select("spend_limits")
+        .where("project_id", "=", arg("projectId"))
+        .where("external_id", "=", arg("ref")),
+  ),
+};
+
+/**
+ * The limits text stored for the account `ref` names (its internal id, or its externalId when
+ * `byExternalId`), in the unit `trx`: null when it has none, undefined when there is no such
+ * account. SQLite's plain debit reads it when its guess of the account's limits moved nothing.
+ */
+export async function storedLimits(
+  trx: Transaction<DB>,
+  projectId: string,
+  ref: string,
+  byExternalId: boolean,
+): Promise<string | null | undefined> {
+  const query = storedBy[byExternalId ? "external_id" : "id"](trx, { projectId, ref });
+  return (await trx.executeQuery(query)).rows[0]?.spend_limits;
 }

@@ -1,8 +1,8 @@
 /**
  * The `spend_limit.reached` event (docs/api.md#event-types, docs/api.md#spend-limits): a
  * committed write took a limit's window spend (spent + held) from below its `amount` to at or
- * above it. Once per account, limit and window: the unit records each in
- * `spend_limit_reached` (migration 0011) and sends the event only when that row is new.
+ * above it. Once per account, limit and window: the unit records each as a row of
+ * `spend_limit_reached` and sends the event only when that row is new.
  */
 import { z } from "@hono/zod-openapi";
 import type { Transaction } from "kysely";

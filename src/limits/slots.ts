@@ -1,16 +1,24 @@
 /**
  * The spend counters (docs/design.md#spend-limits), kept in the account's own row on both engines
- * (migration 0017; until then they were rows of a table `spend_windows`). Slot i (0–9) is the i-th
- * distinct (period, time zone) of the account's limits, in the order of its limits (`windowsAt`
- * gives the windows in that order); `sw<i>_start_ms` is the start of the window the slot counts
- * (epoch ms), `sw<i>_spent_micros` what the account's spending debits booked in it (micro-
- * credits). A slot whose start is not a window's counts 0 for that window: nothing resets a slot,
- * the first debit of a new window overwrites it. SQLite's limited plain debit adds to the slots in
- * its balance move (`slotSets`, ledger/core.ts), PostgreSQL's in `ledger_plain_limited_debit`, so
- * that a limited deduction writes no row but the account's.
+ * (the columns: src/db/slot-columns.ts). Slot i (0–9) is the i-th distinct (period, time zone) of
+ * the account's limits, in the order of its limits (`windowsAt` gives the windows in that order);
+ * it holds the start of the window it counts (epoch ms) and what the account's spending debits
+ * booked in it (micro-credits). A slot whose start is not a window's counts 0 for that window:
+ * nothing resets a slot, the first debit of a new window overwrites it. SQLite's limited plain
+ * debit adds to the slots in its balance move (`slotSets`, src/ledger/plain-move.ts),
+ * PostgreSQL's in `ledger_plain_limited_debit`, so that a limited deduction writes no row but
+ * the account's.
  */
 import { type Expression, type ExpressionBuilder, type Kysely, sql } from "kysely";
-import type { DB, SpendSlot, SpendSlotColumns } from "../db/schema.ts";
+import type { DB } from "../db/schema.ts";
+import {
+  ALL_SLOT_COLUMNS,
+  SLOTS,
+  type SpendSlot,
+  type SpendSlotColumns,
+  spentColumn,
+  startColumn,
+} from "../db/slot-columns.ts";
 import { fromMicros } from "../money.ts";
 import { MAX_LIMITS, parseLimits, type SpendLimit } from "./limits.ts";
 import { computeWindow, type Period } from "./windows.ts";
@@ -28,9 +36,6 @@ export function windowKey(w: Pick<CountedWindow, "period" | "timeZone" | "startM
   return `${w.period} ${w.timeZone} ${w.startMs}`;
 }
 
-/** Every slot, in order: one per limit at most (limits.ts MAX_LIMITS). */
-export const SLOTS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9] as const satisfies readonly SpendSlot[];
-
 /**
  * An account may have MAX_LIMITS limits, each of a (period, zone) of its own: as many slots as
  * that. This compiles only while the two counts are the same number.
@@ -47,39 +52,6 @@ export function slotAt(i: number): SpendSlot {
   if (slot === undefined) throw new Error(`spend limits: no counter slot ${i}`);
   return slot;
 }
-
-/** The column of a slot's window start (epoch ms). */
-export const startColumn = (slot: SpendSlot) => `sw${slot}_start_ms` as const;
-
-/** The column of what a slot's window spent (micro-credits). */
-export const spentColumn = (slot: SpendSlot) => `sw${slot}_spent_micros` as const;
-
-/** An account's slots when it counts nothing (a new account). */
-export const EMPTY_SLOTS: SpendSlotColumns = {
-  sw0_start_ms: null,
-  sw0_spent_micros: null,
-  sw1_start_ms: null,
-  sw1_spent_micros: null,
-  sw2_start_ms: null,
-  sw2_spent_micros: null,
-  sw3_start_ms: null,
-  sw3_spent_micros: null,
-  sw4_start_ms: null,
-  sw4_spent_micros: null,
-  sw5_start_ms: null,
-  sw5_spent_micros: null,
-  sw6_start_ms: null,
-  sw6_spent_micros: null,
-  sw7_start_ms: null,
-  sw7_spent_micros: null,
-  sw8_start_ms: null,
-  sw8_spent_micros: null,
-  sw9_start_ms: null,
-  sw9_spent_micros: null,
-};
-
-/** Every slot column, for a read of them all. */
-const ALL_COLUMNS = SLOTS.flatMap((slot) => [startColumn(slot), spentColumn(slot)]);
 
 /** The distinct (period, zone) pairs of `limits`, in slot order. */
 export function slotPairs(
@@ -168,7 +140,7 @@ export async function addSpentSlots(
   }
   const row = await update
     .where("id", "=", accountId)
-    .returning(["spend_limits", ...ALL_COLUMNS])
+    .returning(["spend_limits", ...ALL_SLOT_COLUMNS])
     .executeTakeFirstOrThrow();
   return slotSums(row);
 }
@@ -180,7 +152,7 @@ export async function readSpentSlots(
 ): Promise<Map<string, number>> {
   const row = await db
     .selectFrom("accounts")
-    .select(["spend_limits", ...ALL_COLUMNS])
+    .select(["spend_limits", ...ALL_SLOT_COLUMNS])
     .where("id", "=", accountId)
     .executeTakeFirst();
   return row === undefined ? new Map() : slotSums(row);
@@ -219,7 +191,7 @@ export async function slotProblems(
   const problems: string[] = [];
   const rows = await db
     .selectFrom("accounts")
-    .select(["id", "spend_limits", ...ALL_COLUMNS])
+    .select(["id", "spend_limits", ...ALL_SLOT_COLUMNS])
     .where((eb) =>
       eb.or([
         eb("spend_limits", "is not", null),

@@ -32,8 +32,8 @@ export const CONFIRM_SOURCE = "reservation";
 
 /**
  * The debit that confirms `hold` with `actualMicros`, on either path: its entry's text is the
- * one stored with the hold, or for a hold made before migration 0008 (none stored)
- * `confirmEntry`'s.
+ * one stored with the hold, or `confirmEntry`'s for a hold stored without one (made before
+ * confirm texts were stored with holds: `confirm_description` and `confirm_metadata` null).
  */
 export function confirmDebit(hold: ReservationRow, actualMicros: number): Debit {
   const { confirm_description: description, confirm_metadata: metadata } = hold;

@@ -1,7 +1,7 @@
 /**
  * The plain confirm (docs/design.md#plain-writes): when the hold is pending, unexpired and
  * carries its confirm's entry text (written with it, `confirmEntry`; a hold made before
- * migration 0008 has none), the confirm's debit (`confirmDebit`, the general path's) is made as
+ * confirm texts were stored with holds has none), the confirm's debit (`confirmDebit`, the general path's) is made as
  * a plain debit (ledger/plain-debit.ts), which settles the hold.
  *
  * - SQLite: the hold's read, then the plain debit, inside the unit.
@@ -13,6 +13,7 @@
 import { type Kysely, sql, type Transaction } from "kysely";
 import { prepared } from "../db/prepared.ts";
 import type { DB, ReservationRow } from "../db/schema.ts";
+import type { SeenLimits } from "../db/seen-limits.ts";
 import type { PlainWrite } from "../db/write-path.ts";
 import { newId } from "../ids.ts";
 import { type PgDebitRow, pgDebited, sqlitePlainDebit } from "../ledger/plain-debit.ts";
@@ -67,7 +68,8 @@ export function plainConfirm(
   actualMicros: number,
 ): PlainWrite<Confirmed> {
   return {
-    sqlite: (trx, nowMs) => sqliteConfirm(trx, projectId, reservationId, actualMicros, nowMs),
+    sqlite: (trx, nowMs, seen) =>
+      sqliteConfirm(trx, { projectId, reservationId, actualMicros, nowMs }, seen),
     postgres: (db, nowMs) => pgConfirm(db, { projectId, reservationId, actualMicros, nowMs }),
   };
 }
@@ -75,15 +77,14 @@ export function plainConfirm(
 /** SQLite's plain confirm inside the unit `trx` (see `plainConfirm`). */
 async function sqliteConfirm(
   trx: Transaction<DB>,
-  projectId: string,
-  reservationId: string,
-  actualMicros: number,
-  nowMs: number,
+  confirm: { projectId: string; reservationId: string; actualMicros: number; nowMs: number },
+  seen: SeenLimits,
 ): Promise<Confirmed | null> {
+  const { projectId, reservationId, actualMicros, nowMs } = confirm;
   const hold = (await trx.executeQuery(holdById(trx, { projectId, reservationId }))).rows[0];
   if (hold === undefined || effectiveStatus(hold, nowMs) !== "pending") return null;
   if (hold.confirm_description === null || hold.confirm_metadata === null) return null;
-  const done = await sqlitePlainDebit(trx, confirmDebit(hold, actualMicros), nowMs);
+  const done = await sqlitePlainDebit(trx, confirmDebit(hold, actualMicros), nowMs, seen);
   if (done === null) return null;
   return { hold, transaction: done.row, balanceMicros: done.row.balance_after_micros };
 }

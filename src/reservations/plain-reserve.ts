@@ -1,8 +1,9 @@
 /**
- * The plain reservation (docs/design.md#plain-writes): a hold whose account exists, whose
- * `available` covers it, that keeps the low-balance event out of it, and with no grant expiry due
- * or held (accounts/plain.ts). Its only write is the hold's row, which this module inserts when
- * the database finds the reservation plain:
+ * The plain reservation (docs/design.md#plain-writes): a hold in the plain region of the
+ * admission rule (src/admission/rule.ts `plainDebit`, drawing nothing: its account exists, has no
+ * spend limits and no grant expiry due or held, its `available` covers the hold, and the hold
+ * keeps the low-balance event out of it). Its only write is the hold's row, which this module
+ * inserts when the database finds the reservation plain:
  *
  * - SQLite: one `INSERT … SELECT … FROM accounts WHERE <conditions> RETURNING`.
  * - PostgreSQL: one call of `ledger_plain_reserve` (sql/postgres/functions/ledger_plain_reserve.sql), which
@@ -12,7 +13,8 @@
  * (`WriteQueue.runWrite`).
  */
 import { sql } from "kysely";
-import { plainAccount } from "../accounts/plain.ts";
+import { accountTerms } from "../accounts/plain.ts";
+import { inSql, plainDebit } from "../admission/rule.ts";
 import { prepared } from "../db/prepared.ts";
 import type { ReservationRow } from "../db/schema.ts";
 import type { PlainWrite } from "../db/write-path.ts";
@@ -73,7 +75,15 @@ function sqliteReserve(column: "id" | "external_id") {
           ])
           .where("project_id", "=", arg("projectId"))
           .where(column, "=", arg("ref"))
-          .where((eb) => plainAccount(eb, arg("nowMs"), arg("amountMicros"))),
+          .where((eb) =>
+            // A hold lowers `available` by its amount and draws no grant yet.
+            plainDebit(inSql, {
+              ...accountTerms(eb, arg("nowMs")),
+              needed: eb.val(arg("amountMicros")),
+              drawn: inSql.lit(0),
+              firstRemaining: sql<null>`NULL`,
+            }),
+          ),
       )
       .returning("account_id"),
   );

@@ -7,9 +7,9 @@ import type { Kysely, Transaction } from "kysely";
 import { findAccountWithBalance } from "../accounts/lookup.ts";
 import { checkLowBalance } from "../accounts/low-balance.ts";
 import type { AccountListOptions } from "../db/account-list.ts";
-import { locksRows } from "../db/engine.ts";
 import { countedPage } from "../db/paging.ts";
 import { argValues, prepared } from "../db/prepared.ts";
+import { forUpdateOnPostgres, forUpdateSkipLockedOnPostgres } from "../db/row-locks.ts";
 import type { DB, ReservationRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
@@ -46,14 +46,15 @@ const insertReservation = prepared<ReservationRow, unknown>((db, arg) =>
  * hold ended, so a hold ends exactly once across processes.
  */
 const reservationById = prepared<{ projectId: string; reservationId: string }, ReservationRow>(
-  (db, arg, engine) => {
-    const query = db
-      .selectFrom("reservations")
-      .selectAll()
-      .where("id", "=", arg("reservationId"))
-      .where("project_id", "=", arg("projectId"));
-    return engine === "postgres" ? query.forUpdate() : query;
-  },
+  (db, arg) =>
+    forUpdateOnPostgres(
+      db,
+      db
+        .selectFrom("reservations")
+        .selectAll()
+        .where("id", "=", arg("reservationId"))
+        .where("project_id", "=", arg("projectId")),
+    ),
 );
 
 export interface CreateReservationInput {
@@ -275,7 +276,7 @@ export async function expireReservations(trx: Transaction<DB>, nowMs: number, li
     .where("status", "=", "pending")
     .where("expires_at_ms", "<=", nowMs)
     .limit(limit)
-    .$if(locksRows(trx), (q) => q.forUpdate().skipLocked());
+    .$call((q) => forUpdateSkipLockedOnPostgres(trx, q));
   const expired = await trx
     .updateTable("reservations")
     .set((eb) => ({ status: "expired", settled_at_ms: eb.ref("expires_at_ms") }))

@@ -6,12 +6,17 @@
  * - SQLite: `sqlitePlainDebit` (the plain move, the entry, the grant), then the usage record's
  *   INSERT, all in the unit of the queue's one writer. The charge is priced at the prices this
  *   process last read for the model (price-guess.ts), and the plain move checks them (a
- *   `MoveGuard`, ledger/core.ts): it moves nothing unless the stored prices are those. The
- *   prices are read in the unit (one prepared statement) only when there is no such guess.
+ *   `MoveGuard`, src/ledger/plain-move.ts): it moves nothing unless the stored prices are
+ *   those. The prices are read in the unit (one prepared statement) when there is no such
+ *   guess, or when the guess proved stale, and the plain debit is tried with them.
  * - PostgreSQL: one statement, one round trip: it checks the prices the charge was priced at
  *   (the last this process read, price-guess.ts), calls `ledger_plain_debit` and inserts the
  *   usage record from its answer only when it applied the debit (a data-modifying CTE): the
- *   record and its debit commit together or not at all.
+ *   record and its debit commit together or not at all. When the guess proved stale the prices
+ *   are read and the statement runs once more. An account with spend limits takes the general
+ *   path here (the statement calls the unlimited plain debit).
+ *
+ * So the guess saves a read and never decides which path a charge takes.
  *
  * Whenever the charge is not plain (a cost of 0, a debit that is not plain, a missing price or
  * model, a body `deduct: true` refuses) nothing is changed and the write path runs the general
@@ -23,7 +28,6 @@ import type { DB } from "../db/schema.ts";
 import type { PlainWrite } from "../db/write-path.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
-import type { MoveGuard } from "../ledger/core.ts";
 import type { UnheldDebit } from "../ledger/debit.ts";
 import {
   type PgArgs,
@@ -32,6 +36,7 @@ import {
   pgDebited,
   sqlitePlainDebit,
 } from "../ledger/plain-debit.ts";
+import { moveGuard } from "../ledger/plain-move.ts";
 import { debitOf } from "../ledger/service.ts";
 import {
   type ChargedUsage,
@@ -119,34 +124,46 @@ async function guessOrRead(
   return row;
 }
 
+/** What SQLite's price guard compares: the project, its credit price and the model's prices. */
+type PriceArgs = {
+  g_project: string;
+  g_price: number | null;
+  g_model: string;
+  g_input: number;
+  g_output: number;
+  g_cached: number | null;
+};
+
 /**
- * SQLite's check of a guess, for the plain move: the project's credit price and the model's
- * prices are still those of `guess` (`IS`: a null cached price equals a null one).
+ * SQLite's check of a guess, for the plain move (src/ledger/plain-move.ts `MoveGuard`): the
+ * project's credit price and the model's prices are still those of the guess (`IS`: a null
+ * cached price equals a null one).
  */
-function pricesStill(projectId: string, guess: PriceRow): MoveGuard {
-  return {
-    key: "usage-prices",
-    condition: (eb, arg) =>
-      eb.exists(
-        eb
-          .selectFrom(["projects as gp", "models as gm"])
-          .select(sql.lit(1).as("one"))
-          .where("gp.id", "=", arg("g_project") as string)
-          .where("gp.credits_per_usd_micros", "=", arg("g_price") as number)
-          .where("gm.model_id", "=", arg("g_model") as string)
-          .where("gm.input_micros_per_m", "=", arg("g_input") as number)
-          .where("gm.output_micros_per_m", "=", arg("g_output") as number)
-          .where("gm.cached_micros_per_m", "is", arg("g_cached") as number | null),
-      ),
-    args: {
-      g_project: projectId,
-      g_price: guess.credits_per_usd_micros,
-      g_model: guess.model_id,
-      g_input: guess.input_micros_per_m,
-      g_output: guess.output_micros_per_m,
-      g_cached: guess.cached_micros_per_m,
-    },
+const pricesStill = moveGuard<PriceArgs>((eb, arg) =>
+  eb.exists(
+    eb
+      .selectFrom(["projects as gp", "models as gm"])
+      .select(sql.lit(1).as("one"))
+      .where("gp.id", "=", arg("g_project"))
+      .where("gp.credits_per_usd_micros", "=", arg("g_price"))
+      .where("gm.model_id", "=", arg("g_model"))
+      .where("gm.input_micros_per_m", "=", arg("g_input"))
+      .where("gm.output_micros_per_m", "=", arg("g_output"))
+      .where("gm.cached_micros_per_m", "is", arg("g_cached")),
+  ),
+);
+
+/** The guard's values for the guess `guess` of project `projectId`. */
+function pricesOf(projectId: string, guess: PriceRow) {
+  const args: PriceArgs = {
+    g_project: projectId,
+    g_price: guess.credits_per_usd_micros,
+    g_model: guess.model_id,
+    g_input: guess.input_micros_per_m,
+    g_output: guess.output_micros_per_m,
+    g_cached: guess.cached_micros_per_m,
   };
+  return { guard: pricesStill, args };
 }
 
 /**
@@ -186,6 +203,25 @@ async function pgCharge(
   nowMs: number,
 ): Promise<ChargedUsage | null> {
   const guess = guessedPrice(projectId, input.modelId);
+  const first = await pgChargeAt(db, projectId, input, nowMs, guess);
+  if (first !== "stale") return first;
+  // The prices changed since the guess: read them, and charge at them.
+  forgetPrice(projectId, input.modelId);
+  const second = await pgChargeAt(db, projectId, input, nowMs, undefined);
+  return second === "stale" ? null : second;
+}
+
+/**
+ * One statement of `pgCharge` at the prices `guess` (undefined: read now): what it charged,
+ * null (not plain, nothing changed), or "stale" (the stored prices are not those).
+ */
+async function pgChargeAt(
+  db: Kysely<DB>,
+  projectId: string,
+  input: RecordUsageInput,
+  nowMs: number,
+  guess: PriceRow | undefined,
+): Promise<ChargedUsage | null | "stale"> {
   const p = await plainPricing(projectId, input, () =>
     guessOrRead(db, projectId, input.modelId, guess),
   );
@@ -202,8 +238,8 @@ async function pgCharge(
     credits_per_usd_micros: p.price,
   };
   const done = (await db.executeQuery(pgPlainCharge(db, args))).rows[0];
-  if (done === undefined) forgetPrice(projectId, input.modelId);
-  if (done?.outcome !== "applied") return null;
+  if (done === undefined) return guess === undefined ? null : "stale";
+  if (done.outcome !== "applied") return null;
   const debited = pgDebited(p.debit, txnId, nowMs, done);
   const row = { ...usage, account_id: debited.account.id };
   return charged(row, p, txnId, debited.row.balance_after_micros);
@@ -215,20 +251,26 @@ async function pgCharge(
  */
 export function plainCharge(projectId: string, input: RecordUsageInput): PlainWrite<ChargedUsage> {
   return {
-    sqlite: async (trx, nowMs) => {
+    sqlite: async (trx, nowMs, seen) => {
+      const attempt = async (guess: PriceRow | undefined) => {
+        const p = await plainPricing(projectId, input, () =>
+          guessOrRead(trx, projectId, input.modelId, guess),
+        );
+        if (p === null) return null;
+        // A guess is checked by the move; prices read in this unit are the stored ones.
+        const guarded = guess === undefined ? undefined : pricesOf(projectId, guess);
+        const done = await sqlitePlainDebit(trx, p.debit, nowMs, seen, guarded);
+        return done === null ? null : { p, done };
+      };
       const guess = guessedPrice(projectId, input.modelId);
-      const p = await plainPricing(projectId, input, () =>
-        guessOrRead(trx, projectId, input.modelId, guess),
-      );
-      if (p === null) return null;
-      // A guess is checked by the move; prices read in this unit are the stored ones.
-      const guard = guess === undefined ? undefined : pricesStill(projectId, guess);
-      const done = await sqlitePlainDebit(trx, p.debit, nowMs, guard);
-      if (done === null) {
-        // The prices may have changed: the general path reads them, the next charge too.
-        if (guess !== undefined) forgetPrice(projectId, input.modelId);
-        return null;
+      let made = await attempt(guess);
+      if (made === null && guess !== undefined) {
+        // The prices may have changed: read them in this unit, and try at them.
+        forgetPrice(projectId, input.modelId);
+        made = await attempt(undefined);
       }
+      if (made === null) return null;
+      const { p, done } = made;
       const txn = done.row;
       const row = chargedRow(projectId, input, p, done.account.id, txn.id, nowMs);
       await insertUsage(trx, row);

@@ -17,7 +17,7 @@
  * read one snapshot on both engines and the groups always add up to the totals beside them.
  */
 import { type Kysely, sql } from "kysely";
-import { engineOf } from "../db/engine.ts";
+import { withoutIndexOrderOnSqlite } from "../db/index-hints.ts";
 import type { DB, UsageContext } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { bigMicrosToDecimal, ExactDecimal, picoUsdToDecimal } from "../money.ts";
@@ -122,9 +122,8 @@ function wholeNumber(n: bigint): number | ExactDecimal {
  * plans by its statistics and has no `+` on text.
  */
 function modelGroups(db: Kysely<DB>, f: UsageFilter) {
-  if (f.accountId === undefined || engineOf(db) !== "sqlite")
-    return ["model_id", "context"] as const;
-  return [sql`+model_id`, sql`+context`];
+  const keys = ["model_id", "context"] as const;
+  return f.accountId === undefined ? keys : withoutIndexOrderOnSqlite(db, keys);
 }
 
 /**

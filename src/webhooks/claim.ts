@@ -12,7 +12,7 @@
  * behind the backlog of a dead one.
  */
 import { type Kysely, sql, type Transaction } from "kysely";
-import { locksRows } from "../db/engine.ts";
+import { forUpdateSkipLockedOnPostgres } from "../db/row-locks.ts";
 import type { DB, DeliveryStatus } from "../db/schema.ts";
 
 /** A claimed delivery with what its attempt sends. */
@@ -109,7 +109,7 @@ export async function claimBatches(
   limits: ClaimLimits,
 ): Promise<ClaimedBatch[]> {
   const endpoints = await endpointsDue(trx, nowMs, limits.deliveries)
-    .$if(locksRows(trx), (q) => q.forUpdate().skipLocked())
+    .$call((q) => forUpdateSkipLockedOnPostgres(trx, q))
     .execute();
   const batches: ClaimedBatch[] = [];
   let left = limits.deliveries;

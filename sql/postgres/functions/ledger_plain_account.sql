@@ -29,12 +29,9 @@ BEGIN
   SELECT acc.balance_micros - coalesce(sum(r.amount_micros), 0) INTO available
     FROM reservations r
     WHERE r.account_id = acc.id AND r.status = 'pending' AND r.expires_at_ms > p_now;
+  -- ledger_grant_work: generated from src/admission/grant-work.ts.
   plain := (acc.spend_limits IS NULL
             OR acc.spend_limits = p_limits)
-       AND NOT EXISTS (SELECT 1 FROM credit_grants d WHERE d.account_id = acc.id
-             AND d.exhausted = 0 AND d.expiry_booked = 0 AND d.expires_at_ms IS NOT NULL
-             AND d.expires_at_ms <= p_now)
-       AND NOT EXISTS (SELECT 1 FROM credit_grants h WHERE h.account_id = acc.id
-             AND h.exhausted = 0 AND h.expiry_booked = 1);
+       AND NOT ledger_grant_work(acc.id, p_now);
 END;
 $$;

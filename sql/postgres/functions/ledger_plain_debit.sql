@@ -7,10 +7,13 @@
 -- pending hold of p_hold_micros, which the caller has locked and checked. The plain move, then
 -- the entry and the settlement of the hold. Answers 'other', having changed nothing, when the
 -- debit is not plain (the service then runs its general path). The slots and p_limits are the
--- limited plain debit's (ledger_plain_move).
+-- limited plain debit's (ledger_plain_move). stored_limits: the account's limits text, so that a
+-- caller that guessed them wrong calls again for these (src/db/seen-limits.ts).
 
 DROP FUNCTION IF EXISTS ledger_plain_debit(TEXT, TEXT, BOOLEAN, BIGINT, BIGINT, TEXT, TEXT,
   TEXT, TEXT, TEXT, BIGINT, BIGINT[], BIGINT[]);
+DROP FUNCTION IF EXISTS ledger_plain_debit(TEXT, TEXT, BOOLEAN, BIGINT, BIGINT, TEXT, TEXT,
+  TEXT, TEXT, TEXT, BIGINT, BIGINT[], BIGINT[], TEXT);
 
 CREATE OR REPLACE FUNCTION ledger_plain_debit(
   p_project TEXT,
@@ -33,7 +36,8 @@ CREATE OR REPLACE FUNCTION ledger_plain_debit(
   external_id TEXT,
   balance_after_micros BIGINT,
   created_at_ms BIGINT,
-  seq BIGINT
+  seq BIGINT,
+  stored_limits TEXT
 ) LANGUAGE plpgsql AS $$
 DECLARE
   m RECORD;
@@ -41,6 +45,7 @@ BEGIN
   outcome := 'other';
   m := ledger_plain_move(p_project, p_ref, p_by_id, p_amount,
     p_amount - coalesce(p_hold_micros, 0), p_now, p_slot_starts, p_slot_spents, p_limits);
+  stored_limits := m.stored_limits;
   IF m.account_id IS NULL THEN
     RETURN NEXT;
     RETURN;

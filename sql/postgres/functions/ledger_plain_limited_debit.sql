@@ -7,10 +7,15 @@
 -- on an account whose stored limits are p_limits, given each limit's slot (p_slots, 0-based),
 -- its current window (p_starts, p_ends, as src/limits/windows.ts computes them), amount and
 -- softness. It is plain only when the account's limits are still p_limits, the debit's time
--- lies in every window, and every limit stays strictly below its amount after it (or is soft
--- and already reached): then no limit refuses and none is reached (no event), and the write is
--- the plain debit, which writes the slots with the balance. Otherwise nothing is changed
--- ('other') and the general path runs, which applies the rule itself.
+-- lies in every window, and each limit is in the plain region of the admission rule
+-- (ledger_plain_limit, generated from src/admission/rule.ts: it neither refuses the debit nor
+-- is reached by it, so no event), and the write is the plain debit, which writes the slots
+-- with the balance. Otherwise nothing is changed ('other') and the general path runs, which
+-- applies the same rule on numbers. stored_limits: the account's limits text, so that a caller
+-- that guessed them wrong calls again for these (src/db/seen-limits.ts).
+
+DROP FUNCTION IF EXISTS ledger_plain_limited_debit(TEXT, TEXT, BOOLEAN, BIGINT, BIGINT, TEXT,
+  TEXT, TEXT, TEXT, TEXT, INT[], BIGINT[], BIGINT[], BIGINT[], BOOLEAN[]);
 
 CREATE OR REPLACE FUNCTION ledger_plain_limited_debit(
   p_project TEXT,
@@ -34,7 +39,8 @@ CREATE OR REPLACE FUNCTION ledger_plain_limited_debit(
   external_id TEXT,
   balance_after_micros BIGINT,
   created_at_ms BIGINT,
-  seq BIGINT
+  seq BIGINT,
+  stored_limits TEXT
 ) LANGUAGE plpgsql AS $$
 DECLARE
   acc_id TEXT;
@@ -62,6 +68,7 @@ BEGIN
       INTO acc_id, acc_limits, acc_updated, starts, spents
       FROM accounts a WHERE a.project_id = p_project AND a.external_id = p_ref FOR UPDATE;
   END IF;
+  stored_limits := acc_limits;
   IF acc_id IS NULL OR acc_limits IS DISTINCT FROM p_limits
       OR coalesce(array_length(p_slots, 1), 0) = 0 THEN
     RETURN NEXT;
@@ -71,9 +78,8 @@ BEGIN
     FROM reservations r
     WHERE r.account_id = acc_id AND r.status = 'pending' AND r.expires_at_ms > p_now;
   at_ms := greatest(acc_updated, p_now);
-  -- Each limit's window holds the debit's time, and the limit stays below its amount after it
-  -- (or is soft and already reached); else 'other'. Its spent is its slot's when the slot counts
-  -- that window, else 0.
+  -- Each limit's window holds the debit's time, and the limit is in its plain region; else
+  -- 'other'. Its spent is its slot's when the slot counts that window, else 0.
   FOR i IN 1 .. array_length(p_slots, 1) LOOP
     IF NOT (p_starts[i] <= at_ms AND at_ms < p_ends[i]) THEN
       RETURN NEXT;
@@ -81,8 +87,7 @@ BEGIN
     END IF;
     s := p_slots[i] + 1;
     spent := CASE WHEN starts[s] = p_starts[i] THEN coalesce(spents[s], 0) ELSE 0 END;
-    IF NOT (spent + held + p_amount < p_amounts[i]
-            OR (p_softs[i] AND spent + held >= p_amounts[i])) THEN
+    IF NOT ledger_plain_limit(spent, held, p_amount, p_amounts[i], p_softs[i]) THEN
       RETURN NEXT;
       RETURN;
     END IF;
@@ -103,8 +108,9 @@ BEGIN
   END IF;
   -- The plain debit, which writes the slots with the balance (one write of the account's row),
   -- told that the account's limits are p_limits, just checked.
-  SELECT d.outcome, d.account_id, d.external_id, d.balance_after_micros, d.created_at_ms, d.seq
-    INTO outcome, account_id, external_id, balance_after_micros, created_at_ms, seq
+  SELECT d.outcome, d.account_id, d.external_id, d.balance_after_micros, d.created_at_ms, d.seq,
+      d.stored_limits
+    INTO outcome, account_id, external_id, balance_after_micros, created_at_ms, seq, stored_limits
     FROM ledger_plain_debit(p_project, acc_id, true, p_amount, p_now, p_txn_id,
       p_description, p_metadata, p_source, NULL, NULL, starts, spents, p_limits) d;
   RETURN NEXT;

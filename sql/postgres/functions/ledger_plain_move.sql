@@ -9,21 +9,25 @@
 -- the write (the entry's created_at_ms). Otherwise it changes nothing and answers a null
 -- account_id. With p_slot_starts/p_slot_spents (ten each: the limited plain debit's), the same
 -- UPDATE writes the account's spend slots (src/limits/slots.ts), so the balance and the
--- counters are one write of the row; p_limits as in ledger_plain_account.
+-- counters are one write of the row; p_limits as in ledger_plain_account. stored_limits: the
+-- limits text of the account found (null: none, or no account), moved or not.
 
 DROP FUNCTION IF EXISTS ledger_plain_move(TEXT, TEXT, BOOLEAN, BIGINT, BIGINT, BIGINT,
   BIGINT[], BIGINT[]);
+DROP FUNCTION IF EXISTS ledger_plain_move(TEXT, TEXT, BOOLEAN, BIGINT, BIGINT, BIGINT,
+  BIGINT[], BIGINT[], TEXT);
 
 CREATE OR REPLACE FUNCTION ledger_plain_move(p_project TEXT, p_ref TEXT, p_by_id BOOLEAN, p_amount BIGINT,
   p_needed BIGINT, p_now BIGINT, p_slot_starts BIGINT[] DEFAULT NULL,
   p_slot_spents BIGINT[] DEFAULT NULL, p_limits TEXT DEFAULT NULL,
   OUT account_id TEXT, OUT external_id TEXT, OUT balance_after_micros BIGINT,
-  OUT created_at_ms BIGINT)
+  OUT created_at_ms BIGINT, OUT stored_limits TEXT)
 LANGUAGE plpgsql AS $$
 DECLARE
   st RECORD;
 BEGIN
   st := ledger_plain_state(p_project, p_ref, p_by_id, p_now, p_limits);
+  stored_limits := (st.acc).spend_limits;
   IF NOT ledger_plain_fits(st.plain, st.available, (st.acc).low_balance_threshold_micros,
        st.first_remaining, p_amount, p_needed) THEN
     RETURN;

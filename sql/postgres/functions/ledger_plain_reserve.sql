@@ -25,8 +25,10 @@ DECLARE
 BEGIN
   outcome := 'other';
   SELECT * INTO info FROM ledger_plain_account(p_project, p_ref, p_by_id, p_now);
-  IF NOT coalesce(info.plain, false) OR info.available < p_amount
-     OR NOT ledger_no_crossing((info.acc).low_balance_threshold_micros, info.available, p_amount)
+  -- The admission rule (ledger_plain_fits, generated from src/admission/rule.ts): a hold
+  -- lowers `available` by its amount and draws no grant yet.
+  IF NOT ledger_plain_fits(coalesce(info.plain, false), info.available,
+       (info.acc).low_balance_threshold_micros, NULL, 0, p_amount)
   THEN
     RETURN NEXT;
     RETURN;
