@@ -91,6 +91,18 @@ export const ERROR_SENTENCES = {
     sentence: "Only a failed delivery can be retried; this one has not failed.",
     detail: true,
   },
+  NOT_REVERSIBLE: {
+    sentence: "An expiry or a reversal cannot be reversed.",
+    detail: false,
+  },
+  REVERSAL_EXCEEDS_ORIGINAL: {
+    sentence: "Its reversals would add up to more than the transaction itself.",
+    detail: true,
+  },
+  REVERSAL_EXCEEDS_REMAINING: {
+    sentence: "That is more than can still be reversed (what is left of its grant, or available).",
+    detail: true,
+  },
   METHOD_NOT_ALLOWED: {
     sentence: "The service does not take this kind of request here.",
     detail: true,

@@ -21,6 +21,9 @@ const WHEN: { [T in SentEventType]: string } = {
   "spend_limit.reached":
     "A committed write (a debit, a reservation or a confirm) took a spend limit's window spend " +
     "(spent + held) from below its `amount` to at or above it; once per account, limit and window.",
+  "transaction.reversed":
+    "A reversal was booked (`POST /v1/transactions/reverse`): `transactionId` is the reversal, " +
+    "`reversedTransactionId` the original, `amountReversed` the original's reversals so far.",
   "webhook.test":
     "`POST /v1/webhooks/test` asked for it; sent to that one endpoint only, whatever it " +
     "subscribes to.",

@@ -8,6 +8,7 @@
 import type { z } from "@hono/zod-openapi";
 import { balanceLow } from "./accounts/low-balance.ts";
 import { creditsExpired } from "./ledger/expiry.ts";
+import { transactionReversed } from "./ledger/reversal.ts";
 import { spendLimitReached } from "./limits/reached.ts";
 import { planGranted } from "./plans/settlement.ts";
 import { reservationExpired } from "./reservations/service.ts";
@@ -21,5 +22,6 @@ export const EVENTS = {
   "credits.expired": creditsExpired,
   "plan.granted": planGranted,
   "spend_limit.reached": spendLimitReached,
+  "transaction.reversed": transactionReversed,
   "webhook.test": webhookTest,
 } as const satisfies { [T in SentEventType]: EventDefinition<T, z.ZodType> };

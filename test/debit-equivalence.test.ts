@@ -19,6 +19,15 @@
  */
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  covers,
+  crosses,
+  numbers,
+  passesLimit,
+  plainDebit,
+  plainLimit,
+  reachesLimit,
+} from "../src/admission/rule.ts";
 import { createApp } from "../src/app.ts";
 import type { PlainWrite, TwoPathWrite, WriteQueue } from "../src/db/write-path.ts";
 import type { App } from "../src/http/context.ts";
@@ -549,6 +558,19 @@ const CASES: Case[] = [
       plain: deduct < 20,
     }),
   ),
+  // A debit of one micro-credit: reaching an hour limit of 50 from one micro-credit under it,
+  // and passing it from exactly at it (spent + held = amount).
+  ...[39.999999, 40].map(
+    (spent): Case => ({
+      name: `deduct 0.000001 under an hour limit of 50 with ${spent} spent and 10 held`,
+      limits: [{ period: "hour", amount: 50 }],
+      grants: [{ amount: 100 }],
+      spend: [spent],
+      holds: [{ amount: 10 }],
+      write: { deduct: 0.000001 },
+      plain: false,
+    }),
+  ),
   ...[20, 20.000001, 19.999999].map(
     (manual): Case => ({
       name: `manual debit of ${manual} under a soft day limit of 50 with 20 spent and 10 held`,
@@ -989,4 +1011,53 @@ describe(`one debit rule, plain path against general path (${TEST_ENGINE})`, () 
       expect(normal(rows[0]?.prosrc ?? "")).toContain(`order by ${normal(order)} limit 1`);
     },
   );
+});
+
+/**
+ * The one rule (src/admission/rule.ts) as both paths take it, against the rule as docs/api.md
+ * states it in words, on every boundary: a comparison changed in the rule changes both paths
+ * alike, which the table above cannot see, and fails here on every engine.
+ */
+describe(`the one rule against its documented form (${TEST_ENGINE})`, () => {
+  const around = (n: number) => [n - 1, n, n + 1];
+  it("credits, the low-balance threshold and the first grant", () => {
+    for (const available of [99, 100, 101])
+      for (const needed of [0, 1, 100])
+        for (const drawn of [0, needed])
+          for (const first of [null, ...around(needed)])
+            for (const threshold of [null, ...around(available - needed), ...around(available)]) {
+              const after = available - needed;
+              const documented =
+                available >= needed &&
+                !(threshold !== null && available >= threshold && after < threshold) &&
+                (drawn === 0 || (first !== null && first >= drawn));
+              const terms = {
+                region: true,
+                available,
+                needed,
+                drawn,
+                firstRemaining: first,
+                threshold,
+              };
+              expect(plainDebit(numbers, terms), JSON.stringify(terms)).toBe(documented);
+              expect(covers(numbers, available, needed)).toBe(available >= needed);
+              expect(crosses(numbers, threshold, available, after)).toBe(
+                threshold !== null && available >= threshold && after < threshold,
+              );
+            }
+  });
+  it("a spend limit: refused past its amount, reached at it", () => {
+    for (const spent of [0, 39, 40, 98, 99, 100, 101])
+      for (const held of [0, 1])
+        for (const needed of [0, 1, 2])
+          for (const soft of [false, true]) {
+            const l = { spent, held, needed, amount: 100 };
+            const before = spent + held;
+            const passes = needed > 0 && before + needed > 100;
+            const reaches = needed > 0 && before < 100 && before + needed >= 100;
+            expect(passesLimit(numbers, l), JSON.stringify(l)).toBe(passes);
+            expect(reachesLimit(numbers, l), JSON.stringify(l)).toBe(reaches);
+            expect(plainLimit(numbers, l, soft)).toBe(!reaches && (soft || !passes));
+          }
+  });
 });

@@ -30,6 +30,7 @@ export const batchOperationRoutes = [
   ledgerRoutes.add,
   ledgerRoutes.deduct,
   transactionRoutes.create,
+  transactionRoutes.reverse,
   reservationRoutes.create,
   reservationRoutes.confirm,
   reservationRoutes.cancel,

@@ -83,7 +83,8 @@ export type TransactionSource =
   | "reservation"
   | "plan_grant"
   | "plan_expiry"
-  | "grant_expiry";
+  | "grant_expiry"
+  | "reversal";
 
 export interface TransactionsTable {
   seq: Generated<number>;
@@ -99,6 +100,25 @@ export interface TransactionsTable {
   reservation_id: string | null;
   account_plan_id: string | null;
   created_at_ms: number;
+  /** A reversal: the id of the transaction it reverses (docs/api.md#reversals); else null. */
+  reversal_of: string | null;
+  /**
+   * A debit that drew all of its amount from one grant: that grant's `seq` (every plain debit,
+   * an expiry, a credit's reversal). Null for a credit, a debit of 0, and a debit drawn from
+   * several grants, whose draws are `debit_draws` rows.
+   */
+  grant_seq: number | null;
+}
+
+/**
+ * What a debit drawn from several grants took from each, in the order drawn (`draw_index` from
+ * 0): a reversal returns the credits last drawn first (docs/api.md#reversals).
+ */
+export interface DebitDrawsTable {
+  transaction_id: string;
+  draw_index: number;
+  grant_seq: number;
+  drawn_micros: number;
 }
 
 /**
@@ -312,6 +332,7 @@ export interface DB {
   plan_grants: PlanGrantsTable;
   credit_grants: CreditGrantsTable;
   credit_grant_remaining: CreditGrantRemainingTable;
+  debit_draws: DebitDrawsTable;
   models: ModelsTable;
   usage_records: UsageRecordsTable;
   idempotency_keys: IdempotencyKeysTable;

@@ -294,6 +294,15 @@ export const exampleErrors: Record<ErrorCode, { message: string; details?: unkno
     message: `Delivery ${exampleDelivery.id} is delivered; only a failed delivery is retried`,
     details: { status: "delivered" },
   },
+  NOT_REVERSIBLE: { message: "A grant expiry cannot be reversed" },
+  REVERSAL_EXCEEDS_ORIGINAL: {
+    message: "The reversals would pass the original's amount",
+    details: { reversible: 2.5 },
+  },
+  REVERSAL_EXCEEDS_REMAINING: {
+    message: "More than can still be reversed",
+    details: { reversible: 1.25 },
+  },
   PAYLOAD_TOO_LARGE: { message: "Request body is larger than 65536 bytes" },
   METHOD_NOT_ALLOWED: {
     message: "/v1/accounts/create does not serve GET; it serves POST",

@@ -27,9 +27,12 @@ import { JsonText, stringifyJson } from "../json.ts";
 import { fromMicros, MAX_BALANCE_MICROS } from "../money.ts";
 import {
   DEFAULT_PRIORITY,
+  type Draw,
   drawDown,
   type GrantTerms,
+  giveBack,
   makeGrant,
+  recordDraws,
   type Spendable,
   takeFrom,
 } from "./grants.ts";
@@ -67,8 +70,24 @@ export interface EntryInput {
    * expiries were booked (saves the read; see expiry.ts `bookDueExpiries`).
    */
   spendable?: Spendable | undefined;
-  /** A debit that removes what is left of one grant (an expiry): that grant's `seq`. */
+  /**
+   * A debit that takes from one grant only (an expiry removing what is left of it, a credit's
+   * reversal taking back from the credit's grant): that grant's `seq`.
+   */
   fromGrantSeq?: number | undefined;
+  /** A reversal: the id of the transaction it reverses (docs/api.md#reversals). */
+  reversalOf?: string | undefined;
+  /**
+   * A credit that gives its amount back to grants a debit drew from (a debit's reversal),
+   * instead of making a grant: how much to each grant, summing to the amount.
+   */
+  returns?: readonly GrantReturn[] | undefined;
+}
+
+/** Micro-credits a debit's reversal gives back to one grant. */
+export interface GrantReturn {
+  grantSeq: number;
+  micros: number;
 }
 
 /** A stored ledger entry, with the id of the grant a credit made (null for a debit). */
@@ -110,14 +129,20 @@ export async function appendEntry(
   input: EntryInput,
   moved: Moved,
 ): Promise<PostedEntry> {
-  const row = entryRow({ ...input, accountId: moved.id }, newId("txn"), {
+  const txnId = newId("txn");
+  // A debit's grants side comes first, so that its entry names the grant it drew from.
+  const draws = input.type === "debit" ? await debitDraws(trx, input, moved.id) : [];
+  const [only] = draws;
+  const row = entryRow({ ...input, accountId: moved.id }, txnId, {
     balanceAfterMicros: moved.balance_micros,
     createdAtMs: moved.updated_at_ms,
+    grantSeq: draws.length === 1 && only !== undefined ? only.grantSeq : null,
   });
   const inserted = await trx.executeQuery(insertTransaction(trx, row));
   const seq = inserted.rows[0]?.seq;
   if (seq === undefined) throw new Error("ledger invariant: the entry's insert returned no seq");
-  const grantId = await bookGrants(trx, input, row);
+  if (draws.length > 1) await recordDraws(trx, txnId, draws);
+  const grantId = input.type === "credit" ? await creditGrants(trx, input, row) : null;
   return { ...row, seq: Number(seq), grantId };
 }
 
@@ -130,13 +155,13 @@ export function entryMetadata(input: Pick<EntryInput, "metadata">): string {
 }
 
 /**
- * The ledger row of `input` as stored with the id `txnId`, the balance after it and its time
- * (the balance move's, see `movedAt`).
+ * The ledger row of `input` as stored with the id `txnId`, the balance after it, its time (the
+ * balance move's, src/db/move-time.ts) and the one grant a debit drew from (`grantSeq`).
  */
 export function entryRow(
   input: EntryInput,
   txnId: string,
-  moved: { balanceAfterMicros: number; createdAtMs: number },
+  moved: { balanceAfterMicros: number; createdAtMs: number; grantSeq?: number | null },
 ): Omit<TransactionRow, "seq"> {
   return {
     id: txnId,
@@ -151,35 +176,51 @@ export function entryRow(
     reservation_id: input.reservationId ?? null,
     account_plan_id: input.accountPlanId ?? null,
     created_at_ms: moved.createdAtMs,
+    reversal_of: input.reversalOf ?? null,
+    grant_seq: moved.grantSeq ?? null,
   };
 }
 
 /**
- * The grants side of a stored entry: a credit makes its grant (@returns its id); a debit draws
- * grants down (@returns null).
+ * A debit's grants side: takes its amount from the one grant `fromGrantSeq` names, or draws the
+ * account's grants down in spending order.
+ * @returns what it took from each grant, in order
  */
-async function bookGrants(
+async function debitDraws(
+  trx: Transaction<DB>,
+  input: EntryInput,
+  accountId: string,
+): Promise<Draw[]> {
+  if (input.amountMicros === 0) return [];
+  if (input.fromGrantSeq === undefined) {
+    return drawDown(trx, accountId, input.amountMicros, input.spendable);
+  }
+  await takeFrom(trx, input.fromGrantSeq, input.amountMicros);
+  return [{ grantSeq: input.fromGrantSeq, takenMicros: input.amountMicros }];
+}
+
+/**
+ * A credit's grants side: its grant (@returns its id), or, for a debit's reversal (`returns`),
+ * the credits given back to the grants the debit drew from (@returns null).
+ */
+async function creditGrants(
   trx: Transaction<DB>,
   input: EntryInput,
   row: { id: string; account_id: string; created_at_ms: number },
 ): Promise<string | null> {
-  if (input.type === "credit") {
-    const credit = {
-      projectId: input.projectId,
-      accountId: row.account_id,
-      transactionId: row.id,
-      accountPlanId: input.source === "plan_grant" ? (input.accountPlanId ?? null) : null,
-      amountMicros: input.amountMicros,
-      createdAtMs: row.created_at_ms,
-    };
-    return makeGrant(trx, credit, input.grant ?? NO_TERMS);
+  if (input.returns !== undefined) {
+    for (const back of input.returns) await giveBack(trx, back.grantSeq, back.micros);
+    return null;
   }
-  if (input.fromGrantSeq !== undefined) {
-    await takeFrom(trx, input.fromGrantSeq, input.amountMicros);
-  } else {
-    await drawDown(trx, row.account_id, input.amountMicros, input.spendable);
-  }
-  return null;
+  const credit = {
+    projectId: input.projectId,
+    accountId: row.account_id,
+    transactionId: row.id,
+    accountPlanId: input.source === "plan_grant" ? (input.accountPlanId ?? null) : null,
+    amountMicros: input.amountMicros,
+    createdAtMs: row.created_at_ms,
+  };
+  return makeGrant(trx, credit, input.grant ?? NO_TERMS);
 }
 
 /** A credit's grant terms when none are given (docs/api.md#grants). */
@@ -261,6 +302,8 @@ export const insertTransaction = prepared<Omit<TransactionRow, "seq">, { seq: nu
       reservation_id: arg("reservation_id"),
       account_plan_id: arg("account_plan_id"),
       created_at_ms: arg("created_at_ms"),
+      reversal_of: arg("reversal_of"),
+      grant_seq: arg("grant_seq"),
     })
     .returning("seq"),
 );

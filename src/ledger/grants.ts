@@ -130,9 +130,9 @@ export async function readSpendable(
   };
 }
 
-/** What a debit took from one grant. */
+/** What a debit took from one grant (micro-credits), in the order drawn. */
 export interface Draw {
-  grant: SpendableGrant;
+  grantSeq: number;
   takenMicros: number;
 }
 
@@ -148,7 +148,7 @@ const takeFromGrant = prepared<{ seq: number; takeMicros: number }, unknown>((db
  * Spends `amountMicros` of the account's grants in spending order: updates only the grants it
  * draws from. `known` is the account's spendable grants as read earlier in this unit (after its
  * expiries were booked), which saves the read.
- * @returns what was taken from each grant, in order
+ * @returns what was taken from each grant, in the order drawn (none for 0)
  * @throws Error (a broken ledger invariant) when the grants hold less than `amountMicros`
  */
 export async function drawDown(
@@ -156,13 +156,14 @@ export async function drawDown(
   accountId: string,
   amountMicros: number,
   known?: Spendable,
-): Promise<void> {
+): Promise<Draw[]> {
   // The common case in one statement: the first grant in spending order covers the debit.
   if (known === undefined && amountMicros > 0) {
     const first = await trx.executeQuery(
       takeFromFirst(trx, { accountId, takeMicros: amountMicros }),
     );
-    if (Number(first.numAffectedRows ?? 0) === 1) return;
+    const taken = first.rows[0];
+    if (taken !== undefined) return [{ grantSeq: Number(taken.seq), takenMicros: amountMicros }];
   }
   const draws: Draw[] = [];
   let leftMicros = amountMicros;
@@ -172,7 +173,7 @@ export async function drawDown(
     for (const grant of page.grants) {
       if (leftMicros === 0) break;
       const takenMicros = Math.min(grant.remaining_micros, leftMicros);
-      draws.push({ grant, takenMicros });
+      draws.push({ grantSeq: grant.seq, takenMicros });
       leftMicros -= takenMicros;
     }
     if (leftMicros === 0 || page.complete) break;
@@ -184,27 +185,92 @@ export async function drawDown(
       `ledger invariant: account ${accountId}'s grants lack ${leftMicros} micro-credits of a debit of ${amountMicros}`,
     );
   }
-  for (const draw of draws) await takeFrom(trx, draw.grant.seq, draw.takenMicros);
+  for (const draw of draws) await takeFrom(trx, draw.grantSeq, draw.takenMicros);
+  return draws;
+}
+
+/**
+ * Records what the debit `transactionId` drew from each of several grants, in the order drawn
+ * (`debit_draws`; a debit drawn from one grant names it in its own row instead).
+ */
+export async function recordDraws(
+  trx: Transaction<DB>,
+  transactionId: string,
+  draws: readonly Draw[],
+): Promise<void> {
+  await trx
+    .insertInto("debit_draws")
+    .values(
+      draws.map((d, i) => ({
+        transaction_id: transactionId,
+        draw_index: i,
+        grant_seq: d.grantSeq,
+        drawn_micros: d.takenMicros,
+      })),
+    )
+    .execute();
+}
+
+/**
+ * What the debit `transactionId` drew from each grant, in the order drawn: its one grant
+ * (`grantSeq`, of its row) or its `debit_draws` rows; none for a debit booked before draws were
+ * recorded (or a debit of 0).
+ */
+export async function drawsOf(
+  db: Kysely<DB>,
+  debit: { id: string; grant_seq: number | null; amount_micros: number },
+): Promise<Draw[]> {
+  if (debit.grant_seq !== null) {
+    return [{ grantSeq: Number(debit.grant_seq), takenMicros: debit.amount_micros }];
+  }
+  const rows = await db
+    .selectFrom("debit_draws")
+    .select(["grant_seq", "drawn_micros"])
+    .where("transaction_id", "=", debit.id)
+    .orderBy("draw_index")
+    .execute();
+  return rows.map((r) => ({ grantSeq: Number(r.grant_seq), takenMicros: Number(r.drawn_micros) }));
+}
+
+const giveBackToGrant = prepared<{ seq: number; micros: number }, unknown>((db, arg) =>
+  db
+    .updateTable("credit_grant_remaining")
+    .set((eb) => ({ remaining_micros: eb("remaining_micros", "+", arg("micros")) }))
+    .where("seq", "=", arg("seq")),
+);
+
+/**
+ * Gives `micros` back to the grant `seq` (a debit's reversal, docs/api.md#reversals): what
+ * remains of it grows, never past its amount (the database refuses that).
+ * @throws Error (a broken ledger invariant) when there is no such grant
+ */
+export async function giveBack(trx: Transaction<DB>, seq: number, micros: number): Promise<void> {
+  const result = await trx.executeQuery(giveBackToGrant(trx, { seq, micros }));
+  if (Number(result.numAffectedRows ?? 0) !== 1) {
+    throw new Error(`ledger invariant: no grant ${seq} to give ${micros} micro-credits back to`);
+  }
 }
 
 /**
  * Takes `takeMicros` from the account's first grant in spending order (the order of
  * `spendPage`), when that grant holds at least as much; changes no row otherwise.
  */
-const takeFromFirst = prepared<{ accountId: string; takeMicros: number }, unknown>((db, arg) =>
-  db
-    .updateTable("credit_grant_remaining")
-    .set((eb) => ({ remaining_micros: eb("remaining_micros", "-", arg("takeMicros")) }))
-    .where("seq", "=", (eb) =>
-      eb
-        .selectFrom("credit_grants as f")
-        .select("f.seq")
-        .where("f.account_id", "=", arg("accountId"))
-        .where("f.exhausted", "=", sql.lit(0))
-        .orderBy(spendingOrder("f"))
-        .limit(1),
-    )
-    .where("remaining_micros", ">=", arg("takeMicros")),
+const takeFromFirst = prepared<{ accountId: string; takeMicros: number }, { seq: number }>(
+  (db, arg) =>
+    db
+      .updateTable("credit_grant_remaining")
+      .set((eb) => ({ remaining_micros: eb("remaining_micros", "-", arg("takeMicros")) }))
+      .where("seq", "=", (eb) =>
+        eb
+          .selectFrom("credit_grants as f")
+          .select("f.seq")
+          .where("f.account_id", "=", arg("accountId"))
+          .where("f.exhausted", "=", sql.lit(0))
+          .orderBy(spendingOrder("f"))
+          .limit(1),
+      )
+      .where("remaining_micros", ">=", arg("takeMicros"))
+      .returning("seq"),
 );
 
 /**

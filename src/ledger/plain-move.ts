@@ -122,13 +122,14 @@ export async function plainPost<G extends GuardArgs>(
  * by `ref` gives `totalMicros`, the sum of the run's debits, only when that sum is plain (a sum
  * of debits is plain only when each of them, applied in order, is: plain-run.ts), and its first
  * grant in spending order gives it too. The run's entries are inserted by the caller.
- * @returns the account and its balance after the whole sum, or null (nothing changed)
+ * @returns the account, its balance after the whole sum and the grant every debit of the run
+ *   drew from (null: a sum of 0), or null (nothing changed)
  */
 export async function plainRunMove(
   trx: Transaction<DB>,
   run: { projectId: string; ref: string; byExternalId: boolean; totalMicros: number },
   nowMs: number,
-): Promise<Moved | null> {
+): Promise<(Moved & { grantSeq: number | null }) | null> {
   const { projectId, ref, byExternalId, totalMicros } = run;
   const move = cachedMove(unguarded, byExternalId ? "external_id" : "id", undefined, undefined);
   const args = {
@@ -141,8 +142,9 @@ export async function plainRunMove(
   };
   const moved = (await trx.executeQuery(move(trx, args))).rows[0];
   if (moved === undefined) return null;
-  await drawDown(trx, moved.id, totalMicros);
-  return moved;
+  // The first grant covers the sum (the rule's `firstGrantCovers`), so it is one draw.
+  const [draw] = await drawDown(trx, moved.id, totalMicros);
+  return { ...moved, grantSeq: draw?.grantSeq ?? null };
 }
 
 /** The move statements without a guard, one per account reference and limits shape. */

@@ -36,7 +36,8 @@ export interface RunDone {
 
 /**
  * The run's entries, one INSERT: `entries` is a JSON array of `[id, projectId, accountId,
- * amountMicros, balanceAfterMicros, description, metadata, source, createdAtMs]`, in the
+ * amountMicros, balanceAfterMicros, description, metadata, source, createdAtMs, grantSeq]`
+ * (grantSeq: the grant the debit drew from, null for 0), in the
  * operations' order; the i-th gets the `seq` `firstSeq` + i (the next ones of the ledger: the
  * queue's one writer inserts nothing between the two statements), so that `seq` follows the
  * operations' order and is known without reading the rows back. Integers in micro-credits and
@@ -44,7 +45,7 @@ export interface RunDone {
  */
 const insertEntries = prepared<{ entries: string; firstSeq: number }, never>((db, arg) => ({
   compile: () =>
-    sql<never>`INSERT INTO transactions (seq, id, project_id, account_id, type, amount_micros, balance_after_micros, description, metadata, source, reservation_id, account_plan_id, created_at_ms) SELECT ${arg("firstSeq")} + e.key, e.value ->> 0, e.value ->> 1, e.value ->> 2, 'debit', e.value ->> 3, e.value ->> 4, e.value ->> 5, e.value ->> 6, e.value ->> 7, NULL, NULL, e.value ->> 8 FROM json_each(${arg("entries")}) e ORDER BY e.key`.compile(
+    sql<never>`INSERT INTO transactions (seq, id, project_id, account_id, type, amount_micros, balance_after_micros, description, metadata, source, reservation_id, account_plan_id, created_at_ms, reversal_of, grant_seq) SELECT ${arg("firstSeq")} + e.key, e.value ->> 0, e.value ->> 1, e.value ->> 2, 'debit', e.value ->> 3, e.value ->> 4, e.value ->> 5, e.value ->> 6, e.value ->> 7, NULL, NULL, e.value ->> 8, NULL, e.value ->> 9 FROM json_each(${arg("entries")}) e ORDER BY e.key`.compile(
       db,
     ),
 }));
@@ -96,8 +97,11 @@ export async function sqlitePlainRun(
   }
 }
 
-/** An account moved by a run: its new balance, and the sum of the run's debits on it. */
-type MovedBy = Moved & { totalMicros: number };
+/**
+ * An account moved by a run: its new balance, the sum of the run's debits on it and the grant
+ * they drew from.
+ */
+type MovedBy = Moved & { totalMicros: number; grantSeq: number | null };
 
 /**
  * Moves each account of `calls` by the sum of its debits, in the order of their first debit.
@@ -197,6 +201,7 @@ async function insertRun(
       call.metadata,
       call.source,
       createdAtMs,
+      call.amountMicros > 0 ? account.grantSeq : null,
     ]);
     rows.push({
       outcome: "applied",

@@ -13,7 +13,11 @@
  *   whose bounds are its period's in its zone (src/limits/counters.ts, docs/api.md#spend-limits);
  * - every usage record charged in credits names its own debit: a debit of its project and
  *   account, of the amount it was charged, which no other charged record names
- *   (docs/api.md#charging-usage-in-credits).
+ *   (docs/api.md#charging-usage-in-credits);
+ * - every reversal is of the opposite type of its original, on its account, and reverses
+ *   neither an expiry nor a reversal; no transaction's reversals add up to more than its amount;
+ *   a debit's recorded draws add up to its amount, so that no reversal gives a grant back more
+ *   than the debit took from it (docs/api.md#reversals).
  *
  * The ledger is read in `seq` order: on PostgreSQL too, an account's entries ascend in seq along
  * their balanceAfter chain, since each is inserted under the account's row lock.
@@ -140,6 +144,7 @@ async function checkLedger(db: Kysely<DB>, nowMs: number): Promise<VerifyReport>
   await checkGrants(db, balances, problems);
   problems.push(...(await counterProblems(db)));
   problems.push(...(await chargeProblems(db)));
+  problems.push(...(await reversalProblems(db)));
   return { accounts: accounts.length, transactions, problems };
 }
 
@@ -243,4 +248,61 @@ async function chargeProblems(db: Kysely<DB>): Promise<string[]> {
     ),
     ...shared.map((s) => `transaction ${s.transactionId}: the debit of more than one charge`),
   ];
+}
+
+/** The reversal checks of `ledger verify` (see the module comment). @returns the problems */
+async function reversalProblems(db: Kysely<DB>): Promise<string[]> {
+  const problems: string[] = [];
+  const pairs = await db
+    .selectFrom("transactions as r")
+    .innerJoin("transactions as o", "o.id", "r.reversal_of")
+    .select([
+      "r.id as id",
+      "r.type as type",
+      "r.account_id as account",
+      "o.id as original",
+      "o.type as originalType",
+      "o.account_id as originalAccount",
+      "o.source as originalSource",
+      "o.reversal_of as originalReversalOf",
+    ])
+    .execute();
+  for (const p of pairs) {
+    if (p.type === p.originalType || p.account !== p.originalAccount) {
+      problems.push(`reversal ${p.id}: not the opposite of ${p.original} on its account`);
+    }
+    if (p.originalReversalOf !== null || p.originalSource.endsWith("expiry")) {
+      problems.push(`reversal ${p.id}: reverses ${p.original}, which is not reversible`);
+    }
+  }
+  const over = await db
+    .selectFrom("transactions as r")
+    .innerJoin("transactions as o", "o.id", "r.reversal_of")
+    .select((eb) => ["o.id", "o.amount_micros", eb.fn.sum<number>("r.amount_micros").as("sum")])
+    .groupBy(["o.id", "o.amount_micros"])
+    .having((eb) => eb(eb.fn.sum("r.amount_micros"), ">", eb.ref("o.amount_micros")))
+    .execute();
+  for (const o of over) {
+    problems.push(
+      `transaction ${o.id}: reversals ${fromMicros(Number(o.sum))} > amount ${fromMicros(Number(o.amount_micros))}`,
+    );
+  }
+  const draws = await db
+    .selectFrom("debit_draws as d")
+    .innerJoin("transactions as t", "t.id", "d.transaction_id")
+    .select((eb) => [
+      "t.id",
+      "t.type",
+      "t.amount_micros",
+      "t.grant_seq",
+      eb.fn.sum<number>("d.drawn_micros").as("sum"),
+    ])
+    .groupBy(["t.id", "t.type", "t.amount_micros", "t.grant_seq"])
+    .execute();
+  for (const d of draws) {
+    if (d.type !== "debit" || d.grant_seq !== null || Number(d.sum) !== Number(d.amount_micros)) {
+      problems.push(`debit ${d.id}: its draws ${fromMicros(Number(d.sum))} are not its amount`);
+    }
+  }
+  return problems;
 }

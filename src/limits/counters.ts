@@ -9,13 +9,14 @@
  */
 import type { Kysely, Transaction } from "kysely";
 import type { DB, TransactionSource } from "../db/schema.ts";
-import type { SpendLimit } from "./limits.ts";
+import { parseLimits, type SpendLimit } from "./limits.ts";
 import {
   addSpentSlots,
   type CountedWindow,
   readSpentSlots,
   slotPairs,
   slotProblems,
+  subtractSpentSlots,
   writeSlots,
 } from "./slots.ts";
 import { windowAt } from "./windows.ts";
@@ -56,6 +57,22 @@ export function addSpent(
 }
 
 /**
+ * Takes a reversed spending debit's `micros` out of the account's counters (docs/api.md#reversals):
+ * each slot that still counts the window the debit was booked in (at `bookedAtMs`) loses it; a
+ * slot counting a later window keeps its sum. In the caller's unit, which holds the account.
+ */
+export async function unspend(
+  trx: Transaction<DB>,
+  account: { id: string; spend_limits: string | null },
+  bookedAtMs: number,
+  micros: number,
+): Promise<void> {
+  const limits = parseLimits(account.spend_limits);
+  if (limits.length === 0 || micros <= 0) return;
+  await subtractSpentSlots(trx, account.id, windowsAt(limits, bookedAtMs), micros);
+}
+
+/**
  * What the account's windows spent so far (window key → micro-credits): what its slots count,
  * each under its own window's key, so a window the caller computed without one spent 0.
  */
@@ -63,7 +80,10 @@ export function readSpent(db: Kysely<DB>, accountId: string): Promise<Map<string
   return readSpentSlots(db, accountId);
 }
 
-/** The sum of an account's spending debits booked in [startMs, endMs), micro-credits. */
+/**
+ * The sum of an account's spending debits booked in [startMs, endMs), less what their reversals
+ * gave back (docs/api.md#reversals: a reversal counts where its original did), micro-credits.
+ */
 export async function spentInRows(
   db: Kysely<DB>,
   accountId: string,
@@ -71,15 +91,25 @@ export async function spentInRows(
   endMs: number,
 ): Promise<number> {
   const row = await db
-    .selectFrom("transactions")
-    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>("amount_micros"), eb.lit(0)).as("spent"))
-    .where("account_id", "=", accountId)
-    .where("type", "=", "debit")
-    .where("source", "in", SPENDING_SOURCES)
-    .where("created_at_ms", ">=", startMs)
-    .where("created_at_ms", "<", endMs)
+    .selectFrom("transactions as t")
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>("t.amount_micros"), eb.lit(0)).as("spent"))
+    .where("t.account_id", "=", accountId)
+    .where("t.type", "=", "debit")
+    .where("t.source", "in", SPENDING_SOURCES)
+    .where("t.created_at_ms", ">=", startMs)
+    .where("t.created_at_ms", "<", endMs)
     .executeTakeFirst();
-  return Number(row?.spent ?? 0);
+  const reversed = await db
+    .selectFrom("transactions as r")
+    .innerJoin("transactions as t", "t.id", "r.reversal_of")
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>("r.amount_micros"), eb.lit(0)).as("back"))
+    .where("t.account_id", "=", accountId)
+    .where("t.type", "=", "debit")
+    .where("t.source", "in", SPENDING_SOURCES)
+    .where("t.created_at_ms", ">=", startMs)
+    .where("t.created_at_ms", "<", endMs)
+    .executeTakeFirst();
+  return Number(row?.spent ?? 0) - Number(reversed?.back ?? 0);
 }
 
 /**

@@ -145,6 +145,30 @@ export async function addSpentSlots(
   return slotSums(row);
 }
 
+/**
+ * Takes a reversed spending debit's `micros` out of each of the account's slots that counts its
+ * window (`windows`: the account's limits' windows at the debit's instant, in slot order), in
+ * the caller's unit; a slot counting another window is left as it is.
+ */
+export async function subtractSpentSlots(
+  db: Kysely<DB>,
+  accountId: string,
+  windows: readonly Pick<CountedWindow, "startMs">[],
+  micros: number,
+): Promise<void> {
+  let update = db.updateTable("accounts");
+  windows.forEach((window, i) => {
+    const slot = slotAt(i);
+    const spent = sql.ref(spentColumn(slot));
+    const start = sql.ref(startColumn(slot));
+    update = update.set(
+      spentColumn(slot),
+      sql<number>`CASE WHEN ${start} = ${window.startMs} THEN ${spent} - ${micros} ELSE ${spent} END`,
+    );
+  });
+  if (windows.length > 0) await update.where("id", "=", accountId).execute();
+}
+
 /** What the account's slots spent, as `slotSums` (an account without a row: nothing). */
 export async function readSpentSlots(
   db: Kysely<DB>,

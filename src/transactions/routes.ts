@@ -11,8 +11,9 @@ import { resourceRoutes } from "../http/routes.ts";
 import { stringifyJson } from "../json.ts";
 import type { PostedEntry } from "../ledger/core.ts";
 import { plainDebit } from "../ledger/plain-debit.ts";
+import { reverseTransaction } from "../ledger/reversal.ts";
 import { debitOf, grantTerms, moveCredits } from "../ledger/service.ts";
-import { ExactDecimal } from "../money.ts";
+import { ExactDecimal, fromMicros } from "../money.ts";
 import { TRANSACTION_CSV_COLUMNS, transactionExport } from "./export.ts";
 import {
   createTransactionBody,
@@ -20,6 +21,8 @@ import {
   exportTransactionsQuery,
   listTransactionsQuery,
   listTransactionsResponse,
+  reverseTransactionBody,
+  reverseTransactionResponse,
   transactionItemJson,
   transactionJson,
 } from "./schemas.ts";
@@ -107,6 +110,26 @@ export const transactionRoutes = resourceRoutes("Transactions", (route) => ({
       ],
     },
   ),
+  reverse: route.post("/v1/transactions/reverse", "Reverse a transaction (refund, correction)", {
+    operationId: "reverseTransaction",
+    description:
+      "Books a reversal of a transaction: a new transaction of the opposite type whose " +
+      "`reversalOf` is the original, which is never changed. `amount` defaults to what is still " +
+      "reversible. A debit's reversal gives the credits back to the grants it drew from (last " +
+      "drawn first, keeping their priority and expiry; a part whose grant has expired is " +
+      "expired again at once) and stops counting as spending in the original's window; a " +
+      "credit's reversal takes the credits back from its grant, at most its `remaining` and " +
+      "the account's `available`. Expiries and reversals are not reversible.",
+    body: reverseTransactionBody,
+    ok: reverseTransactionResponse,
+    errors: [
+      "TRANSACTION_NOT_FOUND",
+      "NOT_REVERSIBLE",
+      "REVERSAL_EXCEEDS_ORIGINAL",
+      "REVERSAL_EXCEEDS_REMAINING",
+      "BALANCE_LIMIT_EXCEEDED",
+    ],
+  }),
 }));
 
 type Routes = typeof transactionRoutes;
@@ -182,10 +205,37 @@ export const plainCreateTransaction: WriteRouteOptions<Routes["create"]>["plain"
     : undefined;
 };
 
+/** The write unit of `POST /v1/transactions/reverse` (src/ledger/reversal.ts). */
+export async function reverseTransactionUnit(input: WriteInput<Routes["reverse"]>) {
+  const { trx, nowMs, body, projectId, reply } = input;
+  const done = await reverseTransaction(
+    trx,
+    projectId,
+    {
+      transactionId: body.transactionId,
+      amountMicros: body.amount,
+      description: body.description,
+      metadata: body.metadata,
+    },
+    nowMs,
+  );
+  const { reservation: _r, usage: _u, ...transaction } = transactionJson(done.row);
+  return reply({
+    success: true as const,
+    transaction,
+    reversedTransactionId: done.original.id,
+    amountReversed: fromMicros(done.amountReversedMicros),
+    reversible: fromMicros(done.reversibleMicros),
+    balance: fromMicros(done.balanceMicros),
+    available: fromMicros(done.availableMicros),
+  });
+}
+
 /** Registers the transaction routes' handlers on `app`. */
 export function registerTransactionRoutes(app: App, deps: AppDeps): void {
   const r = transactionRoutes;
   app.openapi(r.list, listTransactionsHandler(deps));
   app.openapi(r.export, exportTransactionsHandler(deps));
   writeRoute(app, deps, r.create, createTransactionUnit, { plain: plainCreateTransaction });
+  writeRoute(app, deps, r.reverse, reverseTransactionUnit);
 }

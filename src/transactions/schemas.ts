@@ -46,6 +46,14 @@ export const transactionSchema = z
       .record(z.string(), z.unknown())
       .openapi({ additionalProperties: true, example: { ...exampleConfirmTransaction.metadata } }),
     createdAt: z.string().openapi({ example: ex.confirmedAt }),
+    reversalOf: z.string().nullable().openapi({
+      description: "A reversal: the transaction it reverses (docs/api.md#reversals); else null",
+      example: null,
+    }),
+    amountReversed: z.number().openapi({
+      description: "What this transaction's reversals add up to so far (0 when none)",
+      example: 0,
+    }),
     reservation: reservationSchema.nullable().optional().openapi({
       description: "With include=reservation: the reservation this entry settled, or null",
     }),
@@ -185,8 +193,14 @@ export const createTransactionResponse = z
     example: { success: true, transaction: exampleManualTransaction, grantId: exampleGrantId },
   });
 
-/** The API's Transaction object (docs/api.md#endpoints), without audit data. */
-export function transactionJson(row: TransactionRow): WireOf<typeof transactionSchema> {
+/**
+ * The API's Transaction object (docs/api.md#endpoints), without audit data; `reversedMicros`:
+ * what its reversals add up to (micro-credits).
+ */
+export function transactionJson(
+  row: TransactionRow,
+  reversedMicros = 0,
+): WireOf<typeof transactionSchema> {
   return {
     id: row.id,
     accountId: row.account_id,
@@ -196,6 +210,8 @@ export function transactionJson(row: TransactionRow): WireOf<typeof transactionS
     balanceAfter: fromMicros(row.balance_after_micros),
     metadata: parseJsonColumn(row.metadata) ?? {},
     createdAt: iso(row.created_at_ms),
+    reversalOf: row.reversal_of,
+    amountReversed: fromMicros(reversedMicros),
   };
 }
 
@@ -228,3 +244,39 @@ export function transactionItemJson(
   if (audit.include.usage) item.usage = (audit.usage.get(row.id) ?? []).map(usageRecordJson);
   return item;
 }
+
+export const reverseTransactionBody = z
+  .strictObject({
+    transactionId: idString.openapi({ example: ex.deductTxnId }),
+    amount: creditAmount()
+      .optional()
+      .openapi({ description: "Default: all that is still reversible", example: 2.5 }),
+    description: descriptionString.optional().openapi({ example: "Refund: generation failed" }),
+    metadata: metadataSchema.optional().openapi({ example: { ticket: "SUP-1234" } }),
+  })
+  .openapi("ReverseTransactionRequest", {
+    example: {
+      transactionId: ex.deductTxnId,
+      amount: 2.5,
+      description: "Refund: generation failed",
+      metadata: { ticket: "SUP-1234" },
+    },
+  });
+
+export const reverseTransactionResponse = z
+  .object({
+    success: z.literal(true),
+    transaction: transactionSchema.omit({ reservation: true, usage: true }),
+    reversedTransactionId: z.string().openapi({ example: ex.deductTxnId }),
+    amountReversed: z.number().openapi({
+      description: "The original's reversals so far, this one included",
+      example: 2.5,
+    }),
+    reversible: z.number().openapi({
+      description: "What may still be reversed of the original after this one",
+      example: 4.46,
+    }),
+    balance: z.number().openapi({ example: 21.04 }),
+    available: z.number().openapi({ example: 21.04 }),
+  })
+  .openapi("ReverseTransactionResponse");

@@ -24,6 +24,7 @@ export const EVENT_TYPES = [
   "credits.expired",
   "plan.granted",
   "spend_limit.reached",
+  "transaction.reversed",
 ] as const;
 
 /** An event type an endpoint may subscribe to. */

@@ -52,9 +52,9 @@ BEGIN
   END IF;
   INSERT INTO transactions AS t (id, project_id, account_id, type, amount_micros,
       balance_after_micros, description, metadata, source, reservation_id, account_plan_id,
-      created_at_ms)
+      created_at_ms, reversal_of, grant_seq)
     VALUES (p_txn_id, p_project, m.account_id, 'debit', p_amount, m.balance_after_micros,
-      p_description, p_metadata, p_source, p_hold, NULL, m.created_at_ms)
+      p_description, p_metadata, p_source, p_hold, NULL, m.created_at_ms, NULL, m.first_seq)
     RETURNING t.seq INTO seq;
   IF p_hold IS NOT NULL THEN
     UPDATE reservations r SET status = 'confirmed', settled_at_ms = p_now,

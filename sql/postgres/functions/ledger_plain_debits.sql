@@ -55,6 +55,7 @@ DECLARE
   mv_after BIGINT[] := '{}';
   mv_at BIGINT[] := '{}';
   mv_sum BIGINT[] := '{}';
+  mv_grant BIGINT[] := '{}';
 BEGIN
   IF n = 0 THEN
     RETURN;
@@ -100,6 +101,7 @@ BEGIN
     mv_after := mv_after || m.balance_after_micros;
     mv_at := mv_at || m.created_at_ms;
     mv_sum := mv_sum || g.total;
+    mv_grant := mv_grant || m.first_seq;
   END LOOP;
   -- 4. The entries, in call order, and each applied call's row.
   RETURN QUERY
@@ -109,15 +111,17 @@ BEGIN
         FROM unnest(accs) WITH ORDINALITY AS c(acc, i) WHERE c.i < first_other
     ), applied AS (
       SELECT calls.i, calls.acc, calls.amount, mv.ext, mv.at_ms,
-          mv.bal + mv.total - calls.running AS bal
-        FROM calls JOIN unnest(mv_ids, mv_ext, mv_after, mv_at, mv_sum)
-          AS mv(id, ext, bal, at_ms, total) ON mv.id = calls.acc
+          mv.bal + mv.total - calls.running AS bal,
+          CASE WHEN calls.amount > 0 THEN mv.grant_seq END AS grant_seq
+        FROM calls JOIN unnest(mv_ids, mv_ext, mv_after, mv_at, mv_sum, mv_grant)
+          AS mv(id, ext, bal, at_ms, total, grant_seq) ON mv.id = calls.acc
     ), entries AS (
       INSERT INTO transactions AS t (id, project_id, account_id, type, amount_micros,
           balance_after_micros, description, metadata, source, reservation_id,
-          account_plan_id, created_at_ms)
+          account_plan_id, created_at_ms, reversal_of, grant_seq)
         SELECT p_txn_ids[r.i], p_project, r.acc, 'debit', r.amount, r.bal,
-            p_descriptions[r.i], p_metadata[r.i], p_sources[r.i], NULL, NULL, r.at_ms
+            p_descriptions[r.i], p_metadata[r.i], p_sources[r.i], NULL, NULL, r.at_ms, NULL,
+            r.grant_seq
           FROM applied r ORDER BY r.i
         RETURNING t.id, t.seq
     )

@@ -10,7 +10,8 @@
 -- account_id. With p_slot_starts/p_slot_spents (ten each: the limited plain debit's), the same
 -- UPDATE writes the account's spend slots (src/limits/slots.ts), so the balance and the
 -- counters are one write of the row; p_limits as in ledger_plain_account. stored_limits: the
--- limits text of the account found (null: none, or no account), moved or not.
+-- limits text of the account found (null: none, or no account), moved or not. first_seq: the
+-- grant the move drew from (null for 0), which the entry names (docs/api.md#reversals).
 
 DROP FUNCTION IF EXISTS ledger_plain_move(TEXT, TEXT, BOOLEAN, BIGINT, BIGINT, BIGINT,
   BIGINT[], BIGINT[]);
@@ -21,7 +22,7 @@ CREATE OR REPLACE FUNCTION ledger_plain_move(p_project TEXT, p_ref TEXT, p_by_id
   p_needed BIGINT, p_now BIGINT, p_slot_starts BIGINT[] DEFAULT NULL,
   p_slot_spents BIGINT[] DEFAULT NULL, p_limits TEXT DEFAULT NULL,
   OUT account_id TEXT, OUT external_id TEXT, OUT balance_after_micros BIGINT,
-  OUT created_at_ms BIGINT, OUT stored_limits TEXT)
+  OUT created_at_ms BIGINT, OUT stored_limits TEXT, OUT first_seq BIGINT)
 LANGUAGE plpgsql AS $$
 DECLARE
   st RECORD;
@@ -58,6 +59,7 @@ BEGIN
   IF p_amount > 0 THEN
     UPDATE credit_grant_remaining rem SET remaining_micros = rem.remaining_micros - p_amount
       WHERE rem.seq = st.first_seq;
+    first_seq := st.first_seq;
   END IF;
   account_id := (st.acc).id;
   external_id := (st.acc).external_id;
