@@ -29,16 +29,21 @@ export function forgetKey(): void {
   sessionStorage.removeItem(KEY_ITEM);
 }
 
-/** An answer of the API that is not a 200, with the API's error `code` and `message`. */
+/**
+ * An answer of the API that is not a 200, with the API's error `code`, `message` and `details`
+ * (`{reversible}` of a reversal refused for its amount, docs/api.md#reversals).
+ */
 export class ApiError extends Error {
   readonly status: number;
   readonly code: string;
+  readonly details: unknown;
 
-  constructor(status: number, code: string, message: string) {
+  constructor(status: number, code: string, message: string, details?: unknown) {
     super(message);
     this.name = "ApiError";
     this.status = status;
     this.code = code;
+    this.details = details;
   }
 }
 
@@ -72,11 +77,11 @@ function errorOf(status: number, body: unknown): ApiError {
     "error" in body &&
     body.error &&
     typeof body.error === "object"
-      ? (body.error as { code?: unknown; message?: unknown })
+      ? (body.error as { code?: unknown; message?: unknown; details?: unknown })
       : {};
   const code = typeof error.code === "string" ? error.code : `HTTP_${status}`;
   const message = typeof error.message === "string" ? error.message : `HTTP ${status}`;
-  return new ApiError(status, code, message);
+  return new ApiError(status, code, message, error.details);
 }
 
 /**

@@ -21,12 +21,21 @@ type Route =
   | { page: "overview" }
   | { page: "accounts" }
   | { page: "plans" }
-  | { page: "account"; accountId: string }
+  | { page: "account"; accountId: string; transactionId?: string }
   | { page: "webhooks" }
   | { page: "models" };
 
 function routeOf(hash: string): Route {
   const path = hash.replace(/^#\/?/, "");
+  // An entry's thread in an account's ledger (pages/account-ledger.tsx).
+  const entry = /^accounts\/([^/]+)\/transactions\/([^/]+)$/.exec(path);
+  if (entry?.[1] && entry[2]) {
+    return {
+      page: "account",
+      accountId: decodeURIComponent(entry[1]),
+      transactionId: decodeURIComponent(entry[2]),
+    };
+  }
   const account = /^accounts\/(.+)$/.exec(path);
   if (account?.[1]) return { page: "account", accountId: decodeURIComponent(account[1]) };
   if (path === "overview") return { page: "overview" };
@@ -39,7 +48,7 @@ function routeOf(hash: string): Route {
 function Page({ route }: { route: Route }) {
   switch (route.page) {
     case "account":
-      return <AccountPage accountId={route.accountId} />;
+      return <AccountPage accountId={route.accountId} transactionId={route.transactionId} />;
     case "overview":
       return <OverviewPage />;
     case "plans":

@@ -81,7 +81,27 @@ export interface Transaction {
   amount: Num;
   description: string;
   balanceAfter: Num;
+  /** An expiry debit says so in `metadata.reason` (docs/api.md#grants-and-expiry). */
+  metadata?: Record<string, unknown>;
   createdAt: string;
+  /** A reversal: the transaction it reverses (docs/api.md#reversals); else null. */
+  reversalOf?: string | null;
+  /** What this transaction's reversals add up to so far (0 when none). */
+  amountReversed?: Num;
+}
+
+/** The answer of `POST /v1/transactions/reverse` (docs/api.md#reversals). */
+export interface ReverseAnswer {
+  success: true;
+  /** The reversal booked. */
+  transaction: Transaction;
+  reversedTransactionId: string;
+  /** The original's reversals so far, this one included. */
+  amountReversed: Num;
+  /** What may still be reversed of the original after this one. */
+  reversible: Num;
+  balance: Num;
+  available: Num;
 }
 
 export interface UsageGroup {

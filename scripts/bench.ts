@@ -46,6 +46,7 @@ import {
   usageRecord,
 } from "./lib/bench-kit.ts";
 import { limitedDeduct, seedLimited } from "./lib/bench-limits.ts";
+import { reversal, reversalPool, seedForWarmup, topUp } from "./lib/bench-reversal.ts";
 import { spawnHranaServer } from "./lib/hrana/process.ts";
 import { dropDatabase } from "./lib/pg-admin.ts";
 import { runPgbench } from "./lib/pgbench.ts";
@@ -53,10 +54,12 @@ import { runPgbench } from "./lib/pgbench.ts";
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = 2;
 /**
- * BENCH_SCENARIOS (comma-separated: limits, usage-deduct, batch, usage-record) keeps only those
- * of the optional scenarios; deduct, reserve+confirm, balance read and transactions page always
- * run. Unset: all of them. Comparing with an older build means running the scenarios it had, in
- * the same order, on a database seeded the same way (docs/benchmarks.md#running-the-bench).
+ * BENCH_SCENARIOS (comma-separated: limits, usage-deduct, batch, usage-record, reversal) keeps
+ * only those of the optional scenarios; deduct, reserve+confirm, balance read and transactions
+ * page always run. Unset: all of them. Comparing with an older build means running the scenarios
+ * it had, in the same order, on a database seeded the same way
+ * (docs/benchmarks.md#running-the-bench). The reversal scenario runs last in each round of
+ * service processes, so the others run as they did before it.
  */
 const SCENARIOS = process.env.BENCH_SCENARIOS?.split(",").map((name) => name.trim());
 const wanted = (name: string) => SCENARIOS === undefined || SCENARIOS.includes(name);
@@ -207,6 +210,7 @@ async function acknowledgedWrites(base: string) {
     confirm: count("/v1/reservations/confirm"),
     usage: count("/v1/usage/record"),
     batch: count("/v1/batch"),
+    reverse: count("/v1/transactions/reverse"),
     failedTransactions: failed ? Number(failed.split(" ").at(-1)) : 0,
   };
 }
@@ -322,7 +326,15 @@ async function main(): Promise<void> {
   const baseOf = (s: { port: number }) => `http://127.0.0.1:${s.port}`;
   const rows: Row[] = [];
   const counter = { confirmed: 0 };
-  const writes = { add: 0, deduct: 0, confirm: 0, usage: 0, batch: 0, failedTransactions: 0 };
+  const writes = {
+    add: 0,
+    deduct: 0,
+    confirm: 0,
+    usage: 0,
+    batch: 0,
+    reverse: 0,
+    failedTransactions: 0,
+  };
   const batches = { incomplete: 0 };
   try {
     process.stdout.write(`funding ${ACCOUNTS} accounts (${ENGINE})...\n`);
@@ -384,10 +396,33 @@ async function main(): Promise<void> {
       }
       rows.push(await scenario(label("reserve+confirm (pairs)"), urls, reserveConfirm(counter), 2));
       rows.push(await scenario(label("balance read"), urls, balanceRead));
-      if (processes > 1) continue;
-      rows.push(await scenario(label("transactions page"), urls, transactionsPage));
-      if (wanted("usage-record"))
-        rows.push(await scenario(label("usage record"), urls, usageRecord));
+      if (processes === 1) {
+        rows.push(await scenario(label("transactions page"), urls, transactionsPage));
+        if (wanted("usage-record"))
+          rows.push(await scenario(label("usage record"), urls, usageRecord));
+      }
+      if (wanted("reversal")) {
+        // Deductions of 1 credit booked here (POST /v1/batch, through the first process), each
+        // reversed in full once by the run (scripts/lib/bench-reversal.ts); last of the round.
+        const seedBase = urls[0] as string;
+        const pool = reversalPool();
+        process.stdout.write("  seeding deductions to reverse...\n");
+        await seedForWarmup(seedBase, apiKey, pool, WARMUP_SECONDS);
+        const reversed = await scenario(label("reversal"), urls, reversal(pool), 1, {
+          settle: async () => {
+            await writesIdle(urls);
+            await topUp(seedBase, apiKey, pool, WARMUP_SECONDS, SECONDS);
+          },
+        });
+        rows.push(reversed);
+        ratio(reversed, "reversal");
+        // The reversals autocannon stopped waiting for are still running: the next round (or the
+        // count of the writes answered 200, after the last) starts once they have been answered.
+        await writesIdle(urls);
+        await new Promise((r) => setTimeout(r, 200));
+        if (pool.exhausted > 0)
+          process.stdout.write(`  reversals after the deductions ran out: ${pool.exhausted}\n`);
+      }
     }
     for (const service of services) {
       const w = await acknowledgedWrites(baseOf(service));
@@ -396,6 +431,7 @@ async function main(): Promise<void> {
       writes.confirm += w.confirm;
       writes.usage += w.usage;
       writes.batch += w.batch;
+      writes.reverse += w.reverse;
       writes.failedTransactions += w.failedTransactions;
     }
   } finally {
@@ -444,18 +480,26 @@ async function main(): Promise<void> {
   // each usage record charged with deduct: true its debit (the bench's other usage records
   // name no transaction); every usage record answered 200 must be stored. Every batch commits
   // all its deductions (the accounts hold far more than the run spends); one that did not is
-  // counted in `batches.incomplete` and fails the run.
+  // counted in `batches.incomplete` and fails the run (the reversal scenario's seeding batches
+  // throw instead). Each reversal answered 200 is one row (a credit; no grant it gives back to
+  // has expired).
   const facts = await ledgerFacts(database.url);
   const batchRows = writes.batch * BATCH_SIZE;
   const expectedRows =
-    writes.add + writes.deduct + writes.confirm + facts.chargedRecords + batchRows + pgbenchRows;
+    writes.add +
+    writes.deduct +
+    writes.confirm +
+    facts.chargedRecords +
+    batchRows +
+    writes.reverse +
+    pgbenchRows;
   const n = facts.rows;
   const rowsMatch = n === expectedRows && facts.usageRecords === writes.usage;
   process.stdout.write(
     `write transactions that did not commit (retried conflicts and 503s): ${writes.failedTransactions}\n`,
   );
   process.stdout.write(
-    `ledger rows ${n}, successful writes ${expectedRows} (${writes.add} adds + ${writes.deduct} deducts + ${writes.confirm} confirms answered 200 + ${facts.chargedRecords} charged usage records + ${batchRows} batch deductions${pgbenchRows ? ` + ${pgbenchRows} pgbench deductions` : ""}); usage records ${facts.usageRecords}, answered 200 ${writes.usage}: ${rowsMatch ? "equal" : "MISMATCH"}\n`,
+    `ledger rows ${n}, successful writes ${expectedRows} (${writes.add} adds + ${writes.deduct} deducts + ${writes.confirm} confirms answered 200 + ${facts.chargedRecords} charged usage records + ${batchRows} batch deductions${writes.reverse ? ` + ${writes.reverse} reversals` : ""}${pgbenchRows ? ` + ${pgbenchRows} pgbench deductions` : ""}); usage records ${facts.usageRecords}, answered 200 ${writes.usage}: ${rowsMatch ? "equal" : "MISMATCH"}\n`,
   );
   const outDir = here("../../bench-results");
   mkdirSync(outDir, { recursive: true });

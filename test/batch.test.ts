@@ -515,6 +515,7 @@ describe("batches", () => {
       "/v1/accounts/credits/add": "#/components/schemas/AddCreditsRequest",
       "/v1/accounts/credits/deduct": "#/components/schemas/DeductCreditsRequest",
       "/v1/transactions/create": "#/components/schemas/CreateTransactionRequest",
+      "/v1/transactions/reverse": "#/components/schemas/ReverseTransactionRequest",
       "/v1/reservations/create": "#/components/schemas/CreateReservationRequest",
       "/v1/reservations/confirm": "#/components/schemas/ConfirmReservationRequest",
       "/v1/reservations/cancel": "#/components/schemas/CancelReservationRequest",

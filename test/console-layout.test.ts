@@ -10,7 +10,9 @@
  * fails: no page error, no console message, no failed request, no answer of 400 or above. The
  * data has long values: 255-character ids and names, a balance of 9,000,000,000, a total of
  * 17,600,000,628.965079, the catalog's longest model id, a spend limit in Europe/Paris, usage
- * charged in credits, and a webhook with a failed delivery (its Retry button).
+ * charged in credits, a webhook with a failed delivery (its Retry button), and a deduction
+ * reversed in two parts: its thread in the ledger, and a reversal waiting for its confirmation
+ * and then refused for its amount, with the API's figure and a retry (contract section 23).
  *
  * With `CONSOLE_SHOTS=<folder>`, each page is also saved there as a PNG, at each width.
  *
@@ -213,6 +215,9 @@ describe("the operator console at 1280 px and 390 px, with 255-character names",
   let browser: BrowserContext;
   let profile: string;
   let longId: string;
+  /** The long account's credit of 600000000.000001, and a deduction reversed in two. */
+  let topUpId: string;
+  let reversedId: string;
 
   beforeAll(async () => {
     if (!hasChromium) return;
@@ -226,9 +231,10 @@ describe("the operator console at 1280 px and 390 px, with 255-character names",
     for (let i = 0; i < 8; i++) {
       await t.call(ledgerRoutes.add, { body: { accountId: longId, amount: 1_000_000_000 } });
     }
-    await t.api("POST", "/v1/accounts/credits/add", {
+    const topUp = await t.api("POST", "/v1/accounts/credits/add", {
       body: `{"accountId": "${longId}", "amount": 600000000.000001}`,
     });
+    topUpId = (topUp.body as { transactionId: string }).transactionId;
     // A balance of 9,000,000,000 (the largest), and an account that brings the credits
     // outstanding to 17,600,000,628.965079.
     await t.call(accountRoutes.create, { body: { externalId: "acct-nine", name: "Nine" } });
@@ -269,6 +275,17 @@ describe("the operator console at 1280 px and 390 px, with 255-character names",
     await t.call(reservationRoutes.create, {
       body: { accountId: longId, amount: 12.345678, operation: "chat.completion" },
     });
+    // A deduction reversed in two parts (contract section 23): the figures above stay as they are.
+    const deducted = await t.call(ledgerRoutes.deduct, {
+      body: { accountId: longId, amount: 1234567.891, description: LONG_NAME },
+    });
+    reversedId = deducted.transactionId;
+    for (const amount of ["1000000", "234567.891"]) {
+      const reversed = await t.api("POST", "/v1/transactions/reverse", {
+        body: `{"transactionId": "${reversedId}", "amount": ${amount}}`,
+      });
+      expect(reversed.status).toBe(200);
+    }
     // A webhook with a long URL and description, and a pending balance.low delivery to it.
     const hook = await t.call(webhookRoutes.create, {
       body: { url: LONG_URL, description: LONG_NAME },
@@ -431,6 +448,32 @@ describe("the operator console at 1280 px and 390 px, with 255-character names",
     await check("account-confirm");
     await adjust.getByRole("button", { name: "Cancel" }).click();
 
+    // The ledger's reversals: an entry's thread, and a reversal waiting for its confirmation,
+    // then refused for its amount with the API's figure and a retry (no change is made).
+    await visit("account-thread", `accounts/${longId}/transactions/${reversedId}`, async () => {
+      const ledger = page.getByRole("region", { name: "Ledger" });
+      await ledger.getByText(`Transaction ${reversedId} and its reversals.`).waitFor();
+      await ledger.getByRole("row").nth(3).waitFor();
+      await ledger.getByRole("cell", { name: "1,234,567.891 reversed" }).waitFor();
+      expect(await ledger.getByRole("link", { name: reversedId, exact: true }).count()).toBe(2);
+    });
+    await visit("account-reverse", `accounts/${longId}`, async () => {
+      const ledger = page.getByRole("region", { name: "Ledger" });
+      await ledger.getByRole("button", { name: `Reverse ${topUpId}` }).click();
+      const panel = ledger.getByRole("group", { name: /^Reverse the credit / });
+      expect(await panel.getByLabel("Amount to reverse (credits)").inputValue()).toBe(
+        "600000000.000001",
+      );
+    });
+    const reversing = page
+      .getByRole("region", { name: "Ledger" })
+      .getByRole("group", { name: /^Reverse the credit / });
+    await reversing.getByLabel("Amount to reverse (credits)").fill("700000000");
+    await reversing.getByRole("button", { name: "Confirm" }).click();
+    await reversing.getByRole("button", { name: /^Retry with [\d,.]+$/ }).waitFor();
+    await check("account-reverse-refused");
+    await reversing.getByRole("button", { name: "Cancel" }).click();
+
     await visit("plans", "plans", async () => {
       const table = page.getByRole("table", { name: "Plans" });
       const row = table.getByRole("row").filter({ hasText: LONG_PLAN });
@@ -484,6 +527,9 @@ describe("the operator console at 1280 px and 390 px, with 255-character names",
           accounts: [],
           account: [],
           "account-confirm": [],
+          "account-thread": [],
+          "account-reverse": [],
+          "account-reverse-refused": [],
           plans: [],
           webhooks: [],
           models: [],
@@ -494,11 +540,18 @@ describe("the operator console at 1280 px and 390 px, with 255-character names",
           accounts: 0,
           account: 0,
           "account-confirm": 0,
+          "account-thread": 0,
+          "account-reverse": 0,
+          "account-reverse-refused": 0,
           plans: 0,
           webhooks: 0,
           models: 0,
         });
-        expect(problems).toEqual([]);
+        // Only the reversal refused on purpose, which Chromium also logs.
+        expect([...problems].sort()).toEqual([
+          `409 ${base}/v1/transactions/reverse`,
+          "console error: Failed to load resource: the server responded with a status of 409 (Conflict)",
+        ]);
       },
       120_000,
     );
@@ -581,7 +634,7 @@ describe("webhook management in the console at 1280 px and 390 px", () => {
         });
         expect((await row.getByRole("cell").allTextContents()).slice(0, 4)).toEqual([
           url,
-          "balance.low, reservation.expired, credits.expired, plan.granted, spend_limit.reached",
+          "balance.low, reservation.expired, credits.expired, plan.granted, spend_limit.reached, transaction.reversed",
           LONG_NAME,
           "yes",
         ]);

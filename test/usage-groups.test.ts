@@ -99,6 +99,7 @@ describe("usage summary groups", () => {
       totalInputTokens: 15000,
       totalOutputTokens: 3100,
       creditsCharged: 0,
+      creditsReversed: 0,
       byContext: { customer: 0.0682, system: 0.005 },
       byModel: {
         "gpt-4o": { costUsd: 0.0195, count: 3 },
@@ -113,6 +114,7 @@ describe("usage summary groups", () => {
           outputTokens: 500,
           costUsd: 0.01225,
           creditsCharged: 0,
+          creditsReversed: 0,
         },
         {
           key: "2026-03-02",
@@ -122,6 +124,7 @@ describe("usage summary groups", () => {
           outputTokens: 2000,
           costUsd: 0.0492,
           creditsCharged: 0,
+          creditsReversed: 0,
         },
         {
           key: "2026-03-04",
@@ -131,6 +134,7 @@ describe("usage summary groups", () => {
           outputTokens: 600,
           costUsd: 0.01175,
           creditsCharged: 0,
+          creditsReversed: 0,
         },
       ],
     });
@@ -148,6 +152,7 @@ describe("usage summary groups", () => {
         outputTokens: 2100,
         costUsd: 0.0537,
         creditsCharged: 0,
+        creditsReversed: 0,
       },
       {
         key: "gpt-4o",
@@ -157,6 +162,7 @@ describe("usage summary groups", () => {
         outputTokens: 1000,
         costUsd: 0.0195,
         creditsCharged: 0,
+        creditsReversed: 0,
       },
     ]);
     expect(await groups("context")).toEqual([
@@ -168,6 +174,7 @@ describe("usage summary groups", () => {
         outputTokens: 3100,
         costUsd: 0.0682,
         creditsCharged: 0,
+        creditsReversed: 0,
       },
       {
         key: "system",
@@ -177,6 +184,7 @@ describe("usage summary groups", () => {
         outputTokens: 0,
         costUsd: 0.005,
         creditsCharged: 0,
+        creditsReversed: 0,
       },
     ]);
   });
@@ -192,6 +200,7 @@ describe("usage summary groups", () => {
         outputTokens: 2000,
         costUsd: 0.0492,
         creditsCharged: 0,
+        creditsReversed: 0,
       },
       {
         key: a,
@@ -202,6 +211,7 @@ describe("usage summary groups", () => {
         outputTokens: 1100,
         costUsd: 0.019,
         creditsCharged: 0,
+        creditsReversed: 0,
       },
       {
         key: null,
@@ -212,6 +222,7 @@ describe("usage summary groups", () => {
         outputTokens: 0,
         costUsd: 0.005,
         creditsCharged: 0,
+        creditsReversed: 0,
       },
     ]);
   });
@@ -341,7 +352,7 @@ describe("usage summary groups", () => {
       expect(text).toContain(
         '"requestCount":3,"inputTokens":12000000000000003,"cachedTokens":3000000000000003,' +
           '"outputTokens":9000000000000003,"costUsd":12000000000000.000005999997,' +
-          '"creditsCharged":0}',
+          '"creditsCharged":0,"creditsReversed":0}',
       );
     }
   });
@@ -359,6 +370,7 @@ describe("usage summary groups", () => {
       "cachedTokens",
       "costUsd",
       "creditsCharged",
+      "creditsReversed",
       "externalId",
       "inputTokens",
       "key",

@@ -302,6 +302,7 @@ describe("usage", () => {
       totalInputTokens: 14000,
       totalOutputTokens: 2600,
       creditsCharged: 0,
+      creditsReversed: 0,
       byContext: { customer: 0.0571, system: 0.005 },
       byModel: {
         "gpt-4o": { costUsd: 0.01225, count: 2 },
@@ -314,6 +315,7 @@ describe("usage", () => {
       totalInputTokens: 2000,
       totalOutputTokens: 0,
       creditsCharged: 0,
+      creditsReversed: 0,
       byContext: { customer: 0, system: 0.005 },
       byModel: { "gpt-4o": { costUsd: 0.005, count: 1 } },
     });
@@ -333,6 +335,7 @@ describe("usage", () => {
       totalInputTokens: 0,
       totalOutputTokens: 0,
       creditsCharged: 0,
+      creditsReversed: 0,
       byContext: { customer: 0, system: 0 },
       byModel: {},
     });

@@ -1,7 +1,8 @@
 /**
  * One account: its balances, the add and deduct actions, its spend limits' current windows, its
  * plan assignment, its usage of the last 30 days, its grants, its pending reservations, its
- * ledger, and its exports as downloads.
+ * ledger (with its reversals, and one entry's thread at `#/accounts/<id>/transactions/<id>`),
+ * and its exports as downloads.
  * Every number comes from the `/v1` API.
  */
 import { useState } from "hono/jsx/dom";
@@ -145,7 +146,14 @@ function PendingReservations({ accountId, version }: { accountId: string; versio
   );
 }
 
-export function AccountPage({ accountId }: { accountId: string }) {
+export function AccountPage({
+  accountId,
+  transactionId,
+}: {
+  accountId: string;
+  /** The ledger entry whose thread the ledger shows (account-ledger.tsx), if any. */
+  transactionId?: string | undefined;
+}) {
   // Moves on after each credit action, so that every section reads the account again.
   const [version, setVersion] = useState(0);
   const loaded = useLoad(
@@ -197,7 +205,13 @@ export function AccountPage({ accountId }: { accountId: string }) {
           <UsageSection accountId={account.id} />
           <Grants accountId={account.id} version={version} />
           <PendingReservations accountId={account.id} version={version} />
-          <LedgerSection accountId={account.id} version={version} />
+          <LedgerSection
+            accountId={account.id}
+            externalId={account.externalId}
+            version={version}
+            thread={transactionId}
+            onReversed={() => setVersion((v) => v + 1)}
+          />
           <ExportsSection accountId={account.id} />
         </>
       )}

@@ -155,7 +155,8 @@ export interface CreditGrantsTable {
 /**
  * What remains of a grant, in micro-credits: one narrow row per grant, the only
  * row a debit changes besides the balance and the ledger. 0 ≤ remaining ≤ the grant's amount,
- * held by triggers: it starts at the amount and never grows (docs/design.md#grant-indexes).
+ * held by triggers: it starts at the amount and never passes it; it grows back only when a debit
+ * drawn from it is reversed (docs/design.md#reversals, docs/design.md#grant-indexes).
  */
 export interface CreditGrantRemainingTable {
   /** The grant's `seq`. */

@@ -26,10 +26,19 @@ import {
   transactionItemJson,
   transactionJson,
 } from "./schemas.ts";
-import { listTransactions, readAuditData, transactionFilterOf } from "./service.ts";
+import {
+  listTransactions,
+  readAuditData,
+  reversedAmounts,
+  transactionFilterOf,
+} from "./service.ts";
 
 /** The start of a transaction export of the example account, as CSV and as NDJSON. */
-const exampleEntries = [exampleAddTransaction, exampleConfirmTransaction];
+const exampleEntries = [exampleAddTransaction, exampleConfirmTransaction].map((e) => ({
+  ...e,
+  reversalOf: null,
+  amountReversed: 0,
+}));
 const exampleCsv =
   csvLine(TRANSACTION_CSV_COLUMNS) +
   exampleEntries
@@ -45,6 +54,8 @@ const exampleCsv =
         e.description,
         e.type === "debit" ? ex.reservationId : null,
         stringifyJson(e.metadata),
+        e.reversalOf,
+        new ExactDecimal(String(e.amountReversed)),
       ]),
     )
     .join("");
@@ -69,7 +80,9 @@ export const transactionRoutes = resourceRoutes("Transactions", (route) => ({
     description:
       "Lists the ledger entries of one account (`accountId` or `externalId`) or of the whole " +
       "project, newest first, filtered by `startDate`/`endDate` (inclusive) and by `type` " +
-      "(`credit` or `debit`). `include` adds " +
+      "(`credit` or `debit`) and by `reversalOf` (a transaction's id: its reversals). Each " +
+      "entry has `reversalOf` (a reversal: the transaction it reverses) and `amountReversed` " +
+      "(what its reversals add up to). `include` adds " +
       "each entry's settled `reservation` and its `usage` records.",
     query: listTransactionsQuery,
     ok: listTransactionsResponse,
@@ -82,8 +95,9 @@ export const transactionRoutes = resourceRoutes("Transactions", (route) => ({
       operationId: "exportTransactions",
       description:
         "Streams every ledger entry the list's filters select (`accountId`/`externalId`, " +
-        "`startDate`, `endDate`), oldest first, without paging: `format=csv` (default; RFC " +
-        "4180, formula-safe) or `format=ndjson` (each line the list's item). Entries committed " +
+        "`type`, `startDate`, `endDate`, `reversalOf`), oldest first, without paging: " +
+        "`format=csv` (default; RFC 4180, formula-safe; its last columns `reversalOf`, " +
+        "`amountReversed`) or `format=ndjson` (each line the list's item). Entries committed " +
         "after the export began are not in it.",
       query: exportTransactionsQuery,
       csvExample: exampleCsv,
@@ -146,8 +160,15 @@ export function listTransactionsHandler(deps: AppDeps): RouteHandler<Routes["lis
     );
     const parts = new Set((q.include ?? "").split(",").map((p) => p.trim()));
     const include = { reservation: parts.has("reservation"), usage: parts.has("usage") };
-    const audit = await readAuditData(deps.db.read, rows, include, deps.clock());
-    const items = rows.map((row) => transactionItemJson(row, audit));
+    const [audit, reversed] = await Promise.all([
+      readAuditData(deps.db.read, rows, include, deps.clock()),
+      reversedAmounts(deps.db.read, rows),
+    ]);
+    const items = rows.map((row) => {
+      const item = transactionItemJson(row, audit);
+      item.amountReversed = fromMicros(reversed.get(row.id) ?? 0);
+      return item;
+    });
     return ok(c, route, { items, pagination });
   };
 }

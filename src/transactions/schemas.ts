@@ -34,6 +34,9 @@ import { reservationJson, reservationSchema } from "../reservations/schemas.ts";
 import { usageRecordJson, usageRecordSchema } from "../usage/schemas.ts";
 import type { WireOf } from "../wire.ts";
 
+/** The reversal fields of an example entry that neither is a reversal nor has been reversed. */
+const notReversed = { reversalOf: null, amountReversed: 0 };
+
 export const transactionSchema = z
   .object({
     id: z.string().openapi({ example: ex.confirmTxnId }),
@@ -65,6 +68,7 @@ export const transactionSchema = z
   .openapi("Transaction", {
     example: {
       ...exampleConfirmTransaction,
+      ...notReversed,
       reservation: exampleReservation,
       usage: [exampleUsageRecord],
     },
@@ -72,8 +76,8 @@ export const transactionSchema = z
 
 /**
  * The filters of the transaction list, which its export takes too (docs/api.md#exports): one
- * account (`accountId` or `externalId`) or the whole project, credits or debits or both, and a
- * period.
+ * account (`accountId` or `externalId`) or the whole project, credits or debits or both, a
+ * period, and the reversals of one transaction (`reversalOf`).
  */
 const transactionFilterShape = {
   accountId: idString
@@ -85,6 +89,10 @@ const transactionFilterShape = {
     .optional()
     .openapi({ description: "Only credits or only debits (default: both)", example: "debit" }),
   ...dateRangeQuery,
+  reversalOf: idString.optional().openapi({
+    description: "Only the reversals of this transaction (its id; docs/api.md#reversals)",
+    example: ex.deductTxnId,
+  }),
 };
 
 /** The query of `GET /v1/transactions/export`: the list's filters and `format`, no paging. */
@@ -118,7 +126,7 @@ export const listTransactionsResponse = z
   .openapi({
     example: {
       items: [
-        { ...exampleManualTransaction, reservation: null, usage: [] },
+        { ...exampleManualTransaction, ...notReversed, reservation: null, usage: [] },
         {
           id: ex.deductTxnId,
           accountId: ex.accountId,
@@ -128,15 +136,17 @@ export const listTransactionsResponse = z
           balanceAfter: 17.29,
           metadata: { feature: "upscale" },
           createdAt: "2026-11-21T08:22:45.903Z",
+          ...notReversed,
           reservation: null,
           usage: [],
         },
         {
           ...exampleConfirmTransaction,
+          ...notReversed,
           reservation: exampleReservation,
           usage: [exampleUsageRecord],
         },
-        { ...exampleAddTransaction, reservation: null, usage: [] },
+        { ...exampleAddTransaction, ...notReversed, reservation: null, usage: [] },
       ],
       pagination: { limit: 50, offset: 0, totalCount: 4, hasMore: false },
     },

@@ -5,9 +5,11 @@
 import type { Kysely } from "kysely";
 import { resolveAccount } from "../accounts/service.ts";
 import { dateRangeMs } from "../dates.ts";
+import { withoutIndexOrderOnSqlite } from "../db/index-hints.ts";
 import { createdWithin, ofProjectOrAccount } from "../db/ledger-rows.ts";
 import { newestFirstPage } from "../db/paging.ts";
 import type { AccountRow, DB, TransactionRow, UsageRecordRow } from "../db/schema.ts";
+import { reversedSums } from "../ledger/reversal.ts";
 import type { AuditData } from "./schemas.ts";
 
 /** Which of the project's transactions a list or an export selects. */
@@ -20,6 +22,8 @@ export interface TransactionFilter {
   startMs?: number | undefined;
   /** Created at or before, epoch ms. */
   endMs?: number | undefined;
+  /** Only the reversals of this transaction (docs/api.md#reversals); any when undefined. */
+  reversalOf?: string | undefined;
 }
 
 /** The filter parameters of the transaction list and its export, as validated. */
@@ -29,6 +33,7 @@ export interface TransactionQuery {
   type?: "credit" | "debit" | undefined;
   startDate?: string | undefined;
   endDate?: string | undefined;
+  reversalOf?: string | undefined;
 }
 
 /**
@@ -45,14 +50,65 @@ export async function transactionFilterOf(
   const { startMs, endMs } = dateRangeMs(q.startDate, q.endDate);
   const named = q.accountId !== undefined || q.externalId !== undefined;
   const account = named ? await resolveAccount(db, projectId, q) : undefined;
-  return { filter: { accountId: account?.id, type: q.type, startMs, endMs }, account };
+  const filter = { accountId: account?.id, type: q.type, startMs, endMs, reversalOf: q.reversalOf };
+  return { filter, account };
 }
 
 /** The project's transactions that `f` selects (the list's and the export's). */
 export function filteredTransactions(db: Kysely<DB>, projectId: string, f: TransactionFilter) {
-  const all = ofProjectOrAccount(db.selectFrom("transactions"), projectId, f.accountId);
+  const all =
+    f.reversalOf === undefined
+      ? ofProjectOrAccount(db.selectFrom("transactions"), projectId, f.accountId)
+      : reversalsOf(db, projectId, f.accountId, f.reversalOf);
   const rows = f.type === undefined ? all : all.where("type", "=", f.type);
   return createdWithin(rows, f);
+}
+
+/**
+ * The reversals of the transaction `reversalOf`, of the project (or only of the account
+ * `accountId`). An id of no transaction of the project selects nothing: a filter, not a lookup
+ * (no 404). A transaction has few reversals, so they are found by the reversal index: on SQLite
+ * the project's (account's) column is written `+project_id` (`+account_id`), which keeps the
+ * planner from walking that wider index for the order it gives (src/db/index-hints.ts).
+ */
+function reversalsOf(
+  db: Kysely<DB>,
+  projectId: string,
+  accountId: string | undefined,
+  reversalOf: string,
+) {
+  const column = accountId === undefined ? "project_id" : "account_id";
+  const owner = withoutIndexOrderOnSqlite(db, [column])[0] ?? column;
+  return db
+    .selectFrom("transactions")
+    .where("reversal_of", "=", reversalOf)
+    .where(owner, "=", accountId ?? projectId);
+}
+
+/**
+ * What the reversals of each of `rows` add up to (micro-credits; absent: none), in one grouped
+ * query for the whole page (`reversedSums`). A reversal is never reversed, so only the rows
+ * that are not reversals are asked about.
+ * @param maxSeq only reversals with `seq` at most this (an export's bound: the reversals it
+ *   holds, none committed after it began); undefined: every reversal committed
+ */
+export async function reversedAmounts(
+  db: Kysely<DB>,
+  rows: readonly TransactionRow[],
+  maxSeq?: number | undefined,
+): Promise<Map<string, number>> {
+  const ids = rows.flatMap((r) => (r.reversal_of === null ? [r.id] : []));
+  if (maxSeq === undefined || ids.length === 0) return reversedSums(db, ids);
+  const sums = await db
+    .selectFrom("transactions")
+    .select((eb) => ["reversal_of", eb.fn.sum<number>("amount_micros").as("sum")] as const)
+    .where("reversal_of", "in", ids)
+    .where("seq", "<=", maxSeq)
+    .groupBy("reversal_of")
+    .execute();
+  return new Map(
+    sums.flatMap((r) => (r.reversal_of === null ? [] : [[r.reversal_of, Number(r.sum)]])),
+  );
 }
 
 /** A page of the project's transactions, newest first (ties by insertion order), with total. */

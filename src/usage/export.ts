@@ -10,8 +10,8 @@ import type { DB, UsageRecordRow } from "../db/schema.ts";
 import { ledgerExport } from "../exports/ledger-export.ts";
 import { EXPORT_PAGE_ROWS, type ExportFormat, type ExportSource } from "../exports/stream.ts";
 import { type ExactDecimal, fromMicros } from "../money.ts";
-import { usageRecordJson } from "./schemas.ts";
-import { filteredUsage, type UsageFilter } from "./service.ts";
+import { type UsageRecordView, usageRecordJson } from "./schemas.ts";
+import { filteredUsage, type UsageFilter, withReversals } from "./service.ts";
 
 /** The CSV columns of a usage export (docs/api.md#exports). */
 export const USAGE_CSV_COLUMNS = [
@@ -28,6 +28,7 @@ export const USAGE_CSV_COLUMNS = [
   "estimatedCostUsd",
   "transactionId",
   "creditsCharged",
+  "creditsReversed",
 ] as const;
 
 /**
@@ -40,6 +41,9 @@ export function creditsChargedOf(row: UsageRecordRow): ExactDecimal | null {
   return micros === null ? null : fromMicros(micros);
 }
 
+/** A usage record as the export reads it: its row and its charge's reversals. */
+type ExportedUsage = UsageRecordRow & UsageRecordView;
+
 /**
  * The export of the usage records `filter` selects, in `format`: what `exportResponse` streams.
  * The walk is bounded by the highest `seq` at this call, so it ends even while writes go on.
@@ -50,8 +54,13 @@ export async function usageExport(
   projectId: string,
   filter: UsageFilter,
   options: { format: ExportFormat; filename: string; pageRows?: number | undefined },
-): Promise<ExportSource<UsageRecordRow>> {
-  const maxSeq = await highestSeq(db, "usage_records");
+): Promise<ExportSource<ExportedUsage>> {
+  // The reversals committed when the export began, as its records: a record's creditsReversed
+  // does not grow between one page and the next.
+  const [maxSeq, maxTransactionSeq] = await Promise.all([
+    highestSeq(db, "usage_records"),
+    highestSeq(db, "transactions"),
+  ]);
   const base = filteredUsage(db, projectId, filter);
   const pageRows = options.pageRows ?? EXPORT_PAGE_ROWS;
   return ledgerExport({
@@ -61,8 +70,13 @@ export async function usageExport(
     format: options.format,
     filename: options.filename,
     pageRows,
-    readPage: (after) =>
-      oldestFirstAfter(base, after, maxSeq).selectAll().limit(pageRows).execute(),
+    readPage: async (after): Promise<ExportedUsage[]> => {
+      const rows = await oldestFirstAfter(base, after, maxSeq)
+        .selectAll()
+        .limit(pageRows)
+        .execute();
+      return withReversals(db, rows, maxTransactionSeq);
+    },
     columns: USAGE_CSV_COLUMNS,
     csvCells,
     item: usageRecordJson,
@@ -70,7 +84,7 @@ export async function usageExport(
 }
 
 /** A usage record's CSV fields: the list item's values, in `USAGE_CSV_COLUMNS` order. */
-function csvCells(row: UsageRecordRow, externalId: string | null) {
+function csvCells(row: ExportedUsage, externalId: string | null) {
   const item = usageRecordJson(row);
   return [
     item.id,
@@ -86,5 +100,6 @@ function csvCells(row: UsageRecordRow, externalId: string | null) {
     item.estimatedCostUsd,
     item.transactionId,
     creditsChargedOf(row),
+    item.creditsReversed,
   ];
 }

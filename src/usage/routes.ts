@@ -4,7 +4,7 @@ import { mapPlain } from "../db/write-path.ts";
 import { csvLine } from "../exports/csv.ts";
 import { exportFilename, exportResponse } from "../exports/stream.ts";
 import type { App, AppDeps } from "../http/context.ts";
-import { ex, exampleUsageRecord } from "../http/examples.ts";
+import { ex } from "../http/examples.ts";
 import { paged, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
@@ -14,6 +14,7 @@ import { type ChargedUsage, chargeUsage } from "./charge.ts";
 import { USAGE_CSV_COLUMNS, usageExport } from "./export.ts";
 import { plainCharge } from "./plain-charge.ts";
 import {
+  usageRecordExample as exampleUsageRecord,
   exportUsageQuery,
   recordBody,
   recordResponse,
@@ -21,7 +22,13 @@ import {
   usageRecordJson,
   usageResponse,
 } from "./schemas.ts";
-import { listUsage, type RecordUsageInput, recordUsage, usageFilterOf } from "./service.ts";
+import {
+  listUsage,
+  type RecordUsageInput,
+  recordUsage,
+  usageFilterOf,
+  withReversals,
+} from "./service.ts";
 import { summarizeUsage } from "./summary.ts";
 
 /** The usage routes. */
@@ -58,7 +65,9 @@ export const usageRoutes = resourceRoutes("Usage", (route) => ({
       description:
         "Lists usage records filtered by account, model, context and dates, or with " +
         "`summary=true` answers their exact totals, by context and by model; `groupBy=day`, " +
-        "`model`, `account` or `context` adds the same records summed per group.",
+        "`model`, `account` or `context` adds the same records summed per group. A charged " +
+        "record shows `creditsReversed`, what the reversals of its debit add up to; " +
+        "summaries and their groups sum it beside `creditsCharged`.",
       query: usageQuery,
       ok: usageResponse,
       errors: ["ACCOUNT_NOT_FOUND"],
@@ -72,7 +81,8 @@ export const usageRoutes = resourceRoutes("Usage", (route) => ({
       description:
         "Streams every usage record the list's filters select (account, `modelId`, " +
         "`context`, `startDate`, `endDate`), oldest first, without paging: `format=csv` " +
-        "(default; RFC 4180, formula-safe) or `format=ndjson` (each line the list's item). " +
+        "(default; RFC 4180, formula-safe; the columns end `creditsCharged, creditsReversed`) " +
+        "or `format=ndjson` (each line the list's item). " +
         "Records committed after the export began are not in it.",
       query: exportUsageQuery,
       csvExample:
@@ -90,7 +100,8 @@ export const usageRoutes = resourceRoutes("Usage", (route) => ({
           exampleUsageRecord.outputTokens,
           new ExactDecimal(String(exampleUsageRecord.estimatedCostUsd)),
           exampleUsageRecord.transactionId,
-          null,
+          new ExactDecimal(String(exampleUsageRecord.creditsCharged)),
+          new ExactDecimal(String(exampleUsageRecord.creditsReversed)),
         ]),
       ndjsonExample: `${stringifyJson(exampleUsageRecord)}\n`,
       errors: ["ACCOUNT_NOT_FOUND"],
@@ -172,6 +183,8 @@ export function registerUsageRoutes(app: App, deps: AppDeps): void {
     const { rows, pagination } = await paged(q, (page) =>
       listUsage(deps.db.read, projectId, { ...filter, ...page }),
     );
-    return ok(c, r.list, { success: true, usageRecords: rows.map(usageRecordJson), pagination });
+    // What the page's charges have had reversed: one grouped query for the whole page.
+    const usageRecords = (await withReversals(deps.db.read, rows)).map(usageRecordJson);
+    return ok(c, r.list, { success: true, usageRecords, pagination });
   });
 }

@@ -22,6 +22,9 @@ import { CACHED_WITHIN_INPUT, cachedWithinInput, tokenCountsShape } from "../mod
 import { fromMicros, picoUsdToDecimal } from "../money.ts";
 import type { WireOf } from "../wire.ts";
 
+/** The Usage record of the examples, charged and not reversed. */
+export const usageRecordExample = { ...exampleUsageRecord, creditsReversed: 0 };
+
 export const usageContext = z.enum(["customer", "system"]).openapi({ example: "customer" });
 
 export const usageRecordSchema = z
@@ -41,9 +44,14 @@ export const usageRecordSchema = z
         "Credits the record was charged (`deduct: true`, or a confirm with `usage`); 0 for a cost of 0, null when it was not charged",
       example: 6.96,
     }),
+    creditsReversed: z.number().nullable().openapi({
+      description:
+        "What the reversals of the record's charge add up to (docs/api.md#reversals): 0 when none, null when the record was not charged",
+      example: 0,
+    }),
     createdAt: z.string().openapi({ example: ex.usageAt }),
   })
-  .openapi("UsageRecord", { example: exampleUsageRecord });
+  .openapi("UsageRecord", { example: usageRecordExample });
 
 export const recordBody = z
   .object({
@@ -98,7 +106,7 @@ export const recordResponse = z
       example: 18.54,
     }),
   })
-  .openapi({ example: { success: true as const, usageRecord: exampleUsageRecord } });
+  .openapi({ example: { success: true as const, usageRecord: usageRecordExample } });
 
 /** `groupBy` of the usage summary (docs/api.md#usage-over-time). */
 export const usageGroupBy = z.enum(["day", "model", "account", "context"]).openapi({
@@ -130,6 +138,11 @@ export const usageGroupSchema = z
       description:
         "Exact sum of the credits the records were charged (a record without a charge counts 0)",
       example: 83.52,
+    }),
+    creditsReversed: z.number().openapi({
+      description:
+        "Exact sum of the reversals of the records' charges (docs/api.md#reversals; 0 when none)",
+      example: 6.96,
     }),
   })
   .openapi("UsageGroup");
@@ -175,6 +188,11 @@ export const summarySchema = z
         "Exact sum of the credits the records were charged (a record without a charge counts 0)",
       example: 6.96,
     }),
+    creditsReversed: z.number().openapi({
+      description:
+        "Exact sum of the reversals of the records' charges (docs/api.md#reversals; 0 when none)",
+      example: 0,
+    }),
     byContext: z.object({ customer: z.number(), system: z.number() }),
     byModel: z.record(z.string(), z.object({ costUsd: z.number(), count: z.number() })),
     groups: z.array(usageGroupSchema).optional().openapi({
@@ -188,6 +206,7 @@ export const summarySchema = z
       totalInputTokens: 9500,
       totalOutputTokens: 3100,
       creditsCharged: 6.96,
+      creditsReversed: 0,
       byContext: { customer: 0.0696, system: 0 },
       byModel: { [ex.modelId]: { costUsd: 0.0696, count: 1 } },
     },
@@ -205,7 +224,7 @@ export const usageResponse = z
   .openapi({
     example: {
       success: true as const,
-      usageRecords: [exampleUsageRecord],
+      usageRecords: [usageRecordExample],
       pagination: { limit: 100, offset: 0, totalCount: 1, hasMore: false },
     },
   });
@@ -218,10 +237,21 @@ export function costOf(row: Pick<UsageRecordRow, "cost_micro_usd" | "cost_pico_r
   return BigInt(row.cost_micro_usd) * PICO_PER_MICRO + BigInt(row.cost_pico_rem);
 }
 
-/** The API's Usage record object (docs/api.md#endpoints). */
-export function usageRecordJson(
-  row: Omit<UsageRecordRow, "seq">,
-): WireOf<typeof usageRecordSchema> {
+/**
+ * A usage record as the API shows it: its row, with what the reversals of its charge's debit
+ * add up to (`reversed_micros`, micro-credits) when they were read; absent, none (a record just
+ * written). The sum rides on the row rather than in a second argument, so that
+ * `rows.map(usageRecordJson)` cannot pass an array index for it.
+ */
+export type UsageRecordView = Omit<UsageRecordRow, "seq"> & {
+  reversed_micros?: number | undefined;
+};
+
+/**
+ * The API's Usage record object (docs/api.md#endpoints). `creditsReversed` is null for a record
+ * without a charge, else `row.reversed_micros` (0 when absent).
+ */
+export function usageRecordJson(row: UsageRecordView): WireOf<typeof usageRecordSchema> {
   return {
     id: row.id,
     context: row.context,
@@ -235,6 +265,8 @@ export function usageRecordJson(
     estimatedCostUsd: picoUsdToDecimal(costOf(row)),
     creditsCharged:
       row.credits_charged_micros === null ? null : fromMicros(row.credits_charged_micros),
+    creditsReversed:
+      row.credits_charged_micros === null ? null : fromMicros(row.reversed_micros ?? 0),
     createdAt: iso(row.created_at_ms),
   };
 }

@@ -3,10 +3,11 @@
  * move credits. A record keeps the prices it was costed at, so a later price change never
  * rewrites history. The summary and its groups are in src/usage/summary.ts.
  */
-import type { Kysely, Transaction } from "kysely";
+import { type Kysely, sql, type Transaction } from "kysely";
 import { findAccount } from "../accounts/lookup.ts";
 import { resolveAccount } from "../accounts/service.ts";
 import { dateRangeMs } from "../dates.ts";
+import { engineOf } from "../db/engine.ts";
 import { createdWithin } from "../db/ledger-rows.ts";
 import { newestFirstPage } from "../db/paging.ts";
 import { argValues, prepared } from "../db/prepared.ts";
@@ -17,7 +18,7 @@ import { newId } from "../ids.ts";
 import { stringifyJson } from "../json.ts";
 import { findModel, type ModelPriceRow, priceOf } from "../models/service.ts";
 import { costPicoUsd } from "../money.ts";
-import { PICO_PER_MICRO } from "./schemas.ts";
+import { PICO_PER_MICRO, type UsageRecordView } from "./schemas.ts";
 
 export interface RecordUsageInput {
   context: UsageContext;
@@ -194,10 +195,22 @@ export async function usageFilterOf(
  * The project's usage records that `f` selects (the list's, the summary's and the export's
  * filters). One account's are named by project and account, the leading columns of the index
  * `usage_project_account` (sql/0012_usage_charge_indexes.sql).
+ * @param options.byTransaction the records are looked up by `transaction_id` (the summary's
+ *   reversal parts, src/usage/summary.ts): on SQLite the project and account are written
+ *   `+project_id`, `+account_id`, which no index serves, so that its planner finds each record
+ *   by `usage_transaction` instead of walking the project's or the account's records for each
  */
-export function filteredUsage(db: Kysely<DB>, projectId: string, f: UsageFilter) {
-  let q = db.selectFrom("usage_records").where("project_id", "=", projectId);
-  if (f.accountId !== undefined) q = q.where("account_id", "=", f.accountId);
+export function filteredUsage(
+  db: Kysely<DB>,
+  projectId: string,
+  f: UsageFilter,
+  options: { byTransaction?: boolean } = {},
+) {
+  const unindexed = options.byTransaction === true && engineOf(db) === "sqlite";
+  const column = (name: "project_id" | "account_id") =>
+    unindexed ? sql`+${sql.ref(name)}` : sql.ref(name);
+  let q = db.selectFrom("usage_records").where(column("project_id"), "=", projectId);
+  if (f.accountId !== undefined) q = q.where(column("account_id"), "=", f.accountId);
   if (f.modelId !== undefined) q = q.where("model_id", "=", f.modelId);
   if (f.context !== undefined) q = q.where("context", "=", f.context);
   return createdWithin(q, f);
@@ -210,4 +223,38 @@ export async function listUsage(
   f: UsageFilter & { limit: number; offset: number },
 ) {
   return newestFirstPage(filteredUsage(db, projectId, f), f);
+}
+
+/**
+ * `rows` with what the reversals of each charged record's debit add up to (`reversed_micros`,
+ * docs/api.md#reversals), read for the whole page in one grouped query on the partial index
+ * `transactions_reversal_of`. A record without a charge, or charged 0 (no debit), asks nothing.
+ * @param maxTransactionSeq only reversals with `seq` at most this (an export's bound: none
+ *   committed after it began); undefined: every reversal committed
+ */
+export async function withReversals<R extends UsageRecordView>(
+  db: Kysely<DB>,
+  rows: readonly R[],
+  maxTransactionSeq?: number | undefined,
+): Promise<R[]> {
+  const ids = [
+    ...new Set(
+      rows.flatMap((r) =>
+        r.credits_charged_micros !== null && r.transaction_id !== null ? [r.transaction_id] : [],
+      ),
+    ),
+  ];
+  if (ids.length === 0) return [...rows];
+  let q = db
+    .selectFrom("transactions")
+    .select((eb) => ["reversal_of", eb.fn.sum<number | string>("amount_micros").as("sum")] as const)
+    .where("reversal_of", "in", ids);
+  if (maxTransactionSeq !== undefined) q = q.where("seq", "<=", maxTransactionSeq);
+  const sums = await q.groupBy("reversal_of").execute();
+  const of = new Map(sums.map((s) => [s.reversal_of, Number(s.sum)]));
+  return rows.map((r) =>
+    r.credits_charged_micros === null || r.transaction_id === null
+      ? r
+      : { ...r, reversed_micros: of.get(r.transaction_id) ?? 0 },
+  );
 }

@@ -13,10 +13,19 @@
  * (docs/api.md#charging-usage-in-credits; null counts 0) are summed the same way, as whole
  * credits and the micro-credits below one, each at most 10^9 per record.
  *
+ * Credits reversed (docs/api.md#reversals): what the reversals of the charged records' debits add
+ * up to. The covering indexes of the usage sums hold no `transaction_id`, so the records are not
+ * joined to their reversals: a second aggregate per part starts from the reversals (the partial
+ * index `transactions_reversal_of`), finds each one's charged record by `usage_transaction`,
+ * applies the same filter and groups by the same keys. It reads as many rows as the project has
+ * reversals, and nothing more when it has none. A reversal is at most its original's amount, so
+ * its two parts are bounded as the charges' are.
+ *
  * Consistency: the groups and the summary come from one SQL statement (a `UNION ALL`), so they
  * read one snapshot on both engines and the groups always add up to the totals beside them.
  */
 import { type Kysely, sql } from "kysely";
+import { engineOf } from "../db/engine.ts";
 import { withoutIndexOrderOnSqlite } from "../db/index-hints.ts";
 import type { DB, UsageContext } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
@@ -41,12 +50,21 @@ const MILLION = 1_000_000n;
  */
 const DAY = sql<number>`created_at_ms / ${sql.lit(MS_PER_DAY)}`;
 
+/**
+ * The day of a part without one: a typed NULL, since PostgreSQL gives two untyped NULLs of a
+ * `UNION ALL` the type text, which the day part's integer then does not match.
+ */
+const NO_DAY = sql<number | null>`CAST(NULL AS BIGINT)`;
+
 /** `CAST(SUM(expr) AS TEXT)`: an exact sum as decimal text on both engines. */
 function sumText(expr: ReturnType<typeof sql.raw>) {
   return sql<string>`CAST(SUM(${expr}) AS TEXT)`;
 }
 
-/** The sums of one group, in the order the statement selects them. */
+/** A sum that a part does not compute: 0, as the text the other parts' sums are. */
+const none = () => sql<string>`'0'`;
+
+/** The sums of one group of records, in the order the statement selects them. */
 function sums() {
   return [
     sql<number>`COUNT(*)`.as("request_count"),
@@ -58,6 +76,29 @@ function sums() {
     sumText(sql.raw("cost_pico_rem")).as("cost_pico_rem"),
     sumText(sql.raw(`COALESCE(credits_charged_micros, 0) / ${MILLION}`)).as("credits"),
     sumText(sql.raw(`COALESCE(credits_charged_micros, 0) % ${MILLION}`)).as("credits_micro_rem"),
+    none().as("reversed"),
+    none().as("reversed_micro_rem"),
+  ] as const;
+}
+
+/**
+ * The sums of one group of reversals (`rv.micros`, joined to their records), in the same order:
+ * nothing but the credits reversed, so that folding them into the records' groups adds only
+ * those.
+ */
+function reversalSums() {
+  return [
+    sql<number>`0`.as("request_count"),
+    none().as("input_tokens"),
+    none().as("cached_tokens"),
+    none().as("output_tokens"),
+    none().as("cost_usd"),
+    none().as("cost_micro_rem"),
+    none().as("cost_pico_rem"),
+    none().as("credits"),
+    none().as("credits_micro_rem"),
+    sumText(sql.raw(`rv.micros / ${MILLION}`)).as("reversed"),
+    sumText(sql.raw(`rv.micros % ${MILLION}`)).as("reversed_micro_rem"),
   ] as const;
 }
 
@@ -71,6 +112,8 @@ interface SumRow {
   cost_pico_rem: string;
   credits: string;
   credits_micro_rem: string;
+  reversed: string;
+  reversed_micro_rem: string;
 }
 
 interface Totals {
@@ -81,9 +124,19 @@ interface Totals {
   pico: bigint;
   /** Micro-credits charged. */
   credits: bigint;
+  /** Micro-credits of those charges reversed. */
+  reversed: bigint;
 }
 
-const ZERO: Totals = { count: 0n, input: 0n, cached: 0n, output: 0n, pico: 0n, credits: 0n };
+const ZERO: Totals = {
+  count: 0n,
+  input: 0n,
+  cached: 0n,
+  output: 0n,
+  pico: 0n,
+  credits: 0n,
+  reversed: 0n,
+};
 
 function totalsOf(row: SumRow): Totals {
   return {
@@ -95,6 +148,7 @@ function totalsOf(row: SumRow): Totals {
       (BigInt(row.cost_usd) * MILLION + BigInt(row.cost_micro_rem)) * MILLION +
       BigInt(row.cost_pico_rem),
     credits: BigInt(row.credits) * MILLION + BigInt(row.credits_micro_rem),
+    reversed: BigInt(row.reversed) * MILLION + BigInt(row.reversed_micro_rem),
   };
 }
 
@@ -106,6 +160,7 @@ function plus(a: Totals, b: Totals): Totals {
     output: a.output + b.output,
     pico: a.pico + b.pico,
     credits: a.credits + b.credits,
+    reversed: a.reversed + b.reversed,
   };
 }
 
@@ -127,12 +182,51 @@ function modelGroups(db: Kysely<DB>, f: UsageFilter) {
 }
 
 /**
+ * The project's reversals, each with the transaction it reverses (`reversal_of`) and its amount
+ * (`micros`): the rows the reversal parts start from. Only these two columns are seen outside,
+ * so the usage filter's column names stay unambiguous. On SQLite the project is written
+ * `+project_id`, so that its planner reads the partial index `transactions_reversal_of` (the
+ * reversals alone) rather than every transaction of the project by `transactions_project`.
+ */
+function projectReversals(db: Kysely<DB>, projectId: string) {
+  const project = engineOf(db) === "sqlite" ? sql.raw("+project_id") : sql.raw("project_id");
+  return db
+    .selectFrom("transactions")
+    .select(["reversal_of", "amount_micros as micros"])
+    .where("reversal_of", "is not", null)
+    .where(sql`${project}`, "=", projectId)
+    .as("rv");
+}
+
+/**
+ * The filtered records that were charged, each joined to every reversal of its debit (`rv`):
+ * what the reversal parts sum, by the same filter and keys as the records' parts. The
+ * reversals come first, in a `CROSS JOIN`, which SQLite keeps as the outer loop: each finds its
+ * record by `usage_transaction` (`byTransaction`), so the part reads no record that was not
+ * reversed (an inner join, or the filter's own indexes, let SQLite walk every filtered record
+ * instead, by an index that does not cover `transaction_id`). PostgreSQL plans the join by its
+ * statistics either way.
+ */
+function reversedUsage(db: Kysely<DB>, projectId: string, f: UsageFilter) {
+  const charged = filteredUsage(db, projectId, f, { byTransaction: true })
+    .where("credits_charged_micros", "is not", null)
+    .select(["transaction_id", "model_id", "context", "account_id", "created_at_ms"])
+    .as("u");
+  return db
+    .selectFrom(projectReversals(db, projectId))
+    .crossJoin(charged)
+    .whereRef("u.transaction_id", "=", "rv.reversal_of");
+}
+
+/**
  * One statement: the (model, context) groups the summary is made of (`part` 0), and with
  * `groupBy` day or account the groups by day (`part` 1) or by account (`part` 2; at most
  * MAX_USAGE_GROUPS + 1 of them, so that one too many is seen). Groups by model and by context are
  * folded from the summary's groups (there are no more of those than models in the catalog).
  * The summary groups by `model_id, context` in that order, the order of the covering index
- * `usage_project_model` (sql/0005_usage_summary.sql), so the database need not sort.
+ * `usage_project_model` (sql/0005_usage_summary.sql), so the database need not sort. Each part
+ * has a twin, `part` + 3, that sums the reversals of the same records' charges by the same keys
+ * (only `reversed` is not 0 there), folded into the part's groups.
  */
 export function usageSummaryQuery(
   db: Kysely<DB>,
@@ -140,44 +234,56 @@ export function usageSummaryQuery(
   f: UsageFilter,
   groupBy?: UsageGroupBy,
 ) {
-  const bySummary = filteredUsage(db, projectId, f)
-    .select([
-      sql<number>`0`.as("part"),
+  const summaryKeys = (part: number) =>
+    [
+      sql<number>`${sql.lit(part)}`.as("part"),
       sql<string | null>`model_id`.as("model_id"),
       sql<UsageContext | null>`context`.as("context"),
-      sql<number | null>`NULL`.as("day"),
+      NO_DAY.as("day"),
       sql<string | null>`NULL`.as("account_id"),
-      ...sums(),
-    ])
+    ] as const;
+  const dayKeys = (part: number) =>
+    [
+      sql<number>`${sql.lit(part)}`.as("part"),
+      sql<string | null>`NULL`.as("model_id"),
+      sql<UsageContext | null>`NULL`.as("context"),
+      DAY.as("day"),
+      sql<string | null>`NULL`.as("account_id"),
+    ] as const;
+  const accountKeys = (part: number) =>
+    [
+      sql<number>`${sql.lit(part)}`.as("part"),
+      sql<string | null>`NULL`.as("model_id"),
+      sql<UsageContext | null>`NULL`.as("context"),
+      NO_DAY.as("day"),
+      sql<string | null>`account_id`.as("account_id"),
+    ] as const;
+  const bySummary = filteredUsage(db, projectId, f)
+    .select([...summaryKeys(0), ...sums()])
     .groupBy(modelGroups(db, f));
-  if (groupBy !== "day" && groupBy !== "account") return bySummary;
+  const reversedBySummary = reversedUsage(db, projectId, f)
+    .select([...summaryKeys(3), ...reversalSums()])
+    .groupBy(["model_id", "context"]);
+  const summary = bySummary.unionAll(reversedBySummary);
+  if (groupBy !== "day" && groupBy !== "account") return summary;
   const base = filteredUsage(db, projectId, f);
-  const byKey =
-    groupBy === "day"
-      ? base
-          .select([
-            sql<number>`1`.as("part"),
-            sql<string | null>`NULL`.as("model_id"),
-            sql<UsageContext | null>`NULL`.as("context"),
-            DAY.as("day"),
-            sql<string | null>`NULL`.as("account_id"),
-            ...sums(),
-          ])
-          .groupBy(DAY)
-      : base
-          .select([
-            sql<number>`2`.as("part"),
-            sql<string | null>`NULL`.as("model_id"),
-            sql<UsageContext | null>`NULL`.as("context"),
-            sql<number | null>`NULL`.as("day"),
-            "account_id",
-            ...sums(),
-          ])
-          .groupBy("account_id");
+  const reversed = reversedUsage(db, projectId, f);
   // Days are few (one a day the service has run), so they are all read, and PostgreSQL hashes
-  // them; accounts may be millions, so the database stops after one group too many.
-  if (groupBy === "day") return bySummary.unionAll(byKey);
-  return bySummary.unionAll(db.selectFrom(byKey.limit(MAX_USAGE_GROUPS + 1).as("g")).selectAll());
+  // them; accounts may be millions, so the database stops after one group too many. The
+  // reversals' groups are among the records' groups, so the same bound never cuts them short
+  // when the records' groups are within it.
+  if (groupBy === "day") {
+    return summary
+      .unionAll(base.select([...dayKeys(1), ...sums()]).groupBy(DAY))
+      .unionAll(reversed.select([...dayKeys(4), ...reversalSums()]).groupBy(DAY));
+  }
+  const byAccount = base.select([...accountKeys(2), ...sums()]).groupBy("account_id");
+  const reversedByAccount = reversed
+    .select([...accountKeys(5), ...reversalSums()])
+    .groupBy("account_id");
+  return summary
+    .unionAll(db.selectFrom(byAccount.limit(MAX_USAGE_GROUPS + 1).as("g")).selectAll())
+    .unionAll(db.selectFrom(reversedByAccount.limit(MAX_USAGE_GROUPS + 1).as("r")).selectAll());
 }
 
 interface Group {
@@ -188,10 +294,16 @@ interface Group {
   totals: Totals;
 }
 
-/** Adds `totals` to the group of `key` in `groups`. */
-function addTo(groups: Map<string | null, Group>, key: string | null, totals: Totals): void {
+/** Adds `totals` to the group of `key` in `groups` (`day`: the day number it sorts by). */
+function addTo(
+  groups: Map<string | null, Group>,
+  key: string | null,
+  totals: Totals,
+  day?: number,
+): void {
   const group = groups.get(key);
-  groups.set(key, { key, totals: group ? plus(group.totals, totals) : totals });
+  const sum = group ? plus(group.totals, totals) : totals;
+  groups.set(key, day === undefined ? { key, totals: sum } : { key, day, totals: sum });
 }
 
 /**
@@ -248,6 +360,7 @@ async function groupsJson(db: Kysely<DB>, groups: Group[], groupBy: UsageGroupBy
       outputTokens: wholeNumber(g.totals.output),
       costUsd: picoUsdToDecimal(g.totals.pico),
       creditsCharged: bigMicrosToDecimal(g.totals.credits),
+      creditsReversed: bigMicrosToDecimal(g.totals.reversed),
     };
   });
 }
@@ -275,10 +388,11 @@ export async function summarizeUsage(
   const byKey = new Map<string | null, Group>();
   for (const row of rows) {
     const totals = totalsOf(row);
-    const part = Number(row.part);
+    // A reversal part (3, 4, 5) adds to its records' part (0, 1, 2): only `reversed`.
+    const part = Number(row.part) % 3;
     if (part === 1 && row.day !== null) {
       const day = Number(row.day);
-      byKey.set(String(day), { key: dayKey(day), day, totals });
+      addTo(byKey, dayKey(day), totals, day);
     } else if (part === 2) {
       addTo(byKey, row.account_id, totals);
     } else if (row.context !== null) {
@@ -301,6 +415,7 @@ export async function summarizeUsage(
     totalInputTokens: wholeNumber(total.input),
     totalOutputTokens: wholeNumber(total.output),
     creditsCharged: bigMicrosToDecimal(total.credits),
+    creditsReversed: bigMicrosToDecimal(total.reversed),
     byContext: {
       customer: picoUsdToDecimal(byContext.customer),
       system: picoUsdToDecimal(byContext.system),
