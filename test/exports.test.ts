@@ -316,6 +316,7 @@ describe("exports", () => {
       estimatedCostUsd: literal,
       transactionId: "",
       creditsCharged: "",
+      creditsReversed: "",
     });
   });
 

@@ -63,6 +63,8 @@ const SPEC_ROUTES: [method: "get" | "post", path: string][] = [
   // Spend limits (docs/api.md#spend-limits).
   ["get", "/v1/accounts/limits"],
   ["get", "/v1/accounts/check"],
+  // Reversals (docs/api.md#reversals).
+  ["post", "/v1/transactions/reverse"],
 ];
 
 /** The export routes (docs/api.md#exports): a file instead of a JSON body. */
@@ -84,6 +86,7 @@ const EVENT_TYPES = [
   "credits.expired",
   "plan.granted",
   "spend_limit.reached",
+  "transaction.reversed",
   "webhook.test",
 ];
 

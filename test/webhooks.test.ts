@@ -122,6 +122,7 @@ describe("webhook endpoints", () => {
         "credits.expired",
         "plan.granted",
         "spend_limit.reached",
+        "transaction.reversed",
       ],
       description: "Billing",
       isActive: true,

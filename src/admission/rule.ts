@@ -111,15 +111,13 @@ export function passesLimit<N, B>(A: Algebra<N, B>, l: LimitTerms<N>): B {
 
 /**
  * A limit reached by the write (docs/api.md#spend-limits): spent + held was below the amount
- * and spent + held + needed is at it or above. The general path raises `spend_limit.reached`.
+ * and spent + held + needed is at it or above (which only a write adding to spending does). The
+ * general path raises `spend_limit.reached`.
  */
 export function reachesLimit<N, B>(A: Algebra<N, B>, l: LimitTerms<N>): B {
+  // Below before and at or above after: so the write adds to spending (needed > 0).
   const before = A.add(l.spent, l.held);
-  return A.and(
-    A.lt(A.lit(0), l.needed),
-    A.lt(before, l.amount),
-    A.ge(A.add(before, l.needed), l.amount),
-  );
+  return A.and(A.lt(before, l.amount), A.ge(A.add(before, l.needed), l.amount));
 }
 
 /** What the plain region of a debit or reservation is decided on (micro-credits). */

@@ -150,8 +150,10 @@ const batchResult = z.object({
       okSchemaOf(accountRoutes.update),
       okSchemaOf(ledgerRoutes.add),
       okSchemaOf(ledgerRoutes.deduct),
-      okSchemaOf(transactionRoutes.create),
+      // Before the manual transaction's, whose body (success, transaction) a reversal's also
+      // has: a union takes the first member that matches.
       okSchemaOf(transactionRoutes.reverse),
+      okSchemaOf(transactionRoutes.create),
       okSchemaOf(reservationRoutes.create),
       okSchemaOf(reservationRoutes.confirm),
       okSchemaOf(reservationRoutes.cancel),

@@ -311,7 +311,7 @@ export interface paths {
         };
         /**
          * List ledger entries, newest first
-         * @description Lists the ledger entries of one account (`accountId` or `externalId`) or of the whole project, newest first, filtered by `startDate`/`endDate` (inclusive) and by `type` (`credit` or `debit`). `include` adds each entry's settled `reservation` and its `usage` records.
+         * @description Lists the ledger entries of one account (`accountId` or `externalId`) or of the whole project, newest first, filtered by `startDate`/`endDate` (inclusive) and by `type` (`credit` or `debit`) and by `reversalOf` (a transaction's id: its reversals). Each entry has `reversalOf` (a reversal: the transaction it reverses) and `amountReversed` (what its reversals add up to). `include` adds each entry's settled `reservation` and its `usage` records.
          */
         get: operations["listTransactions"];
         put?: never;
@@ -331,7 +331,7 @@ export interface paths {
         };
         /**
          * Export ledger entries, oldest first, as CSV or NDJSON
-         * @description Streams every ledger entry the list's filters select (`accountId`/`externalId`, `startDate`, `endDate`), oldest first, without paging: `format=csv` (default; RFC 4180, formula-safe) or `format=ndjson` (each line the list's item). Entries committed after the export began are not in it.
+         * @description Streams every ledger entry the list's filters select (`accountId`/`externalId`, `type`, `startDate`, `endDate`, `reversalOf`), oldest first, without paging: `format=csv` (default; RFC 4180, formula-safe; its last columns `reversalOf`, `amountReversed`) or `format=ndjson` (each line the list's item). Entries committed after the export began are not in it.
          */
         get: operations["exportTransactions"];
         put?: never;
@@ -356,6 +356,26 @@ export interface paths {
          * @description Writes a `credit` (a grant, like an add: `priority`, `expiresAt`, `grantId`) or a `debit` (needs `amount ≤ available`). Transactions are immutable; a correction is a new transaction.
          */
         post: operations["createTransaction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/transactions/reverse": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reverse a transaction (refund, correction)
+         * @description Books a reversal of a transaction: a new transaction of the opposite type whose `reversalOf` is the original, which is never changed. `amount` defaults to what is still reversible. A debit's reversal gives the credits back to the grants it drew from (last drawn first, keeping their priority and expiry; a part whose grant has expired is expired again at once) and stops counting as spending in the original's window; a credit's reversal takes the credits back from its grant, at most its `remaining` and the account's `available`. Expiries and reversals are not reversible.
+         */
+        post: operations["reverseTransaction"];
         delete?: never;
         options?: never;
         head?: never;
@@ -611,7 +631,7 @@ export interface paths {
         };
         /**
          * Export usage records, oldest first, as CSV or NDJSON
-         * @description Streams every usage record the list's filters select (account, `modelId`, `context`, `startDate`, `endDate`), oldest first, without paging: `format=csv` (default; RFC 4180, formula-safe) or `format=ndjson` (each line the list's item). Records committed after the export began are not in it.
+         * @description Streams every usage record the list's filters select (account, `modelId`, `context`, `startDate`, `endDate`), oldest first, without paging: `format=csv` (default; RFC 4180, formula-safe; the columns end `creditsCharged, creditsReversed`) or `format=ndjson` (each line the list's item). Records committed after the export began are not in it.
          */
         get: operations["exportUsage"];
         put?: never;
@@ -631,7 +651,7 @@ export interface paths {
         };
         /**
          * List usage records, newest first, or their summary with summary=true (grouped with groupBy)
-         * @description Lists usage records filtered by account, model, context and dates, or with `summary=true` answers their exact totals, by context and by model; `groupBy=day`, `model`, `account` or `context` adds the same records summed per group.
+         * @description Lists usage records filtered by account, model, context and dates, or with `summary=true` answers their exact totals, by context and by model; `groupBy=day`, `model`, `account` or `context` adds the same records summed per group. A charged record shows `creditsReversed`, what the reversals of its debit add up to; summaries and their groups sum it beside `creditsCharged`.
          */
         get: operations["listUsage"];
         put?: never;
@@ -964,6 +984,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "transaction.reversed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The transaction.reversed event
+         * @description A reversal was booked (`POST /v1/transactions/reverse`): `transactionId` is the reversal, `reversedTransactionId` the original, `amountReversed` the original's reversals so far. POSTed as JSON to every active endpoint subscribed to `transaction.reversed`, signed as Standard Webhooks describes; verify the signature over the raw body before parsing it. Amounts are exact decimal literals.
+         */
+        post: operations["onTransactionReversed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "webhook.test": {
         parameters: {
             query?: never;
@@ -1236,6 +1276,59 @@ export interface components {
              * @example null
              */
             reservationId: string | null;
+        };
+        TransactionReversedEvent: {
+            /**
+             * @description The event id (`evt_…`), also sent as the `webhook-id` header
+             * @example evt_01M7YKQ49ZK3W7P2N6Y5D8E1RX
+             */
+            id: string;
+            /** @enum {string} */
+            type: "transaction.reversed";
+            /**
+             * @description When the change that caused the event committed (ISO 8601, UTC)
+             * @example 2026-11-21T08:22:45.903Z
+             */
+            createdAt: string;
+            data: components["schemas"]["TransactionReversedData"];
+        };
+        TransactionReversedData: {
+            /** @example acc_01M7YK07B38628KR5DHES0CNDB */
+            accountId: string;
+            /** @example customer-42 */
+            externalId: string;
+            /** @description The member that spent (null: none) */
+            onBehalfOf: string | null;
+            /**
+             * @description The reversal
+             * @example txn_01M7YK6RWFSRRMMFG64WVR65TZ
+             */
+            transactionId: string;
+            /**
+             * @description The original
+             * @example txn_01M7YK2064JJQ7EFFNV4KHAQMR
+             */
+            reversedTransactionId: string;
+            /**
+             * @description The reversal's type
+             * @enum {string}
+             */
+            type: "credit" | "debit";
+            /**
+             * @description The reversal's credits
+             * @example 2.5
+             */
+            amount: Amount;
+            /**
+             * @description The original's reversals so far, this one included
+             * @example 2.5
+             */
+            amountReversed: Amount;
+            /**
+             * @description Credits after the reversal
+             * @example 16.04
+             */
+            balance: Amount;
         };
         WebhookTestEvent: {
             /**
@@ -1715,6 +1808,8 @@ export interface components {
          *         "reservedAmount": 9.6
          *       },
          *       "createdAt": "2026-11-21T08:20:09.540Z",
+         *       "reversalOf": null,
+         *       "amountReversed": 0,
          *       "reservation": {
          *         "id": "res_01M7YK1TWPMQE9XDS9P7Y34YY7",
          *         "accountId": "acc_01M7YK07B38628KR5DHES0CNDB",
@@ -1740,6 +1835,7 @@ export interface components {
          *           "transactionId": "txn_01M7YK2064JJQ7EFFNV4KHAQMR",
          *           "estimatedCostUsd": 0.0696,
          *           "creditsCharged": 6.96,
+         *           "creditsReversed": 0,
          *           "createdAt": "2026-11-21T08:20:09.561Z"
          *         }
          *       ]
@@ -1771,6 +1867,16 @@ export interface components {
             };
             /** @example 2026-11-21T08:20:09.540Z */
             createdAt: string;
+            /**
+             * @description A reversal: the transaction it reverses (docs/api.md#reversals); else null
+             * @example null
+             */
+            reversalOf: string | null;
+            /**
+             * @description What this transaction's reversals add up to so far (0 when none)
+             * @example 0
+             */
+            amountReversed: Amount;
             /**
              * @description With include=reservation: the reservation this entry settled, or null
              * @example {
@@ -1829,6 +1935,7 @@ export interface components {
          *       "transactionId": "txn_01M7YK2064JJQ7EFFNV4KHAQMR",
          *       "estimatedCostUsd": 0.0696,
          *       "creditsCharged": 6.96,
+         *       "creditsReversed": 0,
          *       "createdAt": "2026-11-21T08:20:09.561Z"
          *     }
          */
@@ -1861,6 +1968,11 @@ export interface components {
              * @example 6.96
              */
             creditsCharged: Amount | null;
+            /**
+             * @description What the reversals of the record's charge add up to (docs/api.md#reversals): 0 when none, null when the record was not charged
+             * @example 0
+             */
+            creditsReversed: Amount | null;
             /** @example 2026-11-21T08:20:09.561Z */
             createdAt: string;
         };
@@ -1908,6 +2020,116 @@ export interface components {
              * @example 2027-12-31T23:59:59Z
              */
             expiresAt?: string;
+        };
+        /**
+         * @example {
+         *       "success": true,
+         *       "transaction": {
+         *         "id": "txn_01M7YKA0R4V0S2E8A8Y3JZ7QKB",
+         *         "accountId": "acc_01M7YK07B38628KR5DHES0CNDB",
+         *         "type": "credit",
+         *         "amount": 2.5,
+         *         "description": "Refund: generation failed",
+         *         "balanceAfter": 21.04,
+         *         "metadata": {
+         *           "ticket": "SUP-1234"
+         *         },
+         *         "createdAt": "2026-11-21T08:20:09.540Z",
+         *         "reversalOf": "txn_01M7YK6RWFSRRMMFG64WVR65TZ",
+         *         "amountReversed": 0
+         *       },
+         *       "reversedTransactionId": "txn_01M7YK6RWFSRRMMFG64WVR65TZ",
+         *       "amountReversed": 2.5,
+         *       "reversible": 4.46,
+         *       "balance": 21.04,
+         *       "available": 21.04
+         *     }
+         */
+        ReverseTransactionResponse: {
+            /** @enum {boolean} */
+            success: true;
+            transaction: {
+                /** @example txn_01M7YK2064JJQ7EFFNV4KHAQMR */
+                id: string;
+                /** @example acc_01M7YK07B38628KR5DHES0CNDB */
+                accountId: string;
+                /** @enum {string} */
+                type: "credit" | "debit";
+                /** @example 6.96 */
+                amount: Amount;
+                /** @example Reservation res_01M7YK1TWPMQE9XDS9P7Y34YY7 confirmed */
+                description: string;
+                /** @example 18.54 */
+                balanceAfter: Amount;
+                /**
+                 * @example {
+                 *       "operation": "chat.completion",
+                 *       "model": "claude-sonnet-4-5",
+                 *       "reservationId": "res_01M7YK1TWPMQE9XDS9P7Y34YY7",
+                 *       "reservedAmount": 9.6
+                 *     }
+                 */
+                metadata: {
+                    [key: string]: unknown;
+                };
+                /** @example 2026-11-21T08:20:09.540Z */
+                createdAt: string;
+                /**
+                 * @description A reversal: the transaction it reverses (docs/api.md#reversals); else null
+                 * @example null
+                 */
+                reversalOf: string | null;
+                /**
+                 * @description What this transaction's reversals add up to so far (0 when none)
+                 * @example 0
+                 */
+                amountReversed: Amount;
+            };
+            /** @example txn_01M7YK6RWFSRRMMFG64WVR65TZ */
+            reversedTransactionId: string;
+            /**
+             * @description The original's reversals so far, this one included
+             * @example 2.5
+             */
+            amountReversed: Amount;
+            /**
+             * @description What may still be reversed of the original after this one
+             * @example 4.46
+             */
+            reversible: Amount;
+            /** @example 21.04 */
+            balance: Amount;
+            /** @example 21.04 */
+            available: Amount;
+        };
+        /**
+         * @example {
+         *       "transactionId": "txn_01M7YK6RWFSRRMMFG64WVR65TZ",
+         *       "amount": 2.5,
+         *       "description": "Refund: generation failed",
+         *       "metadata": {
+         *         "ticket": "SUP-1234"
+         *       }
+         *     }
+         */
+        ReverseTransactionRequest: {
+            /** @example txn_01M7YK6RWFSRRMMFG64WVR65TZ */
+            transactionId: string;
+            /**
+             * @description Default: all that is still reversible
+             * @example 2.5
+             */
+            amount?: Amount;
+            /** @example Refund: generation failed */
+            description?: string;
+            /**
+             * @example {
+             *       "ticket": "SUP-1234"
+             *     }
+             */
+            metadata?: {
+                [key: string]: unknown;
+            };
         };
         /**
          * @example {
@@ -2238,6 +2460,7 @@ export interface components {
          *       "totalInputTokens": 9500,
          *       "totalOutputTokens": 3100,
          *       "creditsCharged": 6.96,
+         *       "creditsReversed": 0,
          *       "byContext": {
          *         "customer": 0.0696,
          *         "system": 0
@@ -2259,6 +2482,11 @@ export interface components {
              * @example 6.96
              */
             creditsCharged: Amount;
+            /**
+             * @description Exact sum of the reversals of the records' charges (docs/api.md#reversals; 0 when none)
+             * @example 0
+             */
+            creditsReversed: Amount;
             byContext: {
                 customer: Amount;
                 system: Amount;
@@ -2304,6 +2532,11 @@ export interface components {
              * @example 83.52
              */
             creditsCharged: Amount;
+            /**
+             * @description Exact sum of the reversals of the records' charges (docs/api.md#reversals; 0 when none)
+             * @example 6.96
+             */
+            creditsReversed: Amount;
         };
         /**
          * @example {
@@ -2409,10 +2642,11 @@ export interface components {
              *       "reservation.expired",
              *       "credits.expired",
              *       "plan.granted",
-             *       "spend_limit.reached"
+             *       "spend_limit.reached",
+             *       "transaction.reversed"
              *     ]
              */
-            events: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached")[];
+            events: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed")[];
             /** @example Billing alerts */
             description: string;
             /**
@@ -2446,7 +2680,7 @@ export interface components {
              *       "balance.low"
              *     ]
              */
-            events?: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached")[];
+            events?: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed")[];
             /** @example Billing alerts */
             description?: string;
         };
@@ -2476,10 +2710,11 @@ export interface components {
              *       "reservation.expired",
              *       "credits.expired",
              *       "plan.granted",
-             *       "spend_limit.reached"
+             *       "spend_limit.reached",
+             *       "transaction.reversed"
              *     ]
              */
-            events: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached")[];
+            events: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed")[];
             /** @example Billing alerts */
             description: string;
             /**
@@ -2516,7 +2751,7 @@ export interface components {
              *       "balance.low"
              *     ]
              */
-            events?: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached")[];
+            events?: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed")[];
             /** @example Billing alerts */
             description?: string;
             /**
@@ -2554,7 +2789,7 @@ export interface components {
             /** @example evt_01M7YKQ49ZK3W7P2N6Y5D8E1RX */
             eventId: string;
             /** @enum {string} */
-            eventType: "balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "webhook.test";
+            eventType: "balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed" | "webhook.test";
             /** @enum {string} */
             status: "pending" | "delivered" | "failed";
             /** @description HTTP attempts made so far */
@@ -2645,6 +2880,15 @@ export interface components {
                 /** @enum {string} */
                 path: "/v1/transactions/create";
                 body: components["schemas"]["CreateTransactionRequest"];
+                /**
+                 * @description The operation's Idempotency-Key (same key space as the header of single requests)
+                 * @example import-2026-11-21-0001
+                 */
+                idempotencyKey?: string;
+            } | {
+                /** @enum {string} */
+                path: "/v1/transactions/reverse";
+                body: components["schemas"]["ReverseTransactionRequest"];
                 /**
                  * @description The operation's Idempotency-Key (same key space as the header of single requests)
                  * @example import-2026-11-21-0001
@@ -3721,6 +3965,8 @@ export interface operations {
                 startDate?: string;
                 /** @description Inclusive; a date covers the whole UTC day */
                 endDate?: string;
+                /** @description Only the reversals of this transaction (its id; docs/api.md#reversals) */
+                reversalOf?: string;
                 /** @description 1-500, default 50 */
                 limit?: number;
                 /** @description default 0 */
@@ -3818,6 +4064,8 @@ export interface operations {
                 startDate?: string;
                 /** @description Inclusive; a date covers the whole UTC day */
                 endDate?: string;
+                /** @description Only the reversals of this transaction (its id; docs/api.md#reversals) */
+                reversalOf?: string;
                 /** @description `csv` (default) or `ndjson` */
                 format?: "csv" | "ndjson";
             };
@@ -3962,6 +4210,84 @@ export interface operations {
                 };
             };
             /** @description Conflict with the current state: `BALANCE_LIMIT_EXCEEDED`, `IDEMPOTENCY_KEY_REUSED` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure: `INTERNAL_ERROR` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable; safe to retry with the same Idempotency-Key: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    reverseTransaction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReverseTransactionRequest"];
+            };
+        };
+        responses: {
+            /** @description Reverse a transaction (refund, correction) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReverseTransactionResponse"];
+                };
+            };
+            /** @description Invalid input: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key: `UNAUTHORIZED` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or one of another project: `TRANSACTION_NOT_FOUND` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state: `NOT_REVERSIBLE`, `REVERSAL_EXCEEDS_ORIGINAL`, `REVERSAL_EXCEEDS_REMAINING`, `BALANCE_LIMIT_EXCEEDED`, `IDEMPOTENCY_KEY_REUSED` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6083,7 +6409,7 @@ export interface operations {
                                 balance: Amount;
                                 deducted: Amount;
                                 transactionId: string;
-                            } | {
+                            } | components["schemas"]["ReverseTransactionResponse"] | {
                                 /** @enum {boolean} */
                                 success: true;
                                 transaction: {
@@ -6358,6 +6684,35 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["SpendLimitReachedEvent"];
+            };
+        };
+        responses: {
+            /** @description Delivered. Anything else, or no answer within 10 s, is retried */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onTransactionReversed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id, the same on every attempt: deduplicate by it */
+                "webhook-id": string;
+                /** @description Unix seconds of the attempt; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body` with the secret */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TransactionReversedEvent"];
             };
         };
         responses: {

@@ -37,6 +37,7 @@ const KNOWN_TYPES = {
   "credits.expired": true,
   "plan.granted": true,
   "spend_limit.reached": true,
+  "transaction.reversed": true,
   "webhook.test": true,
 } satisfies Record<LedgerEventType, true>;
 

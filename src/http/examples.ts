@@ -140,6 +140,7 @@ export const exampleUsageRecord = {
   transactionId: ex.confirmTxnId,
   estimatedCostUsd: 0.0696,
   creditsCharged: 6.96,
+  creditsReversed: 0,
   createdAt: ex.usageAt,
 };
 

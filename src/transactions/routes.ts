@@ -164,11 +164,7 @@ export function listTransactionsHandler(deps: AppDeps): RouteHandler<Routes["lis
       readAuditData(deps.db.read, rows, include, deps.clock()),
       reversedAmounts(deps.db.read, rows),
     ]);
-    const items = rows.map((row) => {
-      const item = transactionItemJson(row, audit);
-      item.amountReversed = fromMicros(reversed.get(row.id) ?? 0);
-      return item;
-    });
+    const items = rows.map((row) => transactionItemJson(row, audit, reversed.get(row.id) ?? 0));
     return ok(c, route, { items, pagination });
   };
 }

@@ -238,20 +238,26 @@ export interface AuditData {
 }
 
 /**
- * An item of the transaction list: the Transaction object, plus `reservation` (the reservation
- * it settled, or null) and/or `usage` (the usage records naming it) when asked for.
+ * An item of the transaction list: the Transaction object (`reversedMicros`: what its reversals
+ * add up to), plus `reservation` (the reservation it settled, or null) and/or `usage` (the usage
+ * records naming it, each with `creditsReversed`) when asked for.
  */
 export function transactionItemJson(
   row: TransactionRow,
   audit: AuditData,
+  reversedMicros = 0,
 ): WireOf<typeof transactionSchema> {
-  const item = transactionJson(row);
+  const item = transactionJson(row, reversedMicros);
   if (audit.include.reservation) {
     const hold =
       row.reservation_id === null ? undefined : audit.reservations.get(row.reservation_id);
     item.reservation = hold === undefined ? null : reservationJson(hold, audit.nowMs);
   }
-  if (audit.include.usage) item.usage = (audit.usage.get(row.id) ?? []).map(usageRecordJson);
+  if (audit.include.usage) {
+    // The records name this entry: what its reversals gave back is theirs.
+    const records = audit.usage.get(row.id) ?? [];
+    item.usage = records.map((u) => usageRecordJson({ ...u, reversed_micros: reversedMicros }));
+  }
   return item;
 }
 
@@ -289,4 +295,25 @@ export const reverseTransactionResponse = z
     balance: z.number().openapi({ example: 21.04 }),
     available: z.number().openapi({ example: 21.04 }),
   })
-  .openapi("ReverseTransactionResponse");
+  .openapi("ReverseTransactionResponse", {
+    example: {
+      success: true,
+      transaction: {
+        id: "txn_01M7YKA0R4V0S2E8A8Y3JZ7QKB",
+        accountId: ex.accountId,
+        type: "credit",
+        amount: 2.5,
+        description: "Refund: generation failed",
+        balanceAfter: 21.04,
+        metadata: { ticket: "SUP-1234" },
+        createdAt: ex.confirmedAt,
+        reversalOf: ex.deductTxnId,
+        amountReversed: 0,
+      },
+      reversedTransactionId: ex.deductTxnId,
+      amountReversed: 2.5,
+      reversible: 4.46,
+      balance: 21.04,
+      available: 21.04,
+    },
+  });
