@@ -4,8 +4,11 @@
 -- there: `grant_seq` when it drew from one grant (every plain debit), else one `debit_draws` row
 -- per grant, in the order drawn. What remains of a grant may now grow back (a debit reversed),
 -- never past the grant's amount; a grant that grows back from 0 is no longer exhausted.
-ALTER TABLE transactions ADD COLUMN reversal_of TEXT REFERENCES transactions (id);
-ALTER TABLE transactions ADD COLUMN grant_seq INTEGER REFERENCES credit_grants (seq);
+-- The two columns carry no foreign key: every debit writes them, and a key's check would cost
+-- each insert a lookup (on PostgreSQL a trigger and a share lock on the grant's row). `ledger
+-- verify` checks that each names a transaction, or a grant of the same account.
+ALTER TABLE transactions ADD COLUMN reversal_of TEXT;
+ALTER TABLE transactions ADD COLUMN grant_seq INTEGER;
 CREATE INDEX transactions_reversal_of ON transactions (reversal_of)
   WHERE reversal_of IS NOT NULL;
 

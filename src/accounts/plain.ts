@@ -8,7 +8,7 @@
  * `ledger_plain_account` (sql/postgres/functions/) and hands them to the rule's generated
  * functions (src/admission/postgres.ts).
  */
-import { type ExpressionBuilder, sql } from "kysely";
+import { expressionBuilder, type Kysely, sql } from "kysely";
 import { grantWork } from "../admission/grant-work.ts";
 import type { SqlCondition, SqlNumber } from "../admission/rule.ts";
 import { heldExpression } from "../db/held.ts";
@@ -27,23 +27,52 @@ export interface AccountTerms {
 /**
  * The terms of the account of a statement on `accounts` at `nowMs` (epoch ms). `limitsText`
  * (a parameter): the account's stored limits must be that text, whose limits the statement
- * checks itself (src/limits/plain.ts); without it the account must have none.
+ * checks itself (src/limits/plain.ts); without it the account must have none. `held`: the
+ * account's holds as the statement has them already (a column of a one-row table it joins,
+ * `heldOf`, so that they are summed once however often the rule reads them); by default a
+ * subquery of the row, summed where it is read.
  */
 export function accountTerms(
-  eb: ExpressionBuilder<DB, "accounts">,
   nowMs: number,
   limitsText?: string | null,
+  held?: SqlNumber,
 ): AccountTerms {
-  const held = heldExpression(eb, nowMs);
+  const eb = expressionBuilder<DB, "accounts">();
+  const holds = held ?? sql<number>`(${heldExpression(eb, nowMs)})`;
   return {
     region: eb.and([
       limitsText === undefined
-        ? eb("spend_limits", "is", null)
-        : eb("spend_limits", "=", limitsText),
+        ? eb("accounts.spend_limits", "is", null)
+        : eb("accounts.spend_limits", "=", limitsText),
       eb.not(grantWork(eb, nowMs)),
     ]),
-    held: sql<number>`(${held})`,
-    available: eb(eb.ref("balance_micros"), "-", held),
-    threshold: eb.ref("low_balance_threshold_micros"),
+    held: holds,
+    available: sql<number>`(${eb.ref("accounts.balance_micros")} - ${holds})`,
+    threshold: eb.ref("accounts.low_balance_threshold_micros"),
   };
+}
+
+/**
+ * The holds of the account whose `column` is `ref` in project `projectId` at `nowMs`, as a
+ * one-row table of one column `held` (micro-credits): for a statement on that account to join
+ * (SQLite's plain move, src/ledger/plain-move.ts), which then reads them as often as the rule
+ * needs for the cost of one sum.
+ */
+export function heldOf(
+  db: Kysely<DB>,
+  column: "id" | "external_id",
+  account: { projectId: string; ref: string; nowMs: number },
+) {
+  return db
+    .selectFrom("reservations")
+    .select((r) => r.fn.coalesce(r.fn.sum<number>("reservations.amount_micros"), r.lit(0)).as("held"))
+    .where("reservations.account_id", "=", (eb) =>
+      eb
+        .selectFrom("accounts as ha")
+        .select("ha.id")
+        .where("ha.project_id", "=", account.projectId)
+        .where(`ha.${column}`, "=", account.ref),
+    )
+    .where("reservations.status", "=", "pending")
+    .where("reservations.expires_at_ms", ">", account.nowMs);
 }

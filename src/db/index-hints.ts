@@ -24,3 +24,15 @@ export function withoutIndexOrderOnSqlite<C extends string>(
   if (engineOf(db) !== "sqlite") return columns;
   return columns.map((column) => sql.raw(`+${column}`));
 }
+
+/**
+ * The column `name` in a `WHERE` term that no index should serve on SQLite (written `+name`
+ * there), so that its planner takes another index for the rows the query selects (the usage
+ * reversal parts: `usage_transaction`, `transactions_reversal_of`); the plain column on
+ * PostgreSQL.
+ * @param db the Kysely instance or transaction that decides the engine
+ * @param name a column name (it goes into the SQL text as a reference)
+ */
+export function unindexedOnSqlite(db: Kysely<DB>, name: string): RawBuilder<unknown> {
+  return engineOf(db) === "sqlite" ? sql`+${sql.ref(name)}` : sql`${sql.ref(name)}`;
+}

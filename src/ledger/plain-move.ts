@@ -9,8 +9,8 @@
  * not, nothing has changed and the write takes the general path. The queue's one writer runs
  * nothing between these statements, so they need no lock.
  */
-import { type ExpressionBuilder, sql, type Transaction } from "kysely";
-import { accountTerms } from "../accounts/plain.ts";
+import { type ExpressionBuilder, expressionBuilder, sql, type Transaction } from "kysely";
+import { accountTerms, heldOf } from "../accounts/plain.ts";
 import { inSql, plainDebit, type SqlCondition } from "../admission/rule.ts";
 import { type Arg, type Prepared, prepared } from "../db/prepared.ts";
 import type { DB } from "../db/schema.ts";
@@ -189,14 +189,23 @@ function moveStatement<G extends GuardArgs>(
     )) {
       update = update.set(slotColumn, value);
     }
+    // The account's holds, summed once in a joined one-row table (`heldOf`), however often
+    // the rule reads them.
+    const held = heldOf(db, column, {
+      projectId: arg("projectId"),
+      ref: arg("accountRef"),
+      nowMs: arg("nowMs"),
+    });
     return update
-      .where("project_id", "=", arg("projectId"))
-      .where(column, "=", arg("accountRef"))
-      .where((eb) => {
+      .from(held.as("h"))
+      .where("accounts.project_id", "=", arg("projectId"))
+      .where(`accounts.${column}`, "=", arg("accountRef"))
+      .where(() => {
+        const eb = expressionBuilder<DB, "accounts">();
         const account = accountTerms(
-          eb,
           arg("nowMs"),
           shape === undefined ? undefined : arg("limits"),
+          sql.ref<number>("h.held"),
         );
         const needed = eb.val(arg("neededMicros"));
         const rule = plainDebit(inSql, {
@@ -212,6 +221,11 @@ function moveStatement<G extends GuardArgs>(
         const guarded = guard === undefined ? [] : [guard.condition(eb, arg)];
         return eb.and([rule, ...limits, ...guarded]);
       })
-      .returning(["id", "external_id", "balance_micros", "updated_at_ms"]);
+      .returning([
+        "accounts.id",
+        "accounts.external_id",
+        "accounts.balance_micros",
+        "accounts.updated_at_ms",
+      ]);
   });
 }

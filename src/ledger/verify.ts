@@ -14,8 +14,9 @@
  * - every usage record charged in credits names its own debit: a debit of its project and
  *   account, of the amount it was charged, which no other charged record names
  *   (docs/api.md#charging-usage-in-credits);
- * - every reversal is of the opposite type of its original, on its account, and reverses
- *   neither an expiry nor a reversal; no transaction's reversals add up to more than its amount;
+ * - every reversal names a transaction, is of the opposite type of its original, on its
+ *   account, and reverses neither an expiry nor a reversal; no transaction's reversals add up
+ *   to more than its amount; the grant a debit names as drawn from is one of its account's;
  *   a debit's recorded draws add up to its amount, so that no reversal gives a grant back more
  *   than the debit took from it (docs/api.md#reversals).
  *
@@ -274,6 +275,26 @@ async function reversalProblems(db: Kysely<DB>): Promise<string[]> {
     if (p.originalReversalOf !== null || p.originalSource.endsWith("expiry")) {
       problems.push(`reversal ${p.id}: reverses ${p.original}, which is not reversible`);
     }
+  }
+  const dangling = await db
+    .selectFrom("transactions as r")
+    .leftJoin("transactions as o", "o.id", "r.reversal_of")
+    .select(["r.id", "r.reversal_of"])
+    .where("r.reversal_of", "is not", null)
+    .where("o.id", "is", null)
+    .execute();
+  for (const d of dangling) problems.push(`reversal ${d.id}: no transaction ${d.reversal_of}`);
+  const strays = await db
+    .selectFrom("transactions as t")
+    .leftJoin("credit_grants as g", "g.seq", "t.grant_seq")
+    .select(["t.id", "t.grant_seq"])
+    .where("t.grant_seq", "is not", null)
+    .where((eb) =>
+      eb.or([eb("g.seq", "is", null), eb("g.account_id", "!=", eb.ref("t.account_id"))]),
+    )
+    .execute();
+  for (const t of strays) {
+    problems.push(`debit ${t.id}: drew from grant ${t.grant_seq}, not a grant of its account`);
   }
   const over = await db
     .selectFrom("transactions as r")

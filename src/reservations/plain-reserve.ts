@@ -78,7 +78,7 @@ function sqliteReserve(column: "id" | "external_id") {
           .where((eb) =>
             // A hold lowers `available` by its amount and draws no grant yet.
             plainDebit(inSql, {
-              ...accountTerms(eb, arg("nowMs")),
+              ...accountTerms(arg("nowMs")),
               needed: eb.val(arg("amountMicros")),
               drawn: inSql.lit(0),
               firstRemaining: sql<null>`NULL`,

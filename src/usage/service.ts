@@ -7,7 +7,7 @@ import { type Kysely, sql, type Transaction } from "kysely";
 import { findAccount } from "../accounts/lookup.ts";
 import { resolveAccount } from "../accounts/service.ts";
 import { dateRangeMs } from "../dates.ts";
-import { engineOf } from "../db/engine.ts";
+import { unindexedOnSqlite } from "../db/index-hints.ts";
 import { createdWithin } from "../db/ledger-rows.ts";
 import { newestFirstPage } from "../db/paging.ts";
 import { argValues, prepared } from "../db/prepared.ts";
@@ -206,9 +206,8 @@ export function filteredUsage(
   f: UsageFilter,
   options: { byTransaction?: boolean } = {},
 ) {
-  const unindexed = options.byTransaction === true && engineOf(db) === "sqlite";
   const column = (name: "project_id" | "account_id") =>
-    unindexed ? sql`+${sql.ref(name)}` : sql.ref(name);
+    options.byTransaction === true ? unindexedOnSqlite(db, name) : sql.ref(name);
   let q = db.selectFrom("usage_records").where(column("project_id"), "=", projectId);
   if (f.accountId !== undefined) q = q.where(column("account_id"), "=", f.accountId);
   if (f.modelId !== undefined) q = q.where("model_id", "=", f.modelId);

@@ -25,8 +25,8 @@
  * read one snapshot on both engines and the groups always add up to the totals beside them.
  */
 import { type Kysely, sql } from "kysely";
-import { engineOf } from "../db/engine.ts";
-import { withoutIndexOrderOnSqlite } from "../db/index-hints.ts";
+
+import { unindexedOnSqlite, withoutIndexOrderOnSqlite } from "../db/index-hints.ts";
 import type { DB, UsageContext } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { bigMicrosToDecimal, ExactDecimal, picoUsdToDecimal } from "../money.ts";
@@ -189,7 +189,7 @@ function modelGroups(db: Kysely<DB>, f: UsageFilter) {
  * reversals alone) rather than every transaction of the project by `transactions_project`.
  */
 function projectReversals(db: Kysely<DB>, projectId: string) {
-  const project = engineOf(db) === "sqlite" ? sql.raw("+project_id") : sql.raw("project_id");
+  const project = unindexedOnSqlite(db, "project_id");
   return db
     .selectFrom("transactions")
     .select(["reversal_of", "amount_micros as micros"])
