@@ -65,7 +65,9 @@ export function heldOf(
 ) {
   return db
     .selectFrom("reservations")
-    .select((r) => r.fn.coalesce(r.fn.sum<number>("reservations.amount_micros"), r.lit(0)).as("held"))
+    .select((r) =>
+      r.fn.coalesce(r.fn.sum<number>("reservations.amount_micros"), r.lit(0)).as("held"),
+    )
     .where("reservations.account_id", "=", (eb) =>
       eb
         .selectFrom("accounts as ha")
