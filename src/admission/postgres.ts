@@ -12,9 +12,10 @@
  *   spend limit;
  * - `ledger_grant_work(p_account, p_now)`: grant-work.ts's `grantWork` of one account.
  *
- * They are `LANGUAGE sql` (IMMUTABLE, or STABLE for the one that reads grants), so PostgreSQL
- * inlines them into the statements of the plpgsql functions that call them. Amounts in
- * micro-credits, times in epoch ms.
+ * The first two are `LANGUAGE sql IMMUTABLE` expressions of their parameters, which PostgreSQL
+ * inlines into the statements of the plpgsql functions that call them; the third reads grants,
+ * so it is plpgsql, whose plan is kept for the session. Amounts in micro-credits, times in
+ * epoch ms.
  */
 import { type Expression, expressionBuilder, type SqlBool, sql } from "kysely";
 import { sqlText } from "../db/prepared.ts";
@@ -26,20 +27,15 @@ import { inSql, plainDebit, plainLimit } from "./rule.ts";
 const param = (name: string) => sql.raw<number | null>(name);
 
 /**
- * `CREATE OR REPLACE FUNCTION` of a boolean SQL function whose body is `condition`: IMMUTABLE
- * when it reads only its parameters, STABLE when it reads tables.
+ * `CREATE OR REPLACE FUNCTION` of an IMMUTABLE boolean SQL function whose body is `condition`,
+ * which reads only the function's parameters (so PostgreSQL inlines it into its caller).
  */
-function booleanFunction(
-  name: string,
-  parameters: string,
-  condition: Expression<SqlBool>,
-  volatility: "IMMUTABLE" | "STABLE" = "IMMUTABLE",
-) {
+function booleanFunction(name: string, parameters: string, condition: Expression<SqlBool>) {
   const body = sqlText("postgres", (db) => sql`SELECT coalesce(${condition}, false)`.compile(db));
   return [
     "-- Generated from src/admission/ by src/admission/postgres.ts: edit the rule, not this.",
     `CREATE OR REPLACE FUNCTION ${name}(${parameters})`,
-    `RETURNS BOOLEAN LANGUAGE sql ${volatility} AS $$`,
+    "RETURNS BOOLEAN LANGUAGE sql IMMUTABLE AS $$",
     `  ${body};`,
     "$$;",
     "",
@@ -78,11 +74,26 @@ function plainLimitFunction(): string {
   );
 }
 
-/** The plain region's grant condition (grant-work.ts), for `ledger_plain_account`. */
+/**
+ * The plain region's grant condition (grant-work.ts), for `ledger_plain_account`. plpgsql, not
+ * SQL: a SQL function whose body reads tables is not inlined into its caller, and PostgreSQL
+ * plans such a function's query again at every call, where plpgsql keeps the plan of its
+ * `RETURN` for the session.
+ */
 function grantWorkFunction(): string {
   const eb = expressionBuilder<DB, "accounts">();
   const condition = grantWork(eb, sql.raw<number>("p_now"), sql.raw<string>("p_account"));
-  return booleanFunction("ledger_grant_work", "p_account TEXT, p_now BIGINT", condition, "STABLE");
+  const body = sqlText("postgres", (db) => sql`${condition}`.compile(db));
+  return [
+    "-- Generated from src/admission/ by src/admission/postgres.ts: edit the rule, not this.",
+    "CREATE OR REPLACE FUNCTION ledger_grant_work(p_account TEXT, p_now BIGINT)",
+    "RETURNS BOOLEAN LANGUAGE plpgsql STABLE AS $$",
+    "BEGIN",
+    `  RETURN coalesce(${body}, false);`,
+    "END;",
+    "$$;",
+    "",
+  ].join("\n");
 }
 
 /**
