@@ -11,10 +11,10 @@
  *
  * Skipped only when /usr/bin/chromium is absent (CI: `apt-get install -y chromium`).
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
+import type { BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildConsole } from "../scripts/build-console.ts";
 import { accountRoutes } from "../src/accounts/routes.ts";
@@ -23,10 +23,9 @@ import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { reservationRoutes } from "../src/reservations/routes.ts";
 import { usageRoutes } from "../src/usage/routes.ts";
 import { webhookRoutes } from "../src/webhooks/routes.ts";
+import { hasChromium, launchChromium } from "./chromium.ts";
 import { makeLedger, type TestLedger } from "./harness.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const hasChromium = existsSync(CHROMIUM);
 const DAY_MS = 86_400_000;
 const KEY_ITEM = "credit-ledger.apiKey";
 
@@ -101,20 +100,7 @@ describe("the operator console in a headless browser", () => {
     other = await t.newProject("other");
 
     profile = mkdtempSync(join(tmpdir(), "ledger-chromium-"));
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
+    browser = await launchChromium(profile);
   }, 90_000);
 
   afterAll(async () => {

@@ -23,10 +23,10 @@
  *
  * Skipped only when /usr/bin/chromium is absent (CI: `apt-get install -y chromium`).
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildConsole } from "../scripts/build-console.ts";
 import { accountRoutes } from "../src/accounts/routes.ts";
@@ -37,11 +37,10 @@ import { reservationRoutes } from "../src/reservations/routes.ts";
 import { usageRoutes } from "../src/usage/routes.ts";
 import type { DeliveryWorker } from "../src/webhooks/delivery.ts";
 import { webhookRoutes } from "../src/webhooks/routes.ts";
+import { hasChromium, launchChromium } from "./chromium.ts";
 import { makeLedger, type TestLedger } from "./harness.ts";
 import { type Receiver, startReceiver, startWorker } from "./webhooks-receiver.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const hasChromium = existsSync(CHROMIUM);
 const WIDTHS = [1280, 390];
 
 /** 255 characters without a space: the longest id or name the API takes, and the hardest to wrap. */
@@ -178,23 +177,6 @@ const overflow = (page: Page) =>
     return over + " px: " + past.slice(0, 5).join(", ");
   })()`);
 
-/** Headless Chromium with a fresh profile in `profile`, as every browser test of the console. */
-const launch = (profile: string) =>
-  chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
-
 /** What fails on `page`: page errors, console messages, failed requests, answers of 400 or above. */
 function problemsOf(page: Page): string[] {
   const problems: string[] = [];
@@ -309,7 +291,7 @@ describe("the operator console at 1280 px and 390 px, with 255-character names",
     }
 
     profile = mkdtempSync(join(tmpdir(), "ledger-chromium-layout-"));
-    browser = await launch(profile);
+    browser = await launchChromium(profile);
   }, 90_000);
 
   afterAll(async () => {
@@ -579,7 +561,7 @@ describe("webhook management in the console at 1280 px and 390 px", () => {
     // No retries: a refused attempt makes the delivery `failed` at once.
     worker = startWorker(t, { retrySeconds: [] });
     profile = mkdtempSync(join(tmpdir(), "ledger-chromium-webhooks-"));
-    browser = await launch(profile);
+    browser = await launchChromium(profile);
   }, 90_000);
 
   afterAll(async () => {

@@ -10,11 +10,11 @@
  *
  * The browser part is skipped only when /usr/bin/chromium is absent.
  */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LosslessNumber } from "lossless-json";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isExpiry, leftToReverse, reversibleAmount, reversibleOf } from "../console/reversals.ts";
 import { buildConsole } from "../scripts/build-console.ts";
@@ -23,10 +23,9 @@ import { setConsoleAssets } from "../src/console/assets.ts";
 import { runExpireGrants } from "../src/jobs/expire-grants.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { reservationRoutes } from "../src/reservations/routes.ts";
+import { hasChromium, launchChromium } from "./chromium.ts";
 import { makeLedger, type TestLedger } from "./harness.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const hasChromium = existsSync(CHROMIUM);
 const WIDTHS = [1280, 390];
 const HOUR = 3_600_000;
 
@@ -135,20 +134,7 @@ describe("reversing from the console at 1280 px and 390 px", () => {
       });
     }
     profile = mkdtempSync(join(tmpdir(), "ledger-chromium-reverse-"));
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
+    browser = await launchChromium(profile);
   }, 90_000);
 
   afterAll(async () => {

@@ -6,15 +6,13 @@
  *
  * Skipped only when /usr/bin/chromium is absent (CI: `apt-get install -y chromium`).
  */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type BrowserContext, chromium } from "playwright-core";
+import type { BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { hasChromium, launchChromium } from "./chromium.ts";
 import { makeLedger, type TestLedger } from "./harness.ts";
-
-const CHROMIUM = "/usr/bin/chromium";
-const hasChromium = existsSync(CHROMIUM);
 
 describe("GET /docs in a headless browser", () => {
   let t: TestLedger;
@@ -28,20 +26,7 @@ describe("GET /docs in a headless browser", () => {
     base = await t.listen();
     profile = mkdtempSync(join(tmpdir(), "ledger-chromium-"));
     // A fresh profile (--user-data-dir), which playwright takes as launchPersistentContext's.
-    browser = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
+    browser = await launchChromium(profile);
   }, 60_000);
 
   afterAll(async () => {

@@ -130,7 +130,9 @@ it("0017 moves each account's spend counters into its row", async () => {
   await counter(db, "acc_MIGAAA", "hour", "UTC", NOW - HOUR, 5);
   const hour = await counter(db, "acc_MIGAAA", "hour", "UTC", NOW, 3);
 
-  expect(await migrateToLatest(db)).toEqual(["0017_spend_slots"]);
+  // 0017 first, then the migrations after it (0018 adds reversals, which the counters' check of
+  // `ledger verify` reads).
+  expect((await migrateToLatest(db))[0]).toBe("0017_spend_slots");
   await expect(sql`SELECT 1 FROM spend_windows`.execute(db)).rejects.toThrow(/spend_windows/);
   const slots = await db
     .selectFrom("accounts")

@@ -90,26 +90,24 @@ export async function spentInRows(
   startMs: number,
   endMs: number,
 ): Promise<number> {
+  // Each debit less what its reversals gave back (the partial index transactions_reversal_of).
   const row = await db
     .selectFrom("transactions as t")
-    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>("t.amount_micros"), eb.lit(0)).as("spent"))
+    .select((eb) => {
+      const back = eb
+        .selectFrom("transactions as r")
+        .select((r) => r.fn.coalesce(r.fn.sum<number>("r.amount_micros"), r.lit(0)).as("back"))
+        .whereRef("r.reversal_of", "=", "t.id");
+      const net = eb("t.amount_micros", "-", back);
+      return eb.fn.coalesce(eb.fn.sum<number>(net), eb.lit(0)).as("spent");
+    })
     .where("t.account_id", "=", accountId)
     .where("t.type", "=", "debit")
     .where("t.source", "in", SPENDING_SOURCES)
     .where("t.created_at_ms", ">=", startMs)
     .where("t.created_at_ms", "<", endMs)
     .executeTakeFirst();
-  const reversed = await db
-    .selectFrom("transactions as r")
-    .innerJoin("transactions as t", "t.id", "r.reversal_of")
-    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>("r.amount_micros"), eb.lit(0)).as("back"))
-    .where("t.account_id", "=", accountId)
-    .where("t.type", "=", "debit")
-    .where("t.source", "in", SPENDING_SOURCES)
-    .where("t.created_at_ms", ">=", startMs)
-    .where("t.created_at_ms", "<", endMs)
-    .executeTakeFirst();
-  return Number(row?.spent ?? 0) - Number(reversed?.back ?? 0);
+  return Number(row?.spent ?? 0);
 }
 
 /**

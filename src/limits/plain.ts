@@ -163,23 +163,17 @@ export function limitConditions(
   });
 }
 
-const storedBy = {
-  id: prepared<{ projectId: string; ref: string }, { spend_limits: string | null }>((db, arg) =>
+/** The stored limits text of the account whose `column` is `ref` in the project. */
+const storedByColumn = (column: "id" | "external_id") =>
+  prepared<{ projectId: string; ref: string }, { spend_limits: string | null }>((db, arg) =>
     db
       .selectFrom("accounts")
       .select("spend_limits")
       .where("project_id", "=", arg("projectId"))
-      .where("id", "=", arg("ref")),
-  ),
-  external_id: prepared<{ projectId: string; ref: string }, { spend_limits: string | null }>(
-    (db, arg) =>
-      db
-        .selectFrom("accounts")
-        .select("spend_limits")
-        .where("project_id", "=", arg("projectId"))
-        .where("external_id", "=", arg("ref")),
-  ),
-};
+      .where(column, "=", arg("ref")),
+  );
+
+const storedBy = { id: storedByColumn("id"), external_id: storedByColumn("external_id") };
 
 /**
  * The limits text stored for the account `ref` names (its internal id, or its externalId when
