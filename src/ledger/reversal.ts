@@ -79,18 +79,22 @@ export async function reversedMicros(db: Kysely<DB>, transactionId: string): Pro
   return Number(row?.sum ?? 0);
 }
 
-/** Each transaction of `ids` → what its reversals add up to (micro-credits; absent: none). */
+/**
+ * Each transaction of `ids` → what its reversals add up to (micro-credits; absent: none); with
+ * `maxSeq`, only the reversals of `seq` at most that (an export's bound).
+ */
 export async function reversedSums(
   db: Kysely<DB>,
   ids: readonly string[],
+  maxSeq?: number | undefined,
 ): Promise<Map<string, number>> {
   if (ids.length === 0) return new Map();
-  const rows = await db
+  let query = db
     .selectFrom("transactions")
     .select((eb) => ["reversal_of", eb.fn.sum<number>("amount_micros").as("sum")] as const)
-    .where("reversal_of", "in", ids)
-    .groupBy("reversal_of")
-    .execute();
+    .where("reversal_of", "in", ids);
+  if (maxSeq !== undefined) query = query.where("seq", "<=", maxSeq);
+  const rows = await query.groupBy("reversal_of").execute();
   return new Map(
     rows.flatMap((r) => (r.reversal_of === null ? [] : [[r.reversal_of, Number(r.sum)]])),
   );

@@ -92,23 +92,13 @@ function reversalsOf(
  * @param maxSeq only reversals with `seq` at most this (an export's bound: the reversals it
  *   holds, none committed after it began); undefined: every reversal committed
  */
-export async function reversedAmounts(
+export function reversedAmounts(
   db: Kysely<DB>,
   rows: readonly TransactionRow[],
   maxSeq?: number | undefined,
 ): Promise<Map<string, number>> {
   const ids = rows.flatMap((r) => (r.reversal_of === null ? [r.id] : []));
-  if (maxSeq === undefined || ids.length === 0) return reversedSums(db, ids);
-  const sums = await db
-    .selectFrom("transactions")
-    .select((eb) => ["reversal_of", eb.fn.sum<number>("amount_micros").as("sum")] as const)
-    .where("reversal_of", "in", ids)
-    .where("seq", "<=", maxSeq)
-    .groupBy("reversal_of")
-    .execute();
-  return new Map(
-    sums.flatMap((r) => (r.reversal_of === null ? [] : [[r.reversal_of, Number(r.sum)]])),
-  );
+  return reversedSums(db, ids, maxSeq);
 }
 
 /** A page of the project's transactions, newest first (ties by insertion order), with total. */

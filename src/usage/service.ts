@@ -16,6 +16,7 @@ import type { DB, UsageContext, UsageRecordRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { newId } from "../ids.ts";
 import { stringifyJson } from "../json.ts";
+import { reversedSums } from "../ledger/reversal.ts";
 import { findModel, type ModelPriceRow, priceOf } from "../models/service.ts";
 import { costPicoUsd } from "../money.ts";
 import { PICO_PER_MICRO, type UsageRecordView } from "./schemas.ts";
@@ -244,13 +245,7 @@ export async function withReversals<R extends UsageRecordView>(
     ),
   ];
   if (ids.length === 0) return [...rows];
-  let q = db
-    .selectFrom("transactions")
-    .select((eb) => ["reversal_of", eb.fn.sum<number | string>("amount_micros").as("sum")] as const)
-    .where("reversal_of", "in", ids);
-  if (maxTransactionSeq !== undefined) q = q.where("seq", "<=", maxTransactionSeq);
-  const sums = await q.groupBy("reversal_of").execute();
-  const of = new Map(sums.map((s) => [s.reversal_of, Number(s.sum)]));
+  const of = await reversedSums(db, ids, maxTransactionSeq);
   return rows.map((r) =>
     r.credits_charged_micros === null || r.transaction_id === null
       ? r
