@@ -63,11 +63,6 @@ print_env() {
 }
 
 start() {
-  if [[ -f "$ENV_FILE" ]] && [[ -f "$DATA_DIR/postmaster.pid" ]]; then
-    log "already running in $STATE_DIR"
-    print_env
-    return
-  fi
   local bin
   bin=$(find_bin)
   if [[ -z "$bin" ]]; then
@@ -75,6 +70,17 @@ start() {
     bin=$(find_bin)
   fi
   [[ -n "$bin" ]] || { log "no initdb found after installing PostgreSQL"; exit 1; }
+  # Reused only when its server answers: a folder copied from another machine, or left by a
+  # session whose processes have ended, has a postmaster.pid but nothing listening.
+  if [[ -f "$ENV_FILE" ]] && [[ -f "$DATA_DIR/postmaster.pid" ]]; then
+    if as_owner "$bin/pg_ctl" -D "$DATA_DIR" status >/dev/null 2>&1 &&
+      "$bin/pg_isready" -q -h "$STATE_DIR" -p "$(sed -n 's/^port = //p' "$DATA_DIR/postgresql.conf" | tail -n 1)"; then
+      log "already running in $STATE_DIR"
+      print_env
+      return
+    fi
+    log "a stale cluster in $STATE_DIR (its server is not running): starting a new one"
+  fi
   rm -rf "$STATE_DIR"
   mkdir -p "$STATE_DIR"
   chmod 755 "$STATE_DIR"
