@@ -92,7 +92,7 @@ export const ERROR_SENTENCES = {
     detail: true,
   },
   NOT_REVERSIBLE: {
-    sentence: "An expiry or a reversal cannot be reversed.",
+    sentence: "An expiry, a transfer or a reversal cannot be reversed.",
     detail: false,
   },
   REVERSAL_EXCEEDS_ORIGINAL: {
@@ -101,6 +101,15 @@ export const ERROR_SENTENCES = {
   },
   REVERSAL_EXCEEDS_REMAINING: {
     sentence: "That is more than can still be reversed (what is left of its grant, or available).",
+    detail: true,
+  },
+  ACCOUNT_BUSY: {
+    sentence:
+      "The account cannot change its place now: something is held below it, or it still has credits or a plan.",
+    detail: true,
+  },
+  FUNDED_BY_PARENT: {
+    sentence: "This account is paid for by the account above it: it holds no credits of its own.",
     detail: true,
   },
   METHOD_NOT_ALLOWED: {

@@ -30,6 +30,7 @@ import { registerPlanRoutes } from "./plans/routes.ts";
 import { registerProjectRoutes } from "./projects/routes.ts";
 import { registerReservationRoutes } from "./reservations/routes.ts";
 import { registerTransactionRoutes } from "./transactions/routes.ts";
+import { registerTransferRoutes } from "./transactions/transfer-routes.ts";
 import { registerUsageRoutes } from "./usage/routes.ts";
 import { registerWebhookRoutes } from "./webhooks/routes.ts";
 
@@ -158,6 +159,7 @@ export function createApp(deps: AppDeps): App {
   registerAccountRoutes(app, deps);
   registerLedgerRoutes(app, deps);
   registerTransactionRoutes(app, deps);
+  registerTransferRoutes(app, deps);
   registerPlanRoutes(app, deps);
   registerReservationRoutes(app, deps);
   registerUsageRoutes(app, deps);

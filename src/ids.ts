@@ -36,7 +36,8 @@ export type IdPrefix =
   | "grt"
   | "wh"
   | "evt"
-  | "whd";
+  | "whd"
+  | "trf";
 
 /**
  * Prefix of every generated API key (a secret, not an id, made in src/db/api-keys.ts), so that

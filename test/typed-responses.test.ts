@@ -15,14 +15,22 @@ import { fromMicros } from "../src/money.ts";
 
 it("takes exactly the balance view's fields, of their types", () => {
   const reply = replyFor(accountRoutes.balance);
-  const view = { accountId: "acc_1", externalId: "x", balance: 5, reserved: 2, available: 3 };
+  const view = {
+    accountId: "acc_1",
+    externalId: "x",
+    balance: 5,
+    reserved: 2,
+    available: 3,
+    fundedBy: "acc_1",
+  };
   expect(balanceSchema.strict().parse(reply(view).body)).toEqual(view);
   // @ts-expect-error a field the route does not declare
   reply({ ...view, nope: 1 });
+  const { available: _available, ...withoutAvailable } = view;
   // @ts-expect-error `available` renamed
-  reply({ accountId: "acc_1", externalId: "x", balance: 5, reserved: 2, availableCredits: 3 });
+  reply({ ...withoutAvailable, availableCredits: 3 });
   // @ts-expect-error `available` missing
-  reply({ accountId: "acc_1", externalId: "x", balance: 5, reserved: 2 });
+  reply(withoutAvailable);
   // @ts-expect-error an amount as a string
   reply({ ...view, balance: "5" });
 });

@@ -3,13 +3,7 @@
  * unit, or with the credits their holds reserve (docs/api.md#naming-an-account,
  * docs/design.md#the-write-path).
  */
-import {
-  type CompiledQuery,
-  type ExpressionBuilder,
-  type Kysely,
-  sql,
-  type Transaction,
-} from "kysely";
+import type { CompiledQuery, Kysely, Transaction } from "kysely";
 import { grantWork } from "../admission/grant-work.ts";
 import { locksRows } from "../db/engine.ts";
 import { heldExpression } from "../db/held.ts";
@@ -17,6 +11,7 @@ import { type Arg, prepared } from "../db/prepared.ts";
 import type { AccountRow, DB } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { INTERNAL_ACCOUNT_ID } from "../ids.ts";
+import { fundedHeld, heldTree, rootIdOf, type TreeNode } from "./tree.ts";
 
 /** A connection, instance or transaction to read with. */
 export type Reader = Kysely<DB> | Transaction<DB>;
@@ -26,7 +21,10 @@ type AccountKey = { projectId: string; ref: string; nowMs: number };
 type AccountWithHeld = AccountRow & { held_micros: number; grant_work: number | boolean };
 
 /** What a balance read needs of an account, with its holds. */
-type BalanceRow = Pick<AccountRow, "id" | "external_id" | "balance_micros"> & {
+type BalanceRow = Pick<
+  AccountRow,
+  "id" | "external_id" | "balance_micros" | "parent_id" | "funding" | "tree_links"
+> & {
   held_micros: number;
 };
 
@@ -61,7 +59,7 @@ function accountLookups(column: AccountColumn) {
     balance: prepared<AccountKey, BalanceRow>((db, arg) =>
       db
         .selectFrom("accounts")
-        .select(["id", "external_id", "balance_micros"])
+        .select(["id", "external_id", "balance_micros", "parent_id", "funding", "tree_links"])
         .select((eb) => heldExpression(eb, arg("nowMs")).as("held_micros"))
         .where("project_id", "=", arg("projectId"))
         .where(column, "=", arg("ref")),
@@ -137,11 +135,25 @@ export async function findAccountWithBalance(
   nowMs: number,
 ) {
   const key = { projectId, ref, nowMs };
-  return withBalances(
-    locksRows(db)
-      ? await lockedWithHeld(db, key)
-      : await lookupAccount(db, key, byId.held, byExternalId.held),
-  );
+  const row = locksRows(db)
+    ? await lockedWithHeld(db, key)
+    : await lookupAccount(db, key, byId.held, byExternalId.held);
+  return withBalances(await withTreeHolds(db, row, nowMs));
+}
+
+/**
+ * An account read with its own holds, its holds made what its credits back
+ * (docs/api.md#pools-and-members): for an account in a tree, its own and those of the accounts
+ * below it that it funds (none for a member funded by its parent, which backs nothing).
+ */
+async function withTreeHolds<R extends TreeNode & { tree_links: number; held_micros: number }>(
+  db: Reader,
+  row: R,
+  nowMs: number,
+): Promise<R> {
+  if (row.tree_links === 0) return row;
+  const tree = await heldTree(db, await rootIdOf(db, row), nowMs);
+  return { ...row, held_micros: fundedHeld(tree, row.id) };
 }
 
 /**
@@ -163,7 +175,7 @@ export async function readBalance(
     ? (await db.executeQuery(byExternalId.balance(db, key))).rows[0]
     : await lookupAccount(db, key, byId.balance, byExternalId.balance);
   if (!row) throw new ApiError("ACCOUNT_NOT_FOUND", `Account ${ref} not found`);
-  const { held_micros, ...account } = row;
+  const { held_micros, ...account } = await withTreeHolds(db, row, nowMs);
   return balancesOf(account, held_micros);
 }
 

@@ -21,10 +21,12 @@ export const balanceLow = defineEvent("balance.low", balanceLowData);
  * whole write lowered it, in micro-credits; and the debit that caused the change, or null (a
  * reservation).
  */
-export type LowBalanceCheck = { nowMs: number; transactionId: string | null } & (
-  | { availableBeforeMicros: number }
-  | { loweredByMicros: number }
-);
+export type LowBalanceCheck = {
+  nowMs: number;
+  transactionId: string | null;
+  /** The member whose write lowered its pool's `available` (docs/api.md#pools-and-members). */
+  onBehalfOf?: string | null | undefined;
+} & ({ availableBeforeMicros: number } | { loweredByMicros: number });
 
 /** The account a check is about; a threshold left out is read. */
 export interface LowBalanceAccount {
@@ -79,6 +81,7 @@ export async function checkLowBalance(
       available: fromMicros(now.available),
       threshold: fromMicros(thresholdMicros),
       transactionId: check.transactionId,
+      ...(check.onBehalfOf == null ? {} : { onBehalfOf: check.onBehalfOf }),
     },
   });
 }

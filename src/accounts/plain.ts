@@ -1,8 +1,9 @@
 /**
  * The account's terms of the admission rule (src/admission/rule.ts,
  * docs/design.md#the-admission-rule) in a SQLite statement on `accounts`: the region (its spend
- * limits are none, or the text the statement checks with its own limit conditions; no grant
- * expiry due or held), `available` and the low-balance threshold. The plain statements built
+ * limits are none, or the text the statement checks with its own limit conditions; the account
+ * in no tree, docs/api.md#pools-and-members; no grant expiry due or held), `available` and the
+ * low-balance threshold. The plain statements built
  * from them are the debit's move (src/ledger/plain-move.ts) and the reservation's insert
  * (src/reservations/plain-reserve.ts). PostgreSQL reads the same terms in
  * `ledger_plain_account` (sql/postgres/functions/) and hands them to the rule's generated
@@ -44,6 +45,8 @@ export function accountTerms(
       limitsText === undefined
         ? eb("accounts.spend_limits", "is", null)
         : eb("accounts.spend_limits", "=", limitsText),
+      // In no tree: a member's pool pays and every level's limits apply (the general path).
+      eb("accounts.tree_links", "=", 0),
       eb.not(grantWork(eb, nowMs)),
     ]),
     held: holds,

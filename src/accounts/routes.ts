@@ -9,6 +9,7 @@ import { ok } from "../http/respond.ts";
 import { type OperationId, resourceRoutes } from "../http/routes.ts";
 import { limitsOfInput } from "../limits/limits.ts";
 import { limitRoutes, registerLimitRoutes } from "./limit-routes.ts";
+import { poolIdOf, poolIds } from "./placement.ts";
 import {
   accountJson,
   accountRefQuery,
@@ -41,7 +42,7 @@ const accountWriteRoutes = resourceRoutes("Accounts", (route) => ({
       "day, week or month.",
     body: createAccountBody,
     ok: createAccountResponse,
-    errors: ["DUPLICATE_EXTERNAL_ID"],
+    errors: ["DUPLICATE_EXTERNAL_ID", "ACCOUNT_NOT_FOUND", "FUNDED_BY_PARENT"],
   }),
   update: route.post(
     "/v1/accounts/update",
@@ -55,7 +56,7 @@ const accountWriteRoutes = resourceRoutes("Accounts", (route) => ({
         "`externalId`. Changing the threshold or the limits fires no event.",
       body: updateAccountBody,
       ok: updateAccountResponse,
-      errors: ["ACCOUNT_NOT_FOUND"],
+      errors: ["ACCOUNT_NOT_FOUND", "ACCOUNT_BUSY", "FUNDED_BY_PARENT"],
     },
   ),
 }));
@@ -120,7 +121,7 @@ function registerCreateAccount(app: App, deps: AppDeps): void {
     const { spendLimits, ...fields } = body;
     const input = { ...fields, spendLimits: limitsOfInput(spendLimits ?? null) };
     const row = await createAccount(trx, projectId, input, nowMs);
-    return reply({ success: true, account: accountJson(row) });
+    return reply({ success: true, account: accountJson(row, await poolIdOf(trx, row)) });
   });
 }
 
@@ -131,7 +132,7 @@ function registerUpdateAccount(app: App, deps: AppDeps): void {
     const limits = spendLimits === undefined ? undefined : limitsOfInput(spendLimits);
     const input = { accountRef: accountId, ...fields, spendLimits: limits };
     const row = await updateAccount(trx, projectId, input, nowMs);
-    return reply({ success: true, account: accountJson(row) });
+    return reply({ success: true, account: accountJson(row, await poolIdOf(trx, row)) });
   });
 }
 
@@ -142,9 +143,14 @@ function registerListAccounts(app: App, deps: AppDeps): void {
     const projectId = c.get("projectId");
     const query = c.req.valid("query");
     const { rows, pagination } = await paged(query, (page) =>
-      listAccounts(deps.db.read, projectId, { ...page, search: query.search }),
+      listAccounts(deps.db.read, projectId, {
+        ...page,
+        search: query.search,
+        parentId: query.parentId,
+      }),
     );
-    const accounts = rows.map(accountJson);
+    const pools = await poolIds(deps.db.read, rows);
+    const accounts = rows.map((row) => accountJson(row, pools.get(row.id) ?? row.id));
     // The list is bounded like every other; `pagination` comes when the caller paged, or when
     // the page does not hold every account (docs/api.md#account-list).
     const asked = c.req.query("limit") !== undefined || c.req.query("offset") !== undefined;
@@ -158,7 +164,7 @@ function registerGetAccount(app: App, deps: AppDeps): void {
   const route = accountRoutes.get;
   app.openapi(route, async (c) => {
     const account = await resolveAccount(deps.db.read, c.get("projectId"), c.req.valid("query"));
-    return ok(c, route, accountJson(account));
+    return ok(c, route, accountJson(account, await poolIdOf(deps.db.read, account)));
   });
 }
 

@@ -24,6 +24,20 @@ import { limitsJson, spendLimitSchema, spendLimitsInput } from "../limits/limits
 import { fromMicros } from "../money.ts";
 import type { WireOf } from "../wire.ts";
 
+/** Who pays an account's debits (docs/api.md#pools-and-members). */
+const fundingSchema = z.enum(["own", "parent"]).openapi({
+  description:
+    "`own`: the account pays its debits; `parent`: its pool (the nearest account above it " +
+    "that funds itself) pays them, and it holds no credits of its own",
+  example: "own",
+});
+
+/** `parentId` in a request: an account of the project (internal id or externalId). */
+const parentIdInput = idString.openapi({
+  description: "The account above it: internal id or externalId (docs/api.md#pools-and-members)",
+  example: "acme-corp",
+});
+
 /** A low-balance threshold in a request: credits ≥ 0 (read as micro-credits), or null. */
 const lowBalanceThreshold = creditAmount({ allowZero: true })
   .nullable()
@@ -56,11 +70,23 @@ export const accountSchema = z
     }),
     createdAt: z.string().openapi({ example: ex.accountCreatedAt }),
     updatedAt: z.string().openapi({ example: exampleAccount.updatedAt }),
+    parentId: z.string().nullable().openapi({
+      description: "The account above it (docs/api.md#pools-and-members); null for a root",
+      example: null,
+    }),
+    funding: fundingSchema,
+    fundedBy: z.string().openapi({
+      description: "The pool whose credits pay its debits: its own id when it funds itself",
+      example: ex.accountId,
+    }),
   })
   .openapi("Account", { example: exampleAccount });
 
-/** The API's Account object of a stored account. */
-export function accountJson(row: AccountRow): WireOf<typeof accountSchema> {
+/**
+ * The API's Account object of a stored account; `fundedBy`: its pool's id (pool.ts
+ * `poolIds`), which is its own when it funds itself.
+ */
+export function accountJson(row: AccountRow, fundedBy: string): WireOf<typeof accountSchema> {
   return {
     id: row.id,
     developerId: row.project_id,
@@ -76,6 +102,9 @@ export function accountJson(row: AccountRow): WireOf<typeof accountSchema> {
     spendLimits: limitsJson(row.spend_limits),
     createdAt: iso(row.created_at_ms),
     updatedAt: iso(row.updated_at_ms),
+    parentId: row.parent_id,
+    funding: row.funding,
+    fundedBy,
   };
 }
 
@@ -91,6 +120,10 @@ export const createAccountBody = z
     metadata: metadataSchema.optional().openapi({ example: { ...ex.accountMetadata } }),
     lowBalanceThreshold: lowBalanceThreshold.optional(),
     spendLimits: spendLimitsInput.optional(),
+    parentId: parentIdInput.optional(),
+    funding: fundingSchema.optional().openapi({
+      description: "Default: `parent` with a `parentId`, else `own`",
+    }),
   })
   .openapi("CreateAccountRequest", {
     example: {
@@ -117,6 +150,14 @@ export const updateAccountBody = z
     metadata: metadataSchema.optional().openapi({ example: { ...ex.accountMetadata } }),
     lowBalanceThreshold: lowBalanceThreshold.optional(),
     spendLimits: spendLimitsInput.optional(),
+    parentId: parentIdInput
+      .nullable()
+      .optional()
+      .openapi({
+        type: ["string", "null"],
+        description: "Moves the account (with everything below it) under another; null: a root",
+      }),
+    funding: fundingSchema.optional(),
   })
   .openapi("UpdateAccountRequest", {
     example: { accountId: ex.externalId, lowBalanceThreshold: 5 },
@@ -136,6 +177,10 @@ export const listAccountsQuery = z.object({
     description:
       "Only accounts whose externalId or name contains this text (ASCII letters in any case)",
     example: "acme",
+  }),
+  parentId: idString.optional().openapi({
+    description: "Only the children of this account (internal id or externalId)",
+    example: "acme-corp",
   }),
   ...pageQuery(50, 500),
 });
@@ -164,6 +209,12 @@ export const balanceSchema = z
       .number()
       .openapi({ description: "Credits held by pending reservations", example: 4.8 }),
     available: z.number().openapi({ description: "balance − reserved", example: 17.99 }),
+    fundedBy: z.string().openapi({
+      description:
+        "The pool whose figures these are: the account's own id when it funds itself " +
+        "(docs/api.md#pools-and-members)",
+      example: ex.accountId,
+    }),
   })
   .openapi("Balance", {
     example: {
@@ -172,6 +223,7 @@ export const balanceSchema = z
       balance: 22.79,
       reserved: 4.8,
       available: 17.99,
+      fundedBy: ex.accountId,
     },
   });
 
@@ -193,5 +245,14 @@ export const balanceLowData = z
       description: "The debit that crossed the threshold; null when a reservation did",
       example: ex.deductTxnId,
     }),
+    onBehalfOf: z
+      .string()
+      .optional()
+      .openapi({
+        description:
+          "When a member's write crossed its pool's threshold: the member " +
+          "(docs/api.md#pools-and-members)",
+        example: "acc_01J9ZB4M2N6P8Q0R2S4T6V8W0X",
+      }),
   })
   .openapi("BalanceLowData");

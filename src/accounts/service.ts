@@ -13,6 +13,7 @@ import { limitsText, type SpendLimit } from "../limits/limits.ts";
 import { fromMicros } from "../money.ts";
 import type { WireOf } from "../wire.ts";
 import { findAccount, findAccountByExternalId, readBalance } from "./lookup.ts";
+import { type PlacementInput, placeExisting, placeNew, poolIdOf } from "./placement.ts";
 import type { balanceSchema } from "./schemas.ts";
 import { accountMatches } from "./search.ts";
 
@@ -23,7 +24,7 @@ interface AccountFields {
   metadata?: Record<string, unknown> | undefined;
 }
 
-export interface CreateAccountInput extends AccountFields {
+export interface CreateAccountInput extends AccountFields, PlacementInput {
   externalId: string;
   /** Micro-credits; null or left out: none. */
   lowBalanceThreshold?: number | null | undefined;
@@ -31,7 +32,7 @@ export interface CreateAccountInput extends AccountFields {
   spendLimits?: readonly SpendLimit[] | undefined;
 }
 
-export interface UpdateAccountInput extends AccountFields {
+export interface UpdateAccountInput extends AccountFields, PlacementInput {
   accountRef: string;
   /** Micro-credits; null removes the threshold; left out keeps it. */
   lowBalanceThreshold?: number | null | undefined;
@@ -40,8 +41,9 @@ export interface UpdateAccountInput extends AccountFields {
 }
 
 /**
- * Creates an account with balance 0.
- * @throws ApiError DUPLICATE_EXTERNAL_ID when the project already has that externalId
+ * Creates an account with balance 0, under `parentId` when given (placement.ts `placeNew`).
+ * @throws ApiError DUPLICATE_EXTERNAL_ID when the project already has that externalId; as
+ *   `placeNew`
  */
 export async function createAccount(
   trx: Transaction<DB>,
@@ -58,6 +60,7 @@ export async function createAccount(
   if (taken) {
     throw new ApiError("DUPLICATE_EXTERNAL_ID", `externalId ${input.externalId} is already used`);
   }
+  const placement = await placeNew(trx, projectId, input);
   const row = {
     id: newId("acc"),
     project_id: projectId,
@@ -72,6 +75,7 @@ export async function createAccount(
     updated_at_ms: nowMs,
     low_balance_threshold_micros: input.lowBalanceThreshold ?? null,
     spend_limits: limitsText(input.spendLimits ?? []),
+    ...placement,
     ...EMPTY_SLOTS,
   };
   await trx.insertInto("accounts").values(row).execute();
@@ -82,9 +86,10 @@ export async function createAccount(
  * Changes the fields given, and only those (docs/api.md#low-balance-threshold): `metadata` is
  * replaced whole. Changing the threshold fires no event, whatever the balance. `spendLimits`
  * replaces the whole list and rebuilds the account's window counters from the ledger
- * (src/limits/counters.ts); it changes no booked row and fires nothing.
+ * (src/limits/counters.ts); it changes no booked row and fires nothing. `parentId` moves the
+ * account and `funding` switches who pays (placement.ts `placeExisting`).
  * @returns the account as updated
- * @throws ApiError ACCOUNT_NOT_FOUND
+ * @throws ApiError ACCOUNT_NOT_FOUND; as `placeExisting`
  */
 export async function updateAccount(
   trx: Transaction<DB>,
@@ -93,11 +98,11 @@ export async function updateAccount(
   nowMs: number,
 ): Promise<AccountRow> {
   const account = await findAccount(trx, projectId, input.accountRef);
-  const changes: Partial<AccountRow> = {};
+  const changes: Partial<AccountRow> = await placeExisting(trx, account, input, nowMs);
   if (input.name !== undefined) changes.name = input.name;
   if (input.email !== undefined) changes.email = input.email;
   if (input.metadata !== undefined) changes.metadata = stringifyJson(input.metadata);
-  if (input.lowBalanceThreshold !== undefined) {
+  if (input.lowBalanceThreshold !== undefined && changes.low_balance_threshold_micros !== null) {
     changes.low_balance_threshold_micros = input.lowBalanceThreshold;
   }
   if (input.spendLimits !== undefined) {
@@ -117,15 +122,26 @@ export async function updateAccount(
 
 /**
  * A page of the project's accounts, oldest first, with the total count; with `search`, only
- * those whose externalId or name contains it (src/accounts/search.ts).
+ * those whose externalId or name contains it (src/accounts/search.ts); with `parentId`, only
+ * the children of that account.
+ * @throws ApiError ACCOUNT_NOT_FOUND for an unknown `parentId`
  */
 export async function listAccounts(
   db: Kysely<DB>,
   projectId: string,
-  page: { limit: number; offset: number; search?: string | undefined },
+  page: {
+    limit: number;
+    offset: number;
+    search?: string | undefined;
+    parentId?: string | undefined;
+  },
 ) {
   let accounts = db.selectFrom("accounts").where("project_id", "=", projectId);
   if (page.search !== undefined) accounts = accounts.where(accountMatches(db, page.search));
+  if (page.parentId !== undefined) {
+    const parent = await findAccount(db, projectId, page.parentId, { lock: false });
+    accounts = accounts.where("parent_id", "=", parent.id);
+  }
   const rows = await accounts
     .selectAll()
     .orderBy("created_at_ms")
@@ -166,7 +182,8 @@ export async function resolveAccount(
 
 /**
  * The Balance view (docs/api.md#endpoints) at `nowMs` of the account a query names, read in one
- * query with its holds.
+ * query with its holds; for an account funded by its parent, its pool's figures
+ * (docs/api.md#pools-and-members), with `fundedBy` naming the pool.
  * @throws ApiError as `resolveAccount`
  */
 export async function balanceView(
@@ -180,13 +197,36 @@ export async function balanceView(
       ? await readBalance(db, projectId, ref.externalId ?? "", nowMs, { externalId: true })
       : await readBalance(db, projectId, ref.accountId, nowMs, { externalId: false });
   requireSameAccount(account, ref);
+  if (account.funding === "parent") {
+    const pool = await readPool(db, account.id);
+    const figures = await readBalance(db, projectId, pool, nowMs, { externalId: false });
+    return {
+      accountId: account.id,
+      externalId: account.external_id,
+      balance: fromMicros(figures.balance),
+      reserved: fromMicros(figures.reserved),
+      available: fromMicros(figures.available),
+      fundedBy: pool,
+    };
+  }
   return {
     accountId: account.id,
     externalId: account.external_id,
     balance: fromMicros(balance),
     reserved: fromMicros(reserved),
     available: fromMicros(available),
+    fundedBy: account.id,
   };
+}
+
+/** The pool of the account `accountId` (its id), read without locks. */
+async function readPool(db: Kysely<DB>, accountId: string): Promise<string> {
+  const row = await db
+    .selectFrom("accounts")
+    .select(["id", "parent_id", "funding"])
+    .where("id", "=", accountId)
+    .executeTakeFirstOrThrow();
+  return poolIdOf(db, row);
 }
 
 /** @throws ApiError VALIDATION_ERROR when the query's `externalId` is not `account`'s */

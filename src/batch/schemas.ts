@@ -15,6 +15,7 @@ import { isLosslessNumber } from "../json.ts";
 import { ledgerRoutes } from "../ledger/routes.ts";
 import { reservationRoutes } from "../reservations/routes.ts";
 import { transactionRoutes } from "../transactions/routes.ts";
+import { transferRoutes } from "../transactions/transfer-routes.ts";
 import { usageRoutes } from "../usage/routes.ts";
 
 /** Most operations in one batch. */
@@ -35,6 +36,7 @@ export const batchOperationRoutes = [
   reservationRoutes.confirm,
   reservationRoutes.cancel,
   usageRoutes.record,
+  transferRoutes.transfer,
 ] as const;
 
 type BatchRoute = (typeof batchOperationRoutes)[number];
@@ -107,6 +109,7 @@ export const batchBody = z
             operationOf(reservationRoutes.confirm),
             operationOf(reservationRoutes.cancel),
             operationOf(usageRoutes.record),
+            operationOf(transferRoutes.transfer),
           ])
           .openapi({ discriminator: { propertyName: "path" } }),
       )
@@ -158,6 +161,7 @@ const batchResult = z.object({
       okSchemaOf(reservationRoutes.confirm),
       okSchemaOf(reservationRoutes.cancel),
       okSchemaOf(usageRoutes.record),
+      okSchemaOf(transferRoutes.transfer),
       inlineErrorBodySchema,
     ])
     .openapi({ description: "The route's own 200 body, or the error body of a failure" }),

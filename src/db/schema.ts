@@ -50,7 +50,19 @@ export interface AccountsTable extends SpendSlotColumns {
    * has none.
    */
   spend_limits: string | null;
+  /** The account's parent (docs/api.md#pools-and-members), null for a root. */
+  parent_id: Generated<string | null>;
+  /** Who pays its debits: itself (`own`) or its pool, the nearest account above funding itself. */
+  funding: Generated<Funding>;
+  /**
+   * Its links in a tree: 1 for a parent, plus 1 per child. Only an account with none may take a
+   * plain write (the admission rule's region, src/accounts/plain.ts).
+   */
+  tree_links: Generated<number>;
 }
+
+/** Who pays an account's debits (docs/api.md#pools-and-members). */
+export type Funding = "own" | "parent";
 
 export type ReservationStatus = "pending" | "confirmed" | "cancelled" | "expired";
 
@@ -84,7 +96,8 @@ export type TransactionSource =
   | "plan_grant"
   | "plan_expiry"
   | "grant_expiry"
-  | "reversal";
+  | "reversal"
+  | "transfer";
 
 export interface TransactionsTable {
   seq: Generated<number>;
@@ -108,6 +121,22 @@ export interface TransactionsTable {
    * several grants, whose draws are `debit_draws` rows.
    */
   grant_seq: number | null;
+  /** A debit booked on a pool for a member below it: the member (docs/api.md#pools-and-members). */
+  on_behalf_of: string | null;
+  /** Either half of a transfer: the transfer's id (docs/api.md#transfers). */
+  transfer_id: string | null;
+}
+
+/**
+ * A spending debit counted by an account above its spender (docs/design.md#pools-and-members):
+ * one row per level above the spender when the debit was booked, with the debit's time and
+ * amount, so that the level's window counters can be rebuilt and checked from rows.
+ */
+export interface SpendLevelsTable {
+  account_id: string;
+  created_at_ms: number;
+  transaction_id: string;
+  amount_micros: number;
 }
 
 /**
@@ -334,6 +363,7 @@ export interface DB {
   credit_grants: CreditGrantsTable;
   credit_grant_remaining: CreditGrantRemainingTable;
   debit_draws: DebitDrawsTable;
+  spend_levels: SpendLevelsTable;
   models: ModelsTable;
   usage_records: UsageRecordsTable;
   idempotency_keys: IdempotencyKeysTable;

@@ -60,6 +60,9 @@ export const exampleAccount = {
   spendLimits: [{ period: "day" as const, amount: 50, timeZone: "Europe/Paris", soft: false }],
   createdAt: ex.accountCreatedAt,
   updatedAt: ex.manualAt,
+  parentId: null,
+  funding: "own" as const,
+  fundedBy: ex.accountId,
 };
 
 /** The account as `POST /v1/accounts/create` returns it. */
@@ -303,6 +306,14 @@ export const exampleErrors: Record<ErrorCode, { message: string; details?: unkno
   REVERSAL_EXCEEDS_REMAINING: {
     message: "More than can still be reversed",
     details: { reversible: 1.25 },
+  },
+  ACCOUNT_BUSY: {
+    message: "Account acme-corp is busy: it or an account below it has a pending reservation",
+    details: { reason: "reservation", accountId: ex.accountId, externalId: ex.externalId },
+  },
+  FUNDED_BY_PARENT: {
+    message: "Account team-research is funded by its parent: it holds no credits of its own",
+    details: { accountId: ex.accountId, externalId: "team-research" },
   },
   PAYLOAD_TOO_LARGE: { message: "Request body is larger than 65536 bytes" },
   METHOD_NOT_ALLOWED: {

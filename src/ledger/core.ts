@@ -40,13 +40,19 @@ import {
 /**
  * Throws 402 INSUFFICIENT_CREDITS unless `availableMicros` covers `requestedMicros` (the
  * admission rule's `covers`, src/admission/rule.ts; docs/api.md#balance-adjustments-and-transactions).
- * `details` gives both in credits.
+ * `details` gives both in credits, and names `pool` (the account whose credits fall short, for
+ * a spender in a tree: docs/api.md#pools-and-members) when given.
  */
-export function requireAvailable(availableMicros: number, requestedMicros: number): void {
+export function requireAvailable(
+  availableMicros: number,
+  requestedMicros: number,
+  pool?: { id: string; external_id: string },
+): void {
   if (!covers(numbers, availableMicros, requestedMicros)) {
     throw new ApiError("INSUFFICIENT_CREDITS", "Insufficient available credits", {
       available: fromMicros(availableMicros),
       requested: fromMicros(requestedMicros),
+      ...(pool === undefined ? {} : { accountId: pool.id, externalId: pool.external_id }),
     });
   }
 }
@@ -77,6 +83,13 @@ export interface EntryInput {
   fromGrantSeq?: number | undefined;
   /** A reversal: the id of the transaction it reverses (docs/api.md#reversals). */
   reversalOf?: string | undefined;
+  /**
+   * A debit booked on a pool for a member below it, or its reversal: the member
+   * (docs/api.md#pools-and-members).
+   */
+  onBehalfOf?: string | null | undefined;
+  /** Either half of a transfer: the transfer's id (docs/api.md#transfers). */
+  transferId?: string | undefined;
   /**
    * A credit that gives its amount back to grants a debit drew from (a debit's reversal),
    * instead of making a grant: how much to each grant, summing to the amount.
@@ -178,6 +191,8 @@ export function entryRow(
     created_at_ms: moved.createdAtMs,
     reversal_of: input.reversalOf ?? null,
     grant_seq: moved.grantSeq ?? null,
+    on_behalf_of: input.onBehalfOf ?? null,
+    transfer_id: input.transferId ?? null,
   };
 }
 
@@ -304,6 +319,8 @@ export const insertTransaction = prepared<Omit<TransactionRow, "seq">, { seq: nu
       created_at_ms: arg("created_at_ms"),
       reversal_of: arg("reversal_of"),
       grant_seq: arg("grant_seq"),
+      on_behalf_of: arg("on_behalf_of"),
+      transfer_id: arg("transfer_id"),
     })
     .returning("seq"),
 );

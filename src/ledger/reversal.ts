@@ -20,8 +20,9 @@
  */
 import { z } from "@hono/zod-openapi";
 import type { Kysely, Transaction } from "kysely";
-import { findAccountWithBalance } from "../accounts/lookup.ts";
+import { findAccount, findAccountWithBalance } from "../accounts/lookup.ts";
 import { checkLowBalance } from "../accounts/low-balance.ts";
+import { pathUp } from "../accounts/spending.ts";
 import type { DB, TransactionRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { ex } from "../http/examples.ts";
@@ -32,8 +33,8 @@ import { type GrantReturn, type PostedEntry, postEntry } from "./core.ts";
 import { bookDueExpiries, expiryAccount } from "./expiry.ts";
 import { type Draw, drawsOf } from "./grants.ts";
 
-/** The sources of transactions that cannot be reversed: expiries and reversals. */
-const NOT_REVERSIBLE = new Set(["plan_expiry", "grant_expiry", "reversal"]);
+/** The sources of transactions that cannot be reversed: expiries, transfers and reversals. */
+const NOT_REVERSIBLE = new Set(["plan_expiry", "grant_expiry", "reversal", "transfer"]);
 
 /** What a reversal request asks (docs/api.md#reversals). */
 export interface ReversalInput {
@@ -159,8 +160,13 @@ export async function reverseTransaction(
   if (txn === undefined) {
     throw new ApiError("TRANSACTION_NOT_FOUND", `Transaction ${input.transactionId} not found`);
   }
-  if (NOT_REVERSIBLE.has(txn.source) || txn.reversal_of !== null) {
+  if (NOT_REVERSIBLE.has(txn.source) || txn.reversal_of !== null || txn.transfer_id !== null) {
     throw new ApiError("NOT_REVERSIBLE", `A ${txn.source.replace("_", " ")} cannot be reversed`);
+  }
+  // A member's debit: its path is locked upwards first, as every write of the member locks it
+  // (src/accounts/spending.ts), which takes the pool's lock on the way.
+  if (txn.on_behalf_of !== null) {
+    await pathUp(trx, await findAccount(trx, projectId, txn.on_behalf_of));
   }
   // The account's lock first: every reversal of this transaction waits here for the one before.
   const found = await findAccountWithBalance(trx, projectId, txn.account_id, nowMs);
@@ -186,6 +192,7 @@ export async function reverseTransaction(
     metadata: input.metadata ?? {},
     source: "reversal" as const,
     reversalOf: txn.id,
+    onBehalfOf: txn.on_behalf_of,
     nowMs,
     spendable: due.spendable,
   };
@@ -196,7 +203,7 @@ export async function reverseTransaction(
     const returns = draws.length === 0 ? undefined : returnsFor(draws, before, micros);
     row = await postEntry(trx, { ...entry, type: "credit", returns });
     if ((SPENDING_SOURCES as readonly string[]).includes(txn.source)) {
-      await unspend(trx, found.account, txn.created_at_ms, micros);
+      await unspendLevels(trx, txn, micros);
     }
   } else {
     row = await postEntry(trx, { ...entry, type: "debit", fromGrantSeq: grant?.seq });
@@ -210,6 +217,7 @@ export async function reverseTransaction(
     nowMs,
     loweredByMicros: lowered,
     transactionId: txn.type === "credit" || lastExpiry === undefined ? row.id : lastExpiry.id,
+    onBehalfOf: txn.on_behalf_of,
   });
   const balanceMicros = row.balance_after_micros - after.expiredMicros;
   const available =
@@ -229,7 +237,7 @@ export async function reverseTransaction(
     data: {
       accountId: found.account.id,
       externalId: found.account.external_id,
-      onBehalfOf: null,
+      onBehalfOf: txn.on_behalf_of,
       transactionId: row.id,
       reversedTransactionId: txn.id,
       type: row.type,
@@ -247,6 +255,25 @@ export async function reverseTransaction(
     balanceMicros,
     availableMicros: available,
   };
+}
+
+/**
+ * Takes a reversed spending debit's `micros` out of the counters of every level that counted it
+ * (docs/api.md#pools-and-members): its spender (the member it was booked on behalf of, else its
+ * account) and the levels above the spender when it was booked (`spend_levels`), each found (and
+ * on PostgreSQL locked) in the unit, spender first.
+ */
+async function unspendLevels(trx: Transaction<DB>, txn: TransactionRow, micros: number) {
+  const levels = await trx
+    .selectFrom("spend_levels")
+    .select("account_id")
+    .where("transaction_id", "=", txn.id)
+    .execute();
+  const ids = [txn.on_behalf_of ?? txn.account_id, ...levels.map((l) => l.account_id)];
+  for (const id of ids) {
+    const level = await findAccount(trx, txn.project_id, id);
+    await unspend(trx, level, txn.created_at_ms, micros);
+  }
 }
 
 /** The grant the credit `transactionId` made, with what remains of it (none: a credit made before grants). */

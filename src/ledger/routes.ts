@@ -35,7 +35,7 @@ export const ledgerRoutes = {
         "9e9 credits (409 `BALANCE_LIMIT_EXCEEDED`).",
       body: addCreditsBody,
       ok: addCreditsResponse,
-      errors: ["ACCOUNT_NOT_FOUND", "BALANCE_LIMIT_EXCEEDED"],
+      errors: ["ACCOUNT_NOT_FOUND", "BALANCE_LIMIT_EXCEEDED", "FUNDED_BY_PARENT"],
     }),
     deduct: route.post("/v1/accounts/credits/deduct", "Deduct credits without a reservation", {
       operationId: "deductCredits",

@@ -5,6 +5,14 @@
 import type { Transaction } from "kysely";
 import { findAccount, findAccountWithBalance } from "../accounts/lookup.ts";
 import { checkLowBalance } from "../accounts/low-balance.ts";
+import { fundedByParent } from "../accounts/placement.ts";
+import {
+  inTree,
+  namedPool,
+  recordSpendLevels,
+  spendingOf,
+  spendLevels,
+} from "../accounts/spending.ts";
 import { parseDateParam } from "../dates.ts";
 import type { AccountRow, DB, TransactionSource, TransactionType } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
@@ -34,9 +42,10 @@ export interface MoveInput {
  * (docs/api.md#balance-adjustments-and-transactions), spends grants in the spending order
  * (docs/api.md#spending-order) and may raise the low-balance event. A debit's plain path
  * (plain-debit.ts) is the route's, tried by the write path before this runs.
- * @returns the account (its id and externalId) and the stored entry (with `grantId` for a
- *   credit)
- * @throws ApiError ACCOUNT_NOT_FOUND, INSUFFICIENT_CREDITS, BALANCE_LIMIT_EXCEEDED
+ * @returns the account named (its id and externalId) and the stored entry (with `grantId` for a
+ *   credit; a member's debit is its pool's entry, docs/api.md#pools-and-members)
+ * @throws ApiError ACCOUNT_NOT_FOUND, INSUFFICIENT_CREDITS, BALANCE_LIMIT_EXCEEDED,
+ *   SPEND_LIMIT_EXCEEDED, FUNDED_BY_PARENT (a credit to an account its parent funds)
  */
 export async function moveCredits(
   trx: Transaction<DB>,
@@ -48,15 +57,18 @@ export async function moveCredits(
   if (input.type === "debit") {
     if (source !== "deduct" && source !== "manual") throw new Error(`a ${source} debit`);
     const debit = debitOf(projectId, { ...input, source });
-    const { account, row, found } = await generalDebit(trx, debit, nowMs);
+    const { account, row, found, spending } = await generalDebit(trx, debit, nowMs);
     await checkLowBalance(trx, account, {
       nowMs,
       availableBeforeMicros: found.available,
       transactionId: row.id,
+      onBehalfOf: spending.onBehalfOf,
     });
-    return { account, row };
+    // The answer names the account the request named; its balance is its pool's.
+    return { account: spending.spender, row };
   }
   const account = await findAccount(trx, projectId, input.accountRef);
+  if (account.funding === "parent") throw fundedByParent(account, "credits go to its pool");
   const accountRef = { projectId, accountId: account.id, balanceMicros: account.balance_micros };
   const due = await bookDueExpiries(trx, accountRef, nowMs);
   const row = await postEntry(trx, {
@@ -100,30 +112,40 @@ export function debitOf(
 
 /**
  * The general path of a debit (a deduction, a manual debit, a confirm whose hold the unit has
- * locked): the account (locked on PostgreSQL) with its holds, its due expiries booked, the
- * check of what it needs of `available` (debit.ts), the entry (`postEntry`, which draws the
- * grants down in spending order), for a confirm the hold settled, and the account's spend limits
- * (src/limits/enforce.ts: its window counters, a refusal, `spend_limit.reached`). The caller then
- * checks the low-balance threshold against `found.available`.
- * @returns the account, the stored entry, the account as found and its expiries booked
+ * locked): the spender (locked on PostgreSQL) and, for a spender in a tree, its path up to the
+ * root (locked) and its pool, which pays (src/accounts/spending.ts,
+ * docs/api.md#pools-and-members); the payer's due expiries booked, the check of what it needs
+ * of `available` (debit.ts), the entry on the payer (`postEntry`, which draws the grants down in
+ * spending order; `onBehalfOf` the member), for a confirm the hold settled, and the spend limits
+ * of every level (src/limits/enforce.ts: window counters, a refusal, `spend_limit.reached`).
+ * The caller then checks the low-balance threshold of `account` (the payer) against
+ * `found.available`.
+ * @returns the payer, the stored entry, the payer as found, its expiries booked and the spending
  * @throws ApiError ACCOUNT_NOT_FOUND, INSUFFICIENT_CREDITS, SPEND_LIMIT_EXCEEDED
  */
 export async function generalDebit(trx: Transaction<DB>, debit: Debit, nowMs: number) {
-  const found = await findAccountWithBalance(trx, debit.projectId, debit.accountRef, nowMs);
+  const spender = await findAccountWithBalance(trx, debit.projectId, debit.accountRef, nowMs);
+  const spending = await spendingOf(trx, spender, nowMs);
+  const found = spending.payer;
   const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
   const needed = neededMicros(debit);
-  if (needed > 0) requireAvailable(found.available - due.expiredMicros, needed);
-  const row = await postEntry(trx, debitEntry(debit, found.account.id, nowMs, due.spendable));
+  if (needed > 0) {
+    requireAvailable(found.available - due.expiredMicros, needed, namedPool(spending));
+  }
+  const entry = debitEntry(debit, found.account.id, nowMs, due.spendable);
+  const row = await postEntry(trx, { ...entry, onBehalfOf: spending.onBehalfOf });
   await settleHold(trx, debit, row.id, nowMs);
-  await limitDebit(trx, found.account, {
+  await recordSpendLevels(trx, spending, row);
+  await limitDebit(trx, spendLevels(spending), {
     amountMicros: debit.amountMicros,
     neededMicros: needed,
-    heldMicros: found.reserved,
     atMs: row.created_at_ms,
     transactionId: row.id,
     nowMs,
+    onBehalfOf: spending.onBehalfOf,
+    inTree: inTree(spending),
   });
-  return { account: found.account, row, found, due };
+  return { account: found.account, row, found, due, spending };
 }
 
 /** The furthest a credit may expire: 3,653 days (ten years) after the write, in ms. */

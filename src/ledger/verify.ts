@@ -5,7 +5,8 @@
  * - each row's balanceAfter = the previous row's balanceAfter ± its amount (the first row's
  *   from 0), and the last row's balanceAfter = the balance;
  * - 0 ≤ balance ≤ 9e9 credits; reserved ≤ balance;
- * - every confirmed reservation names an existing debit of its account;
+ * - every confirmed reservation names an existing debit of its account (of its pool, on its
+ *   behalf, for a member);
  * - balance = Σ remaining of the account's grants; 0 ≤ remaining ≤ amount, 0 ≤ priority ≤ 100,
  *   and a grant's credit transaction is a credit of its account of the same amount
  *   (docs/api.md#grant-invariant);
@@ -19,6 +20,8 @@
  *   to more than its amount; the grant a debit names as drawn from is one of its account's;
  *   a debit's recorded draws add up to its amount, so that no reversal gives a grant back more
  *   than the debit took from it (docs/api.md#reversals).
+ * * - the tree of accounts inside accounts holds together (verify-tree.ts,
+ *   docs/api.md#pools-and-members); what a pool's credits back counts its members' holds.
  *
  * The ledger is read in `seq` order: on PostgreSQL too, an account's entries ascend in seq along
  * their balanceAfter chain, since each is inserted under the account's row lock.
@@ -29,6 +32,7 @@ import type { DB } from "../db/schema.ts";
 import { inReadSnapshot } from "../db/snapshot.ts";
 import { counterProblems } from "../limits/counters.ts";
 import { fromMicros, MAX_BALANCE_MICROS } from "../money.ts";
+import { reservedBacked, treeProblems } from "./verify-tree.ts";
 
 export interface VerifyReport {
   accounts: number;
@@ -94,6 +98,9 @@ async function checkLedger(db: Kysely<DB>, nowMs: number): Promise<VerifyReport>
     .select((eb) => [
       "accounts.id as id",
       "accounts.balance_micros as balance",
+      "accounts.parent_id as parent_id",
+      "accounts.funding as funding",
+      "accounts.tree_links as tree_links",
       eb.fn
         .coalesce(
           eb.fn.sum<number>(
@@ -108,7 +115,7 @@ async function checkLedger(db: Kysely<DB>, nowMs: number): Promise<VerifyReport>
         )
         .as("net"),
     ])
-    .groupBy("accounts.id")
+    .groupBy(["accounts.id", "accounts.parent_id", "accounts.funding", "accounts.tree_links"])
     .execute();
   const balances = new Map<string, number>();
   for (const a of accounts) {
@@ -121,7 +128,7 @@ async function checkLedger(db: Kysely<DB>, nowMs: number): Promise<VerifyReport>
     if (a.balance < 0 || a.balance > MAX_BALANCE_MICROS) {
       problems.push(`account ${a.id}: balance ${fromMicros(a.balance)} out of range`);
     }
-    const reserved = await reservedMicros(db, a.id, nowMs);
+    const reserved = await reservedBacked(db, a, nowMs, () => reservedMicros(db, a.id, nowMs));
     if (reserved > a.balance) {
       problems.push(
         `account ${a.id}: reserved ${fromMicros(reserved)} > balance ${fromMicros(a.balance)}`,
@@ -137,7 +144,14 @@ async function checkLedger(db: Kysely<DB>, nowMs: number): Promise<VerifyReport>
     .where((eb) =>
       eb.or([
         eb("transactions.id", "is", null),
-        eb("transactions.account_id", "!=", eb.ref("reservations.account_id")),
+        // A member's hold is confirmed by a debit on its pool, on its behalf.
+        eb.and([
+          eb("transactions.account_id", "!=", eb.ref("reservations.account_id")),
+          eb.or([
+            eb("transactions.on_behalf_of", "is", null),
+            eb("transactions.on_behalf_of", "!=", eb.ref("reservations.account_id")),
+          ]),
+        ]),
       ]),
     )
     .execute();
@@ -146,6 +160,7 @@ async function checkLedger(db: Kysely<DB>, nowMs: number): Promise<VerifyReport>
   problems.push(...(await counterProblems(db)));
   problems.push(...(await chargeProblems(db)));
   problems.push(...(await reversalProblems(db)));
+  problems.push(...(await treeProblems(db)));
   return { accounts: accounts.length, transactions, problems };
 }
 
@@ -210,7 +225,7 @@ async function checkGrants(db: Kysely<DB>, balances: Map<string, number>, proble
 /**
  * The link of each usage record charged in credits (`credits_charged_micros` > 0) to its debit
  * (docs/api.md#charging-usage-in-credits): the transaction its `transaction_id` names exists, is
- * a debit of the record's project and account, of exactly the micro-credits the record was
+ * a debit of the record's project and account (or of its pool, on its behalf), of exactly the micro-credits the record was
  * charged, and is named by no other charged record. A charge of 0 books no debit and is not
  * checked. Debits are not checked the other way: a deduction's description and metadata are the
  * caller's, so no text tells a charge's debit from a deduction that looks like one.
@@ -228,7 +243,14 @@ async function chargeProblems(db: Kysely<DB>): Promise<string[]> {
         eb("u.account_id", "is", null),
         eb("t.type", "!=", "debit"),
         eb("t.project_id", "!=", eb.ref("u.project_id")),
-        eb("t.account_id", "!=", eb.ref("u.account_id")),
+        // A member's charge is booked on its pool, on its behalf.
+        eb.and([
+          eb("t.account_id", "!=", eb.ref("u.account_id")),
+          eb.or([
+            eb("t.on_behalf_of", "is", null),
+            eb("t.on_behalf_of", "!=", eb.ref("u.account_id")),
+          ]),
+        ]),
         eb("t.amount_micros", "!=", eb.ref("u.credits_charged_micros")),
       ]),
     )

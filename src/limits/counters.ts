@@ -81,8 +81,10 @@ export function readSpent(db: Kysely<DB>, accountId: string): Promise<Map<string
 }
 
 /**
- * The sum of an account's spending debits booked in [startMs, endMs), less what their reversals
- * gave back (docs/api.md#reversals: a reversal counts where its original did), micro-credits.
+ * What an account spent in [startMs, endMs) (micro-credits), less what reversals gave back
+ * (docs/api.md#reversals: a reversal counts where its original did): its own spending debits
+ * (booked on itself, or on its pool on its behalf) and those of the accounts below it when they
+ * were booked (`spend_levels`, docs/api.md#pools-and-members).
  */
 export async function spentInRows(
   db: Kysely<DB>,
@@ -90,22 +92,53 @@ export async function spentInRows(
   startMs: number,
   endMs: number,
 ): Promise<number> {
+  return (
+    (await ownSpentInRows(db, accountId, startMs, endMs)) +
+    (await belowSpentInRows(db, accountId, startMs, endMs))
+  );
+}
+
+/** An account's own spending debits in the window, net of their reversals. */
+async function ownSpentInRows(db: Kysely<DB>, accountId: string, startMs: number, endMs: number) {
   // Each debit less what its reversals gave back (the partial index transactions_reversal_of).
+  const spent = (own: "account_id" | "on_behalf_of") =>
+    db
+      .selectFrom("transactions as t")
+      .select((eb) => {
+        const back = eb
+          .selectFrom("transactions as r")
+          .select((r) => r.fn.coalesce(r.fn.sum<number>("r.amount_micros"), r.lit(0)).as("back"))
+          .whereRef("r.reversal_of", "=", "t.id");
+        const net = eb("t.amount_micros", "-", back);
+        return eb.fn.coalesce(eb.fn.sum<number>(net), eb.lit(0)).as("spent");
+      })
+      .where(`t.${own}`, "=", accountId)
+      .$if(own === "account_id", (q) => q.where("t.on_behalf_of", "is", null))
+      .where("t.type", "=", "debit")
+      .where("t.source", "in", SPENDING_SOURCES)
+      .where("t.created_at_ms", ">=", startMs)
+      .where("t.created_at_ms", "<", endMs)
+      .executeTakeFirst();
+  const booked = await spent("account_id");
+  const onBehalf = await spent("on_behalf_of");
+  return Number(booked?.spent ?? 0) + Number(onBehalf?.spent ?? 0);
+}
+
+/** What the accounts below an account spent in the window while below it, net of reversals. */
+async function belowSpentInRows(db: Kysely<DB>, accountId: string, startMs: number, endMs: number) {
   const row = await db
-    .selectFrom("transactions as t")
+    .selectFrom("spend_levels as l")
     .select((eb) => {
       const back = eb
         .selectFrom("transactions as r")
         .select((r) => r.fn.coalesce(r.fn.sum<number>("r.amount_micros"), r.lit(0)).as("back"))
-        .whereRef("r.reversal_of", "=", "t.id");
-      const net = eb("t.amount_micros", "-", back);
+        .whereRef("r.reversal_of", "=", "l.transaction_id");
+      const net = eb("l.amount_micros", "-", back);
       return eb.fn.coalesce(eb.fn.sum<number>(net), eb.lit(0)).as("spent");
     })
-    .where("t.account_id", "=", accountId)
-    .where("t.type", "=", "debit")
-    .where("t.source", "in", SPENDING_SOURCES)
-    .where("t.created_at_ms", ">=", startMs)
-    .where("t.created_at_ms", "<", endMs)
+    .where("l.account_id", "=", accountId)
+    .where("l.created_at_ms", ">=", startMs)
+    .where("l.created_at_ms", "<", endMs)
     .executeTakeFirst();
   return Number(row?.spent ?? 0);
 }

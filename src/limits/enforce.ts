@@ -1,21 +1,39 @@
 /**
  * Spend limits on the general path of every write that spends (docs/api.md#spend-limits,
  * docs/design.md#spend-limits): deductions, manual debits and confirms (`limitDebit`, from
- * ledger/service.ts `generalDebit`) and reservations (`limitHold`). Accounts with limits never
- * take a plain path (accounts/plain.ts, `ledger_plain_account`, sql/postgres/functions/), so this is the
- * one place the rule (judge.ts) is applied. It runs inside the write's own unit, after the
- * account was found (and on PostgreSQL locked): the counters and the holds it reads are exact,
- * and a refusal rolls the whole unit back.
+ * ledger/service.ts `generalDebit`) and reservations (`limitHold`). Accounts with limits, and
+ * accounts in a tree, never take a plain path (accounts/plain.ts, `ledger_plain_account`,
+ * sql/postgres/functions/), so this is the one place the rule (judge.ts) is applied. It runs
+ * inside the write's own unit, after the spender's path was found (and on PostgreSQL locked):
+ * the counters and the holds it reads are exact, and a refusal rolls the whole unit back.
+ *
+ * A write is judged at every level of its spender's path (docs/api.md#pools-and-members): each
+ * level's limits count what the whole subtree below it spends and holds. Of the limits that
+ * refuse, at any level, the answer names the one whose window ends last, and among equals the
+ * one nearest the spender.
  */
 import type { Transaction } from "kysely";
 import type { AccountRow, DB } from "../db/schema.ts";
 import { addSpent, readSpent, windowsAt } from "./counters.ts";
-import { limitStates, reachedLimits, refusingLimit, spendLimitError } from "./judge.ts";
+import {
+  type LimitState,
+  limitStates,
+  reachedLimits,
+  refusingLimit,
+  spendLimitError,
+} from "./judge.ts";
 import { parseLimits } from "./limits.ts";
-import { sendReached } from "./reached.ts";
+import { type ReachedBy, sendReached } from "./reached.ts";
 
-/** The account a write spends on, as its unit found it. */
+/** An account whose limits a write is judged by, as its unit found it. */
 export type LimitedAccount = Pick<AccountRow, "id" | "project_id" | "external_id" | "spend_limits">;
+
+/** One level of a spender's path: the account and what it and the accounts below it hold. */
+export interface SpendLevel {
+  account: LimitedAccount;
+  /** Pending, unexpired holds at this level and below, before the write (micro-credits). */
+  heldMicros: number;
+}
 
 /** A spending debit, as booked in the unit. */
 export interface DebitSpend {
@@ -23,68 +41,126 @@ export interface DebitSpend {
   amountMicros: number;
   /** What it adds to spend: its amount beyond the hold it settles (≤ 0 never refuses). */
   neededMicros: number;
-  /** The account's holds before the write (pending, unexpired), micro-credits. */
-  heldMicros: number;
   /** Its entry's `created_at_ms`, which places it in its windows. */
   atMs: number;
   transactionId: string;
   /** The time of the write (for `Retry-After`). */
   nowMs: number;
+  /** The member that spent, when its pool books the debit; else null. */
+  onBehalfOf: string | null;
+  /** The spender is in a tree: a refusal names the refusing level. */
+  inTree: boolean;
+}
+
+/** A level's limit states, with the level. */
+interface LevelStates {
+  level: SpendLevel;
+  states: LimitState[];
 }
 
 /**
- * Books a spending debit in the account's window counters and applies its limits: call after
- * its entry is posted in the same unit. Does nothing for an account without limits.
- * @throws ApiError SPEND_LIMIT_EXCEEDED (with `Retry-After`) when a hard limit refuses what the
- *   debit adds to spend; the unit then rolls back
+ * Refuses the write when a hard limit at some level would be passed by `neededMicros`: the
+ * refusing limit whose window ends last, the level nearest the spender among equals.
+ * @throws ApiError SPEND_LIMIT_EXCEEDED (with `Retry-After` but for a `total` limit; for a
+ *   spender in a tree, `details` name the level)
+ */
+function refuse(
+  judged: readonly LevelStates[],
+  neededMicros: number,
+  nowMs: number,
+  tree: boolean,
+) {
+  let refusing: { at: LevelStates; state: LimitState } | undefined;
+  for (const at of judged) {
+    const state = refusingLimit(at.states, neededMicros);
+    if (state === undefined) continue;
+    if (refusing === undefined || state.window.endMs > refusing.state.window.endMs) {
+      refusing = { at, state };
+    }
+  }
+  if (refusing === undefined) return;
+  const level = tree ? refusing.at.level.account : undefined;
+  throw spendLimitError(refusing.state, neededMicros, nowMs, level);
+}
+
+/** Sends `spend_limit.reached` for each level's limits the write takes to their amount. */
+async function sendEachReached(
+  trx: Transaction<DB>,
+  judged: readonly LevelStates[],
+  neededMicros: number,
+  by: ReachedBy,
+): Promise<void> {
+  for (const { level, states } of judged) {
+    const reached = reachedLimits(states, neededMicros);
+    if (reached.length > 0) await sendReached(trx, level.account, reached, by);
+  }
+}
+
+/**
+ * Books a spending debit in the window counters of each level with limits (`levels`: the
+ * spender's path, spender first) and applies their limits: call after its entry is posted in
+ * the same unit. Does nothing at a level without limits.
+ * @throws ApiError SPEND_LIMIT_EXCEEDED when a hard limit refuses what the debit adds to spend;
+ *   the unit then rolls back
  */
 export async function limitDebit(
   trx: Transaction<DB>,
-  account: LimitedAccount,
+  levels: readonly SpendLevel[],
   debit: DebitSpend,
 ): Promise<void> {
-  const limits = parseLimits(account.spend_limits);
-  if (limits.length === 0 || debit.amountMicros <= 0) return;
-  const windows = windowsAt(limits, debit.atMs);
-  const after = await addSpent(trx, account.id, windows, debit.amountMicros);
-  const before = new Map([...after].map(([key, sum]) => [key, sum - debit.amountMicros]));
-  const states = limitStates(limits, debit.atMs, before, debit.heldMicros);
-  const refusing = refusingLimit(states, debit.neededMicros);
-  if (refusing) throw spendLimitError(refusing, debit.neededMicros, debit.nowMs);
-  const reached = reachedLimits(states, debit.neededMicros);
-  if (reached.length === 0) return;
-  await sendReached(trx, account, reached, {
+  if (debit.amountMicros <= 0) return;
+  const judged: LevelStates[] = [];
+  for (const level of levels) {
+    const limits = parseLimits(level.account.spend_limits);
+    if (limits.length === 0) continue;
+    const windows = windowsAt(limits, debit.atMs);
+    const after = await addSpent(trx, level.account.id, windows, debit.amountMicros);
+    const before = new Map([...after].map(([key, sum]) => [key, sum - debit.amountMicros]));
+    judged.push({ level, states: limitStates(limits, debit.atMs, before, level.heldMicros) });
+  }
+  if (judged.length === 0) return;
+  refuse(judged, debit.neededMicros, debit.nowMs, debit.inTree);
+  await sendEachReached(trx, judged, debit.neededMicros, {
     atMs: debit.atMs,
     spentDeltaMicros: debit.amountMicros,
     heldDeltaMicros: debit.neededMicros - debit.amountMicros,
     transactionId: debit.transactionId,
     reservationId: null,
+    onBehalfOf: debit.onBehalfOf,
   });
 }
 
 /**
- * Applies the account's limits to a reservation of `amountMicros` made at `nowMs`, with
- * `heldMicros` held before it. Does nothing for an account without limits.
- * @throws ApiError SPEND_LIMIT_EXCEEDED (with `Retry-After`)
+ * Applies the limits of each level (`levels`: the spender's path, spender first) to a
+ * reservation of `amountMicros` made at `nowMs`. Does nothing at a level without limits.
+ * @throws ApiError SPEND_LIMIT_EXCEEDED (with `Retry-After` but for a `total` limit)
  */
 export async function limitHold(
   trx: Transaction<DB>,
-  account: LimitedAccount,
-  hold: { id: string; amountMicros: number; heldMicros: number; nowMs: number },
+  levels: readonly SpendLevel[],
+  hold: {
+    id: string;
+    amountMicros: number;
+    nowMs: number;
+    onBehalfOf: string | null;
+    inTree: boolean;
+  },
 ): Promise<void> {
-  const limits = parseLimits(account.spend_limits);
-  if (limits.length === 0) return;
-  const spent = await readSpent(trx, account.id);
-  const states = limitStates(limits, hold.nowMs, spent, hold.heldMicros);
-  const refusing = refusingLimit(states, hold.amountMicros);
-  if (refusing) throw spendLimitError(refusing, hold.amountMicros, hold.nowMs);
-  const reached = reachedLimits(states, hold.amountMicros);
-  if (reached.length === 0) return;
-  await sendReached(trx, account, reached, {
+  const judged: LevelStates[] = [];
+  for (const level of levels) {
+    const limits = parseLimits(level.account.spend_limits);
+    if (limits.length === 0) continue;
+    const spent = await readSpent(trx, level.account.id);
+    judged.push({ level, states: limitStates(limits, hold.nowMs, spent, level.heldMicros) });
+  }
+  if (judged.length === 0) return;
+  refuse(judged, hold.amountMicros, hold.nowMs, hold.inTree);
+  await sendEachReached(trx, judged, hold.amountMicros, {
     atMs: hold.nowMs,
     spentDeltaMicros: 0,
     heldDeltaMicros: hold.amountMicros,
     transactionId: null,
     reservationId: hold.id,
+    onBehalfOf: hold.onBehalfOf,
   });
 }

@@ -11,7 +11,7 @@ import { ApiError } from "../errors.ts";
 import { fromMicros } from "../money.ts";
 import { type CountedWindow, windowKey } from "./counters.ts";
 import type { SpendLimit } from "./limits.ts";
-import { windowAt } from "./windows.ts";
+import { isEndless, windowAt } from "./windows.ts";
 
 /** One limit's current window with its figures (micro-credits). */
 export interface LimitState {
@@ -82,10 +82,17 @@ export function retryAfterSeconds(endMs: number, nowMs: number): number {
 /**
  * The 402 SPEND_LIMIT_EXCEEDED of `state` for a write of `neededMicros` at `nowMs`: `details`
  * `{period, limit, timeZone, spent, held, requested, remaining, resetsAt}` and the
- * `Retry-After` header.
+ * `Retry-After` header (for a `total` limit, `resetsAt` null and no header); with `level`, the
+ * account whose limit it is (docs/api.md#pools-and-members) as `accountId` and `externalId`.
  */
-export function spendLimitError(state: LimitState, neededMicros: number, nowMs: number): ApiError {
+export function spendLimitError(
+  state: LimitState,
+  neededMicros: number,
+  nowMs: number,
+  level?: { id: string; external_id: string },
+): ApiError {
   const { limit, window } = state;
+  const endless = isEndless(window);
   const details = {
     period: limit.period,
     limit: fromMicros(limit.amountMicros),
@@ -94,12 +101,14 @@ export function spendLimitError(state: LimitState, neededMicros: number, nowMs: 
     held: fromMicros(state.heldMicros),
     requested: fromMicros(neededMicros),
     remaining: fromMicros(remainingMicros(state)),
-    resetsAt: iso(window.endMs),
+    resetsAt: endless ? null : iso(window.endMs),
+    ...(level === undefined ? {} : { accountId: level.id, externalId: level.external_id }),
   };
   return new ApiError(
     "SPEND_LIMIT_EXCEEDED",
     `The ${limit.period} spend limit of ${details.limit} credits would be passed`,
     details,
-    { "Retry-After": String(retryAfterSeconds(window.endMs, nowMs)) },
+    // A `total` limit never resets: retrying later changes nothing.
+    endless ? undefined : { "Retry-After": String(retryAfterSeconds(window.endMs, nowMs)) },
   );
 }

@@ -13,7 +13,7 @@ import { fromMicros } from "../money.ts";
 import { defineEvent } from "../webhooks/outbox.ts";
 import type { LimitState } from "./judge.ts";
 import { limitKey } from "./limits.ts";
-import { PERIODS } from "./windows.ts";
+import { isEndless, PERIODS } from "./windows.ts";
 
 /** The `data` of a `spend_limit.reached` event: the limit, its window and its figures after. */
 export const spendLimitReachedData = z
@@ -24,10 +24,14 @@ export const spendLimitReachedData = z
     amount: z.number().openapi({ description: "The limit, credits", example: 80 }),
     timeZone: z.string().openapi({ example: "Europe/Paris" }),
     soft: z.boolean().openapi({ example: true }),
-    windowStart: z.string().openapi({ example: "2026-11-20T23:00:00.000Z" }),
-    resetsAt: z
-      .string()
-      .openapi({ description: "The window's end", example: "2026-11-21T23:00:00.000Z" }),
+    windowStart: z.string().nullable().openapi({
+      description: "The window's start (null for a `total` limit)",
+      example: "2026-11-20T23:00:00.000Z",
+    }),
+    resetsAt: z.string().nullable().openapi({
+      description: "The window's end (null for a `total` limit)",
+      example: "2026-11-21T23:00:00.000Z",
+    }),
     spent: z.number().openapi({ description: "Spent in the window after the write", example: 78 }),
     held: z.number().openapi({ description: "Held by pending reservations after it", example: 4 }),
     transactionId: z.string().nullable().openapi({
@@ -38,6 +42,15 @@ export const spendLimitReachedData = z
       description: "The reservation that reached the limit; null when a debit did",
       example: null,
     }),
+    onBehalfOf: z
+      .string()
+      .optional()
+      .openapi({
+        description:
+          "When a member's write reached the limit of an account above it: the member " +
+          "(docs/api.md#pools-and-members)",
+        example: "acc_01J9ZB4M2N6P8Q0R2S4T6V8W0X",
+      }),
   })
   .openapi("SpendLimitReachedData");
 
@@ -51,6 +64,8 @@ export interface ReachedBy {
   heldDeltaMicros: number;
   transactionId: string | null;
   reservationId: string | null;
+  /** The member whose write it was, when another account pays or counts it; else null. */
+  onBehalfOf: string | null;
 }
 
 /**
@@ -87,12 +102,13 @@ export async function sendReached(
         amount: fromMicros(limit.amountMicros),
         timeZone: limit.timeZone,
         soft: limit.soft,
-        windowStart: iso(window.startMs),
-        resetsAt: iso(window.endMs),
+        windowStart: isEndless(window) ? null : iso(window.startMs),
+        resetsAt: isEndless(window) ? null : iso(window.endMs),
         spent: fromMicros(state.spentMicros + by.spentDeltaMicros),
         held: fromMicros(state.heldMicros + by.heldDeltaMicros),
         transactionId: by.transactionId,
         reservationId: by.reservationId,
+        ...(by.onBehalfOf === null ? {} : { onBehalfOf: by.onBehalfOf }),
       },
     });
   }

@@ -15,10 +15,14 @@ export const limitWindowSchema = z
     amount: z.number().openapi({ description: "The limit, credits", example: 50 }),
     timeZone: z.string().openapi({ example: "Europe/Paris" }),
     soft: z.boolean().openapi({ example: false }),
-    windowStart: z.string().openapi({ example: "2026-11-20T23:00:00.000Z" }),
-    resetsAt: z
-      .string()
-      .openapi({ description: "The window's end", example: "2026-11-21T23:00:00.000Z" }),
+    windowStart: z.string().nullable().openapi({
+      description: "The window's start (null for a `total` limit)",
+      example: "2026-11-20T23:00:00.000Z",
+    }),
+    resetsAt: z.string().nullable().openapi({
+      description: "The window's end (null for a `total` limit)",
+      example: "2026-11-21T23:00:00.000Z",
+    }),
     spent: z
       .number()
       .openapi({ description: "Spending debits booked in the window", example: 12.5 }),
@@ -39,6 +43,21 @@ const exampleWindow = {
   remaining: 35.5,
 };
 
+/** An account above the one asked about, with its limits (docs/api.md#pools-and-members). */
+const ancestorSchema = z
+  .object({
+    accountId: z.string().openapi({ example: "acc_01M7YKB3F8Q2W6E4R0T9Y1U3I8" }),
+    externalId: z.string().openapi({ example: "acme-corp" }),
+    limits: z.array(limitWindowSchema),
+  })
+  .openapi("SpendLimitAncestor");
+
+const ancestors = z.array(ancestorSchema).openapi({
+  description:
+    "Every account above it up to the root, nearest first, with its limits (each counting its " +
+    "whole subtree); [] for a root",
+});
+
 const spendable = z.number().openapi({
   description: "The largest deduction that would succeed now: available, or less by a hard limit",
   example: 17.99,
@@ -48,9 +67,13 @@ export const limitsResponse = successResponse(
   {
     accountId: z.string().openapi({ example: ex.accountId }),
     externalId: z.string().openapi({ example: ex.externalId }),
-    available: z.number().openapi({ description: "balance − reserved", example: 17.99 }),
+    available: z.number().openapi({
+      description: "balance − reserved (of its pool, for an account funded by its parent)",
+      example: 17.99,
+    }),
     spendable,
     limits: z.array(limitWindowSchema),
+    ancestors,
   },
   {
     accountId: ex.accountId,
@@ -58,6 +81,7 @@ export const limitsResponse = successResponse(
     available: 17.99,
     spendable: 17.99,
     limits: [exampleWindow],
+    ancestors: [],
   },
 );
 
@@ -88,6 +112,7 @@ export const checkResponse = successResponse(
     available: z.number().openapi({ description: "balance − reserved", example: 17.99 }),
     spendable,
     limits: z.array(limitWindowSchema),
+    ancestors,
   },
   {
     allowed: true,
@@ -96,5 +121,6 @@ export const checkResponse = successResponse(
     available: 17.99,
     spendable: 17.99,
     limits: [exampleWindow],
+    ancestors: [],
   },
 );

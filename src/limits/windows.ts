@@ -2,13 +2,14 @@
  * Spend limit windows (docs/api.md#spend-limits): the clock hour, calendar day, week (Monday
  * 00:00 to Monday 00:00) or calendar month that contains an instant, in an IANA time zone. A
  * window is a pure function of the instant, the period and the zone: nothing resets anything,
- * and a service that was down at midnight still starts the new day at midnight. A day across a
+ * and a service that was down at midnight still starts the new day at midnight. The `total`
+ * period has one window, all time: [0, `ENDLESS_MS`), in any zone. A day across a
  * daylight-saving change lasts 23 or 25 hours; an hour in a zone offset by 30 minutes starts at
  * :30 UTC. Zones come from the runtime's ICU data (`Intl.DateTimeFormat`).
  */
 
-/** The periods a spend limit may have. */
-export const PERIODS = ["hour", "day", "week", "month"] as const;
+/** The periods a spend limit may have (`total`: all time, one window that never ends). */
+export const PERIODS = ["hour", "day", "week", "month", "total"] as const;
 
 /** A spend limit's period. */
 export type Period = (typeof PERIODS)[number];
@@ -17,6 +18,14 @@ export type Period = (typeof PERIODS)[number];
 export interface SpendWindow {
   startMs: number;
   endMs: number;
+}
+
+/** The end of a `total` window: never (ranked after every other window's end). */
+export const ENDLESS_MS = Number.MAX_SAFE_INTEGER;
+
+/** Whether a window is a `total` limit's, which neither starts nor resets (its bounds: null). */
+export function isEndless(window: SpendWindow): boolean {
+  return window.endMs === ENDLESS_MS;
 }
 
 const HOUR_MS = 3_600_000;
@@ -97,7 +106,10 @@ function firstInstantAt(wallMs: number, timeZone: string): number {
 }
 
 /** The wall-clock start of the day, week or month whose wall time `wallMs` is in, and the next. */
-function calendarBounds(wallMs: number, period: Exclude<Period, "hour">): [number, number] {
+function calendarBounds(
+  wallMs: number,
+  period: Exclude<Period, "hour" | "total">,
+): [number, number] {
   const date = new Date(wallMs);
   const year = date.getUTCFullYear();
   const month = date.getUTCMonth();
@@ -128,6 +140,7 @@ export function windowAt(instantMs: number, period: Period, timeZone: string): S
 
 /** `windowAt` without its cache. */
 export function computeWindow(instantMs: number, period: Period, timeZone: string): SpendWindow {
+  if (period === "total") return { startMs: 0, endMs: ENDLESS_MS };
   if (period === "hour") {
     const offset = offsetAt(instantMs, timeZone);
     const into = (((instantMs + offset) % HOUR_MS) + HOUR_MS) % HOUR_MS;

@@ -99,7 +99,13 @@ const assignmentRoutes = resourceRoutes("Plans", (route) => ({
         "`next_interval` grants nothing now and carries the replaced schedule over.",
       body: assignPlanBody,
       ok: assignPlanResponse,
-      errors: ["ACCOUNT_NOT_FOUND", "PLAN_NOT_FOUND", "PLAN_INACTIVE", "BALANCE_LIMIT_EXCEEDED"],
+      errors: [
+        "ACCOUNT_NOT_FOUND",
+        "PLAN_NOT_FOUND",
+        "PLAN_INACTIVE",
+        "BALANCE_LIMIT_EXCEEDED",
+        "FUNDED_BY_PARENT",
+      ],
     },
   ),
   cancel: route.post(

@@ -4,6 +4,7 @@
  */
 import type { Kysely, Transaction } from "kysely";
 import { findAccount } from "../accounts/lookup.ts";
+import { fundedByParent } from "../accounts/placement.ts";
 import { locksRows } from "../db/engine.ts";
 import { projectRow } from "../db/project-row.ts";
 import type { AccountPlanRow, DB, PlanInterval, PlanRow, StartMode } from "../db/schema.ts";
@@ -91,7 +92,8 @@ export async function setPlanActive(
  * Assigns a plan to an account, ending its active assignment (docs/api.md#plans-and-grants). `immediate` grants
  * the first period now; `next_interval` grants nothing now and takes over the replaced
  * assignment's next grant time (or one interval from now when there is none).
- * @throws ApiError ACCOUNT_NOT_FOUND, PLAN_NOT_FOUND, PLAN_INACTIVE, BALANCE_LIMIT_EXCEEDED
+ * @throws ApiError ACCOUNT_NOT_FOUND, PLAN_NOT_FOUND, PLAN_INACTIVE, BALANCE_LIMIT_EXCEEDED,
+ *   FUNDED_BY_PARENT (docs/api.md#pools-and-members: its pool holds its credits)
  */
 export async function assignPlan(
   trx: Transaction<DB>,
@@ -100,6 +102,7 @@ export async function assignPlan(
   nowMs: number,
 ) {
   const account = await findAccount(trx, projectId, input.accountRef);
+  if (account.funding === "parent") throw fundedByParent(account, "plans credit its pool");
   const plan = await findPlan(trx, projectId, input.planId);
   if (plan.is_active !== 1) throw new ApiError("PLAN_INACTIVE", `Plan ${plan.id} is archived`);
   const active = await trx

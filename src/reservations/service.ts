@@ -6,6 +6,7 @@
 import type { Kysely, Transaction } from "kysely";
 import { findAccountWithBalance } from "../accounts/lookup.ts";
 import { checkLowBalance } from "../accounts/low-balance.ts";
+import { inTree, namedPool, spendingOf, spendLevels } from "../accounts/spending.ts";
 import type { AccountListOptions } from "../db/account-list.ts";
 import { countedPage } from "../db/paging.ts";
 import { argValues, prepared } from "../db/prepared.ts";
@@ -111,23 +112,27 @@ export async function createReservation(
   nowMs: number,
 ): Promise<ReservationRow> {
   const hold = newHold(projectId, input, newId("res"), nowMs);
-  const found = await findAccountWithBalance(trx, projectId, input.accountRef, nowMs);
-  const { account } = found;
+  const spender = await findAccountWithBalance(trx, projectId, input.accountRef, nowMs);
+  const spending = await spendingOf(trx, spender, nowMs);
+  const found = spending.payer;
   // Credits past their expiresAt are never reserved (docs/api.md#expiry-of-grants).
   const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
-  requireAvailable(found.available - due.expiredMicros, input.amountMicros);
-  await limitHold(trx, account, {
+  requireAvailable(found.available - due.expiredMicros, input.amountMicros, namedPool(spending));
+  await limitHold(trx, spendLevels(spending), {
     id: hold.id,
     amountMicros: input.amountMicros,
-    heldMicros: found.reserved,
     nowMs,
+    onBehalfOf: spending.onBehalfOf,
+    inTree: inTree(spending),
   });
-  const row: ReservationRow = { ...hold, account_id: account.id };
+  // A member's hold names the member, and its pool's credits back it.
+  const row: ReservationRow = { ...hold, account_id: spending.spender.id };
   await trx.executeQuery(insertReservation(trx, row));
-  await checkLowBalance(trx, account, {
+  await checkLowBalance(trx, found.account, {
     nowMs,
     availableBeforeMicros: found.available,
     transactionId: null,
+    onBehalfOf: spending.onBehalfOf,
   });
   return row;
 }
@@ -179,7 +184,7 @@ export async function confirmReservation(
   // The hold is locked (PostgreSQL) before the account: every unit that settles a hold does so.
   const hold = await pendingReservation(trx, projectId, reservationId, nowMs);
   const debit = confirmDebit(hold, actualMicros);
-  const { row: transaction, found, due } = await generalDebit(trx, debit, nowMs);
+  const { row: transaction, found, due, spending } = await generalDebit(trx, debit, nowMs);
   const released = {
     balance: transaction.balance_after_micros,
     reserved: found.reserved - hold.amount_micros,
@@ -189,6 +194,7 @@ export async function confirmReservation(
     nowMs,
     availableBeforeMicros: found.available,
     transactionId: transaction.id,
+    onBehalfOf: spending.onBehalfOf,
   });
   return { hold, transaction, balanceMicros: transaction.balance_after_micros - removedMicros };
 }
@@ -224,7 +230,9 @@ export async function cancelReservation(
   nowMs: number,
 ): Promise<ReservationRow> {
   const hold = await pendingReservation(trx, projectId, reservationId, nowMs);
-  const found = await findAccountWithBalance(trx, projectId, hold.account_id, nowMs);
+  const spender = await findAccountWithBalance(trx, projectId, hold.account_id, nowMs);
+  // A member's hold is backed by its pool, whose credits it releases.
+  const found = (await spendingOf(trx, spender, nowMs)).payer;
   const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
   await endHold(trx, hold.id, nowMs, {
     status: "cancelled",

@@ -14,10 +14,8 @@ import { transactionJson } from "./schemas.ts";
 import { filteredTransactions, reversedAmounts, type TransactionFilter } from "./service.ts";
 
 /**
- * The CSV columns of a transaction export (docs/api.md#exports). The contract's full list ends
- * `reversalOf, amountReversed, onBehalfOf, transferId`; the last two come with accounts inside
- * accounts (its section 24), which is not built yet, so the columns end at `amountReversed` for
- * now and those two are to be appended after it.
+ * The CSV columns of a transaction export (docs/api.md#exports), ending `reversalOf,
+ * amountReversed, onBehalfOf, transferId`.
  */
 export const TRANSACTION_CSV_COLUMNS = [
   "id",
@@ -32,6 +30,8 @@ export const TRANSACTION_CSV_COLUMNS = [
   "metadata",
   "reversalOf",
   "amountReversed",
+  "onBehalfOf",
+  "transferId",
 ] as const;
 
 /** A transaction row as exported: with what its reversals (in the export) add up to. */
@@ -93,5 +93,7 @@ function csvCells(row: ExportedTransaction, externalId: string | null) {
     stringifyJsonFast(item.metadata),
     item.reversalOf,
     item.amountReversed,
+    item.onBehalfOf,
+    item.transferId,
   ];
 }

@@ -38,6 +38,8 @@ const exampleEntries = [exampleAddTransaction, exampleConfirmTransaction].map((e
   ...e,
   reversalOf: null,
   amountReversed: 0,
+  onBehalfOf: null,
+  transferId: null,
 }));
 const exampleCsv =
   csvLine(TRANSACTION_CSV_COLUMNS) +
@@ -56,6 +58,8 @@ const exampleCsv =
         stringifyJson(e.metadata),
         e.reversalOf,
         new ExactDecimal(String(e.amountReversed)),
+        e.onBehalfOf,
+        e.transferId,
       ]),
     )
     .join("");
@@ -121,6 +125,7 @@ export const transactionRoutes = resourceRoutes("Transactions", (route) => ({
         "INSUFFICIENT_CREDITS",
         "SPEND_LIMIT_EXCEEDED",
         "BALANCE_LIMIT_EXCEEDED",
+        "FUNDED_BY_PARENT",
       ],
     },
   ),
@@ -133,7 +138,7 @@ export const transactionRoutes = resourceRoutes("Transactions", (route) => ({
       "drawn first, keeping their priority and expiry; a part whose grant has expired is " +
       "expired again at once) and stops counting as spending in the original's window; a " +
       "credit's reversal takes the credits back from its grant, at most its `remaining` and " +
-      "the account's `available`. Expiries and reversals are not reversible.",
+      "the account's `available`. Expiries, transfers and reversals are not reversible.",
     body: reverseTransactionBody,
     ok: reverseTransactionResponse,
     errors: [

@@ -35,7 +35,7 @@ import { usageRecordJson, usageRecordSchema } from "../usage/schemas.ts";
 import type { WireOf } from "../wire.ts";
 
 /** The reversal fields of an example entry that neither is a reversal nor has been reversed. */
-const notReversed = { reversalOf: null, amountReversed: 0 };
+const notReversed = { reversalOf: null, amountReversed: 0, onBehalfOf: null, transferId: null };
 
 export const transactionSchema = z
   .object({
@@ -56,6 +56,20 @@ export const transactionSchema = z
     amountReversed: z.number().openapi({
       description: "What this transaction's reversals add up to so far (0 when none)",
       example: 0,
+    }),
+    onBehalfOf: z
+      .string()
+      .nullable()
+      .openapi({
+        description:
+          "A debit booked on a pool for a member below it (or its reversal): the member " +
+          "(docs/api.md#pools-and-members); else null",
+        example: null,
+      }),
+    transferId: z.string().nullable().openapi({
+      description:
+        "Either half of a transfer: the transfer's id (docs/api.md#transfers); else null",
+      example: null,
     }),
     reservation: reservationSchema.nullable().optional().openapi({
       description: "With include=reservation: the reservation this entry settled, or null",
@@ -92,6 +106,12 @@ const transactionFilterShape = {
   reversalOf: idString.optional().openapi({
     description: "Only the reversals of this transaction (its id; docs/api.md#reversals)",
     example: ex.deductTxnId,
+  }),
+  onBehalfOf: idString.optional().openapi({
+    description:
+      "Only the rows booked on behalf of this member (internal id or externalId; " +
+      "docs/api.md#pools-and-members), not of the accounts below it",
+    example: "team-research",
   }),
 };
 
@@ -222,6 +242,8 @@ export function transactionJson(
     createdAt: iso(row.created_at_ms),
     reversalOf: row.reversal_of,
     amountReversed: fromMicros(reversedMicros),
+    onBehalfOf: row.on_behalf_of,
+    transferId: row.transfer_id,
   };
 }
 
@@ -309,6 +331,8 @@ export const reverseTransactionResponse = z
         createdAt: ex.confirmedAt,
         reversalOf: ex.deductTxnId,
         amountReversed: 0,
+        onBehalfOf: null,
+        transferId: null,
       },
       reversedTransactionId: ex.deductTxnId,
       amountReversed: 2.5,

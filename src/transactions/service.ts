@@ -3,6 +3,7 @@
  * (docs/api.md#audit-data): reads on the read connection.
  */
 import type { Kysely } from "kysely";
+import { findAccount } from "../accounts/lookup.ts";
 import { resolveAccount } from "../accounts/service.ts";
 import { dateRangeMs } from "../dates.ts";
 import { withoutIndexOrderOnSqlite } from "../db/index-hints.ts";
@@ -24,6 +25,8 @@ export interface TransactionFilter {
   endMs?: number | undefined;
   /** Only the reversals of this transaction (docs/api.md#reversals); any when undefined. */
   reversalOf?: string | undefined;
+  /** Only the rows booked on behalf of this member (its internal id; docs/api.md#pools-and-members). */
+  onBehalfOf?: string | undefined;
 }
 
 /** The filter parameters of the transaction list and its export, as validated. */
@@ -34,6 +37,7 @@ export interface TransactionQuery {
   startDate?: string | undefined;
   endDate?: string | undefined;
   reversalOf?: string | undefined;
+  onBehalfOf?: string | undefined;
 }
 
 /**
@@ -50,16 +54,33 @@ export async function transactionFilterOf(
   const { startMs, endMs } = dateRangeMs(q.startDate, q.endDate);
   const named = q.accountId !== undefined || q.externalId !== undefined;
   const account = named ? await resolveAccount(db, projectId, q) : undefined;
-  const filter = { accountId: account?.id, type: q.type, startMs, endMs, reversalOf: q.reversalOf };
+  const member =
+    q.onBehalfOf === undefined
+      ? undefined
+      : await findAccount(db, projectId, q.onBehalfOf, { lock: false });
+  const filter = {
+    accountId: account?.id,
+    type: q.type,
+    startMs,
+    endMs,
+    reversalOf: q.reversalOf,
+    onBehalfOf: member?.id,
+  };
   return { filter, account };
 }
 
 /** The project's transactions that `f` selects (the list's and the export's). */
 export function filteredTransactions(db: Kysely<DB>, projectId: string, f: TransactionFilter) {
   const all =
-    f.reversalOf === undefined
-      ? ofProjectOrAccount(db.selectFrom("transactions"), projectId, f.accountId)
-      : reversalsOf(db, projectId, f.accountId, f.reversalOf);
+    f.reversalOf !== undefined
+      ? reversalsOf(db, projectId, f.accountId, f.reversalOf)
+      : f.onBehalfOf !== undefined
+        ? ofProjectOrAccount(db.selectFrom("transactions"), projectId, f.accountId).where(
+            "on_behalf_of",
+            "=",
+            f.onBehalfOf,
+          )
+        : ofProjectOrAccount(db.selectFrom("transactions"), projectId, f.accountId);
   const rows = f.type === undefined ? all : all.where("type", "=", f.type);
   return createdWithin(rows, f);
 }

@@ -10,6 +10,7 @@
  */
 import type { Kysely, Transaction } from "kysely";
 import { findAccount } from "../accounts/lookup.ts";
+import { poolIdOf } from "../accounts/placement.ts";
 import { prepared } from "../db/prepared.ts";
 import type { DB } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
@@ -179,7 +180,9 @@ export async function chargeUsage(
   } else {
     const account = await findAccount(trx, projectId, accountRef, { lock: false });
     accountId = account.id;
-    balanceMicros = account.balance_micros;
+    // A member's balance is its pool's (docs/api.md#pools-and-members).
+    const payer = await findAccount(trx, projectId, await poolIdOf(trx, account), { lock: false });
+    balanceMicros = payer.balance_micros;
   }
   const charge = { id, transactionId, creditsChargedMicros: creditsMicros };
   const row = await insertUsage(trx, usageRow(projectId, input, model, accountId, nowMs, charge));
