@@ -5,8 +5,9 @@
  *
  * The console cannot see a transaction's `source`: it offers "Reverse" on every entry but a
  * reversal (`reversalOf` set), an expiry (a debit whose `metadata.reason` is `credits_expired`
- * or `plan_credits_expired`, src/ledger/expiry.ts) and an entry already wholly reversed; the
- * API's `NOT_REVERSIBLE` answers for any other entry it refuses (a transfer). The amount offered
+ * or `plan_credits_expired`, src/ledger/expiry.ts), a half of a transfer (`transferId` set) and
+ * an entry already wholly reversed; the API's `NOT_REVERSIBLE` answers for any other entry it
+ * refuses. The amount offered
  * is the entry's amount less its reversals so far; for a credit the API caps it further (what is
  * left of its grant, the account's `available`) and says so with `details.reversible`.
  */
@@ -23,6 +24,7 @@ export interface LedgerEntry {
   metadata?: Record<string, unknown> | null | undefined;
   reversalOf?: string | null | undefined;
   amountReversed?: Figure | null | undefined;
+  transferId?: string | null | undefined;
 }
 
 /** The `metadata.reason` of the debits that expire credits (src/ledger/expiry.ts). */
@@ -37,6 +39,11 @@ export function isReversal(entry: LedgerEntry): boolean {
 export function isExpiry(entry: LedgerEntry): boolean {
   const reason = entry.metadata?.reason;
   return entry.type === "debit" && typeof reason === "string" && EXPIRY_REASONS.has(reason);
+}
+
+/** Whether `entry` is a half of a transfer (docs/api.md#transfers), which cannot be reversed. */
+export function isTransfer(entry: LedgerEntry): boolean {
+  return typeof entry.transferId === "string" && entry.transferId !== "";
 }
 
 /** Whether a decimal literal of the API is more than 0. */
@@ -63,10 +70,11 @@ export function leftToReverse(entry: LedgerEntry): string {
 
 /**
  * The amount the console's "Reverse" is prefilled with: what is left of the entry to reverse;
- * null when the console offers no "Reverse" on it (a reversal, an expiry, wholly reversed).
+ * null when the console offers no "Reverse" on it (a reversal, an expiry, a transfer's half,
+ * wholly reversed).
  */
 export function reversibleAmount(entry: LedgerEntry): string | null {
-  if (isReversal(entry) || isExpiry(entry)) return null;
+  if (isReversal(entry) || isExpiry(entry) || isTransfer(entry)) return null;
   const left = leftToReverse(entry);
   return isPositive(left) ? left : null;
 }

@@ -19,6 +19,12 @@ export interface Account {
   balance: Num;
   lowBalanceThreshold: Num | null;
   createdAt: string;
+  /** The account above it (docs/api.md#pools-and-members); null for a root. */
+  parentId: string | null;
+  /** `own`: it pays its debits; `parent`: its pool does, and it holds no credits of its own. */
+  funding: "own" | "parent";
+  /** Its pool: the nearest account at or above it that funds itself (its own id when it does). */
+  fundedBy: string;
 }
 
 /** One spend limit's current window (`GET /v1/accounts/limits`). */
@@ -53,6 +59,8 @@ export interface Balance {
   balance: Num;
   reserved: Num;
   available: Num;
+  /** The pool whose figures these are: the account's own id when it funds itself. */
+  fundedBy: string;
 }
 
 export interface Grant {
@@ -88,6 +96,24 @@ export interface Transaction {
   reversalOf?: string | null;
   /** What this transaction's reversals add up to so far (0 when none). */
   amountReversed?: Num;
+  /** A pool's entry for a member below it: the member (docs/api.md#pools-and-members); else null. */
+  onBehalfOf?: string | null;
+  /** Either half of a transfer: the transfer's id (docs/api.md#transfers); else null. */
+  transferId?: string | null;
+}
+
+/** The answer of `POST /v1/accounts/transfer` (docs/api.md#transfers). */
+export interface TransferAnswer {
+  success: true;
+  transferId: string;
+  /** The debit on the source. */
+  debit: Transaction;
+  /** The credit (a grant) on the destination. */
+  credit: Transaction;
+  /** The source's balance after it. */
+  fromBalance: Num;
+  /** The destination's balance after it. */
+  toBalance: Num;
 }
 
 /** The answer of `POST /v1/transactions/reverse` (docs/api.md#reversals). */

@@ -46,6 +46,7 @@ import {
   usageRecord,
 } from "./lib/bench-kit.ts";
 import { limitedDeduct, seedLimited } from "./lib/bench-limits.ts";
+import { memberDeduct, seedMembers } from "./lib/bench-members.ts";
 import { reversal, reversalPool, seedForWarmup, topUp } from "./lib/bench-reversal.ts";
 import { spawnHranaServer } from "./lib/hrana/process.ts";
 import { dropDatabase } from "./lib/pg-admin.ts";
@@ -54,7 +55,8 @@ import { runPgbench } from "./lib/pgbench.ts";
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = 2;
 /**
- * BENCH_SCENARIOS (comma-separated: limits, usage-deduct, batch, usage-record, reversal) keeps
+ * BENCH_SCENARIOS (comma-separated: limits, member-deduct, usage-deduct, batch, usage-record,
+ * reversal) keeps
  * only those of the optional scenarios; deduct, reserve+confirm, balance read and transactions
  * page always run. Unset: all of them. Comparing with an older build means running the scenarios
  * it had, in the same order, on a database seeded the same way
@@ -344,6 +346,10 @@ async function main(): Promise<void> {
       process.stdout.write("seeding limited accounts (100,000 earlier debits)...\n");
       await seedLimited(baseOf(services[0] as { port: number }), apiKey);
     }
+    if (wanted("member-deduct")) {
+      process.stdout.write("seeding 100 pools of 10 members...\n");
+      await seedMembers(baseOf(services[0] as { port: number }), apiKey);
+    }
     const ceilingRow = await scenario(
       `ceiling (bare Hono JSON POST)`,
       `http://127.0.0.1:${ceiling.port}`,
@@ -369,6 +375,12 @@ async function main(): Promise<void> {
         const limitedRow = await scenario(label("deduct, 3 limits"), urls, limitedDeduct);
         rows.push(limitedRow);
         ratio(limitedRow, "deduct, 3 limits");
+      }
+      if (wanted("member-deduct")) {
+        // Members of shared pools, a limit at each level (scripts/lib/bench-members.ts).
+        const memberRow = await scenario(label("member deduct, 2 levels"), urls, memberDeduct);
+        rows.push(memberRow);
+        ratio(memberRow, "member deduct, 2 levels");
       }
       if (wanted("usage-deduct")) {
         const charged = await scenario(label("usage+deduct"), urls, usageDeduct);

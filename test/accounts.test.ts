@@ -245,6 +245,7 @@ describe("accounts", () => {
         balance: 100,
         reserved: 30,
         available: 70,
+        fundedBy: id,
       };
       const queries: Record<string, string>[] = [
         { accountId: id },
@@ -268,6 +269,7 @@ describe("accounts", () => {
         balance: 0,
         reserved: 0,
         available: 0,
+        fundedBy: id,
       });
     });
 

@@ -520,6 +520,7 @@ describe("batches", () => {
       "/v1/reservations/confirm": "#/components/schemas/ConfirmReservationRequest",
       "/v1/reservations/cancel": "#/components/schemas/CancelReservationRequest",
       "/v1/usage/record": "#/components/schemas/RecordUsageRequest",
+      "/v1/accounts/transfer": "#/components/schemas/TransferRequest",
     });
 
     await fundedAccount(t, "typed", 3);

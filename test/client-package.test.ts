@@ -285,6 +285,7 @@ describe.skipIf(process.env.LEDGER_TEST_ENGINE === "postgres")("the npm package"
         balance: 17.94,
         reserved: 0,
         available: 17.94,
+        fundedBy: expect.stringMatching(/^acc_/),
       },
     });
   }, 60_000);

@@ -117,6 +117,7 @@ function expectTour(result: Awaited<ReturnType<typeof tour>>, externalId: string
     balance: 17.94,
     reserved: 0,
     available: 17.94,
+    fundedBy: created.account.id,
   });
 }
 

@@ -240,7 +240,7 @@ describe("exports", () => {
     );
     expect(
       res.text.startsWith(
-        "id,createdAt,accountId,externalId,type,amount,balanceAfter,description,reservationId,metadata,reversalOf,amountReversed\r\n",
+        "id,createdAt,accountId,externalId,type,amount,balanceAfter,description,reservationId,metadata,reversalOf,amountReversed,onBehalfOf,transferId\r\n",
       ),
     ).toBe(true);
     // Every line end is CRLF outside quotes: the parser refuses anything else.

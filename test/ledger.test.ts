@@ -138,6 +138,7 @@ describe("ledger", () => {
         balance: 100,
         reserved: 60,
         available: 40,
+        fundedBy: acc,
       });
       expect((await deduct(40)).balance).toBe(60);
     });

@@ -65,6 +65,8 @@ const SPEC_ROUTES: [method: "get" | "post", path: string][] = [
   ["get", "/v1/accounts/check"],
   // Reversals (docs/api.md#reversals).
   ["post", "/v1/transactions/reverse"],
+  // Transfers (docs/api.md#transfers).
+  ["post", "/v1/accounts/transfer"],
 ];
 
 /** The export routes (docs/api.md#exports): a file instead of a JSON body. */

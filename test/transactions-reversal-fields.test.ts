@@ -266,7 +266,7 @@ describe("reversal fields of listed transactions", () => {
     const csv = await exported({ accountId: account });
     expect(csv.split("\r\n")[0]).toBe(
       "id,createdAt,accountId,externalId,type,amount,balanceAfter,description,reservationId," +
-        "metadata,reversalOf,amountReversed",
+        "metadata,reversalOf,amountReversed,onBehalfOf,transferId",
     );
     const rows = csvObjects(csv);
     expect(rows.map((r) => [r.id, r.reversalOf, r.amountReversed])).toEqual([

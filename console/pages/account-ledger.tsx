@@ -9,6 +9,10 @@
  *   open the entry's thread (`#/accounts/<id>/transactions/<transactionId>`), the entry and its
  *   reversals (`reversalOf=<transactionId>`), paged.
  *
+ * A pool's entry booked for a member below it names the member (`onBehalfOf`, a link to its
+ * page), and each half of a transfer is marked with the transfer's id (`transferId`; a transfer
+ * cannot be reversed): each in a column of its own while the rows shown have one.
+ *
  * The list has no filter by id: an entry not on the pages already read is looked for in the
  * account's ledger, newest first up to its first reversal's day, 500 entries a request, at most
  * 10,000 entries.
@@ -18,6 +22,7 @@ import { call } from "../api.ts";
 import { Amount, type Column, DataTable, Pager, Status, useLoad, When } from "../components.tsx";
 import { isReversal, reversibleAmount } from "../reversals.ts";
 import type { Pagination, ReverseAnswer, Transaction } from "../types.ts";
+import { partyColumns } from "./ledger-parties.tsx";
 import { ReversePanel } from "./reverse-action.tsx";
 
 const PAGE = 20;
@@ -206,6 +211,7 @@ export function LedgerSection({
     },
     { label: "Balance after", end: true, cell: (t) => <Amount value={t.balanceAfter} /> },
     { label: "Description", cell: (t) => t.description },
+    ...partyColumns(rows),
     {
       label: "Reversals",
       cell: (t) => <ReversalLinks entry={t} accountId={accountId} rows={rows} thread={thread} />,

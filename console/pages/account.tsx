@@ -1,8 +1,9 @@
 /**
- * One account: its balances, the add and deduct actions, its spend limits' current windows, its
- * plan assignment, its usage of the last 30 days, its grants, its pending reservations, its
- * ledger (with its reversals, and one entry's thread at `#/accounts/<id>/transactions/<id>`),
- * and its exports as downloads.
+ * One account: its parent, its children and its pool (account-tree.tsx), its balances (a
+ * member's are its pool's), the add, deduct and transfer actions, its spend limits' current
+ * windows, its plan assignment, its usage of the last 30 days, its grants, its pending
+ * reservations, its ledger (with its reversals and transfers, and one entry's thread at
+ * `#/accounts/<id>/transactions/<id>`), and its exports as downloads.
  * Every number comes from the `/v1` API.
  */
 import { useState } from "hono/jsx/dom";
@@ -21,9 +22,12 @@ import type { Account, Balance, Grant, Pagination, Reservation } from "../types.
 import { ExportsSection } from "./account-exports.tsx";
 import { LedgerSection } from "./account-ledger.tsx";
 import { LimitsSection } from "./account-limits.tsx";
+import { AccountLink, rememberAccount } from "./account-links.tsx";
 import { PlanSection } from "./account-plan.tsx";
+import { TreeSection } from "./account-tree.tsx";
 import { UsageSection } from "./account-usage.tsx";
 import { CreditActions } from "./credit-actions.tsx";
+import { TransferAction } from "./transfer-action.tsx";
 
 const PAGE = 20;
 
@@ -58,6 +62,11 @@ function Balances({ accountId, version }: { accountId: string; version: number }
             </dd>
           </div>
         </dl>
+      )}
+      {b && b.fundedBy !== accountId && (
+        <p class="muted">
+          The figures of its pool, <AccountLink id={b.fundedBy} />.
+        </p>
       )}
     </section>
   );
@@ -156,10 +165,11 @@ export function AccountPage({
 }) {
   // Moves on after each credit action, so that every section reads the account again.
   const [version, setVersion] = useState(0);
-  const loaded = useLoad(
-    () => call<Account>("GET", "v1/accounts/get", { query: { accountId } }),
-    [accountId],
-  );
+  const loaded = useLoad(async () => {
+    const account = await call<Account>("GET", "v1/accounts/get", { query: { accountId } });
+    rememberAccount(account);
+    return account;
+  }, [accountId]);
   const account = loaded.data;
   return (
     <main>
@@ -192,6 +202,7 @@ export function AccountPage({
               </dd>
             </div>
           </dl>
+          <TreeSection account={account} />
           <div class="columns">
             <Balances accountId={account.id} version={version} />
             <CreditActions
@@ -199,6 +210,7 @@ export function AccountPage({
               externalId={account.externalId}
               onDone={() => setVersion((v) => v + 1)}
             />
+            <TransferAction account={account} onDone={() => setVersion((v) => v + 1)} />
           </div>
           <LimitsSection accountId={account.id} version={version} />
           <PlanSection accountId={account.id} version={version} />

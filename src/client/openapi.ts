@@ -373,9 +373,29 @@ export interface paths {
         put?: never;
         /**
          * Reverse a transaction (refund, correction)
-         * @description Books a reversal of a transaction: a new transaction of the opposite type whose `reversalOf` is the original, which is never changed. `amount` defaults to what is still reversible. A debit's reversal gives the credits back to the grants it drew from (last drawn first, keeping their priority and expiry; a part whose grant has expired is expired again at once) and stops counting as spending in the original's window; a credit's reversal takes the credits back from its grant, at most its `remaining` and the account's `available`. Expiries and reversals are not reversible.
+         * @description Books a reversal of a transaction: a new transaction of the opposite type whose `reversalOf` is the original, which is never changed. `amount` defaults to what is still reversible. A debit's reversal gives the credits back to the grants it drew from (last drawn first, keeping their priority and expiry; a part whose grant has expired is expired again at once) and stops counting as spending in the original's window; a credit's reversal takes the credits back from its grant, at most its `remaining` and the account's `available`. Expiries, transfers and reversals are not reversible.
          */
         post: operations["reverseTransaction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/transfer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move credits from one account to another
+         * @description Moves `amount` credits between two accounts of the project that fund themselves, in one transaction: a debit on the source (drawn as any debit; needs `amount ≤ available`, else 402) and a credit on the destination, a grant of `priority` (default 50) expiring at `expiresAt` (default: the earliest expiry of the grants the debit drew from). Both halves carry `transferId`. A transfer is not spending: no spend limit refuses it or counts it, and it cannot be reversed.
+         */
+        post: operations["transferCredits"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1072,6 +1092,11 @@ export interface components {
              * @example txn_01M7YK6RWFSRRMMFG64WVR65TZ
              */
             transactionId: string | null;
+            /**
+             * @description When a member's write crossed its pool's threshold: the member (docs/api.md#pools-and-members)
+             * @example acc_01J9ZB4M2N6P8Q0R2S4T6V8W0X
+             */
+            onBehalfOf?: string;
         };
         ReservationExpiredEvent: {
             /**
@@ -1239,7 +1264,7 @@ export interface components {
              * @example day
              * @enum {string}
              */
-            period: "hour" | "day" | "week" | "month";
+            period: "hour" | "day" | "week" | "month" | "total";
             /**
              * @description The limit, credits
              * @example 80
@@ -1249,13 +1274,16 @@ export interface components {
             timeZone: string;
             /** @example true */
             soft: boolean;
-            /** @example 2026-11-20T23:00:00.000Z */
-            windowStart: string;
             /**
-             * @description The window's end
+             * @description The window's start (null for a `total` limit)
+             * @example 2026-11-20T23:00:00.000Z
+             */
+            windowStart: string | null;
+            /**
+             * @description The window's end (null for a `total` limit)
              * @example 2026-11-21T23:00:00.000Z
              */
-            resetsAt: string;
+            resetsAt: string | null;
             /**
              * @description Spent in the window after the write
              * @example 78
@@ -1276,6 +1304,11 @@ export interface components {
              * @example null
              */
             reservationId: string | null;
+            /**
+             * @description When a member's write reached the limit of an account above it: the member (docs/api.md#pools-and-members)
+             * @example acc_01J9ZB4M2N6P8Q0R2S4T6V8W0X
+             */
+            onBehalfOf?: string;
         };
         TransactionReversedEvent: {
             /**
@@ -1461,7 +1494,10 @@ export interface components {
          *         }
          *       ],
          *       "createdAt": "2026-11-21T08:19:11.331Z",
-         *       "updatedAt": "2026-11-21T08:23:10.250Z"
+         *       "updatedAt": "2026-11-21T08:23:10.250Z",
+         *       "parentId": null,
+         *       "funding": "own",
+         *       "fundedBy": "acc_01M7YK07B38628KR5DHES0CNDB"
          *     }
          */
         Account: {
@@ -1502,13 +1538,29 @@ export interface components {
             createdAt: string;
             /** @example 2026-11-21T08:23:10.250Z */
             updatedAt: string;
+            /**
+             * @description The account above it (docs/api.md#pools-and-members); null for a root
+             * @example null
+             */
+            parentId: string | null;
+            /**
+             * @description `own`: the account pays its debits; `parent`: its pool (the nearest account above it that funds itself) pays them, and it holds no credits of its own
+             * @example own
+             * @enum {string}
+             */
+            funding: "own" | "parent";
+            /**
+             * @description The pool whose credits pay its debits: its own id when it funds itself
+             * @example acc_01M7YK07B38628KR5DHES0CNDB
+             */
+            fundedBy: string;
         };
         SpendLimit: {
             /**
              * @example day
              * @enum {string}
              */
-            period: "hour" | "day" | "week" | "month";
+            period: "hour" | "day" | "week" | "month" | "total";
             /**
              * @description Credits
              * @example 50
@@ -1554,13 +1606,24 @@ export interface components {
             lowBalanceThreshold?: Amount | null;
             /** @description Up to 10 limits, replacing the account's whole list; [] or null removes them */
             spendLimits?: components["schemas"]["SpendLimitInput"][] | null;
+            /**
+             * @description The account above it: internal id or externalId (docs/api.md#pools-and-members)
+             * @example acme-corp
+             */
+            parentId?: string;
+            /**
+             * @description Default: `parent` with a `parentId`, else `own`
+             * @example own
+             * @enum {string}
+             */
+            funding?: "own" | "parent";
         };
         SpendLimitInput: {
             /**
              * @example day
              * @enum {string}
              */
-            period: "hour" | "day" | "week" | "month";
+            period: "hour" | "day" | "week" | "month" | "total";
             /**
              * @description Credits > 0, at most 6 decimals
              * @example 50
@@ -1608,6 +1671,17 @@ export interface components {
             lowBalanceThreshold?: Amount | null;
             /** @description Up to 10 limits, replacing the account's whole list; [] or null removes them */
             spendLimits?: components["schemas"]["SpendLimitInput"][] | null;
+            /**
+             * @description Moves the account (with everything below it) under another; null: a root
+             * @example acme-corp
+             */
+            parentId?: string | null;
+            /**
+             * @description `own`: the account pays its debits; `parent`: its pool (the nearest account above it that funds itself) pays them, and it holds no credits of its own
+             * @example own
+             * @enum {string}
+             */
+            funding?: "own" | "parent";
         };
         /**
          * @example {
@@ -1615,7 +1689,8 @@ export interface components {
          *       "externalId": "customer-42",
          *       "balance": 22.79,
          *       "reserved": 4.8,
-         *       "available": 17.99
+         *       "available": 17.99,
+         *       "fundedBy": "acc_01M7YK07B38628KR5DHES0CNDB"
          *     }
          */
         Balance: {
@@ -1638,13 +1713,18 @@ export interface components {
              * @example 17.99
              */
             available: Amount;
+            /**
+             * @description The pool whose figures these are: the account's own id when it funds itself (docs/api.md#pools-and-members)
+             * @example acc_01M7YK07B38628KR5DHES0CNDB
+             */
+            fundedBy: string;
         };
         SpendLimitWindow: {
             /**
              * @example day
              * @enum {string}
              */
-            period: "hour" | "day" | "week" | "month";
+            period: "hour" | "day" | "week" | "month" | "total";
             /**
              * @description The limit, credits
              * @example 50
@@ -1654,13 +1734,16 @@ export interface components {
             timeZone: string;
             /** @example false */
             soft: boolean;
-            /** @example 2026-11-20T23:00:00.000Z */
-            windowStart: string;
             /**
-             * @description The window's end
+             * @description The window's start (null for a `total` limit)
+             * @example 2026-11-20T23:00:00.000Z
+             */
+            windowStart: string | null;
+            /**
+             * @description The window's end (null for a `total` limit)
              * @example 2026-11-21T23:00:00.000Z
              */
-            resetsAt: string;
+            resetsAt: string | null;
             /**
              * @description Spending debits booked in the window
              * @example 12.5
@@ -1676,6 +1759,13 @@ export interface components {
              * @example 35.5
              */
             remaining: Amount;
+        };
+        SpendLimitAncestor: {
+            /** @example acc_01M7YKB3F8Q2W6E4R0T9Y1U3I8 */
+            accountId: string;
+            /** @example acme-corp */
+            externalId: string;
+            limits: components["schemas"]["SpendLimitWindow"][];
         };
         /**
          * @example {
@@ -1810,6 +1900,8 @@ export interface components {
          *       "createdAt": "2026-11-21T08:20:09.540Z",
          *       "reversalOf": null,
          *       "amountReversed": 0,
+         *       "onBehalfOf": null,
+         *       "transferId": null,
          *       "reservation": {
          *         "id": "res_01M7YK1TWPMQE9XDS9P7Y34YY7",
          *         "accountId": "acc_01M7YK07B38628KR5DHES0CNDB",
@@ -1877,6 +1969,16 @@ export interface components {
              * @example 0
              */
             amountReversed: Amount;
+            /**
+             * @description A debit booked on a pool for a member below it (or its reversal): the member (docs/api.md#pools-and-members); else null
+             * @example null
+             */
+            onBehalfOf: string | null;
+            /**
+             * @description Either half of a transfer: the transfer's id (docs/api.md#transfers); else null
+             * @example null
+             */
+            transferId: string | null;
             /**
              * @description With include=reservation: the reservation this entry settled, or null
              * @example {
@@ -2036,7 +2138,9 @@ export interface components {
          *         },
          *         "createdAt": "2026-11-21T08:20:09.540Z",
          *         "reversalOf": "txn_01M7YK6RWFSRRMMFG64WVR65TZ",
-         *         "amountReversed": 0
+         *         "amountReversed": 0,
+         *         "onBehalfOf": null,
+         *         "transferId": null
          *       },
          *       "reversedTransactionId": "txn_01M7YK6RWFSRRMMFG64WVR65TZ",
          *       "amountReversed": 2.5,
@@ -2084,6 +2188,16 @@ export interface components {
                  * @example 0
                  */
                 amountReversed: Amount;
+                /**
+                 * @description A debit booked on a pool for a member below it (or its reversal): the member (docs/api.md#pools-and-members); else null
+                 * @example null
+                 */
+                onBehalfOf: string | null;
+                /**
+                 * @description Either half of a transfer: the transfer's id (docs/api.md#transfers); else null
+                 * @example null
+                 */
+                transferId: string | null;
             };
             /** @example txn_01M7YK6RWFSRRMMFG64WVR65TZ */
             reversedTransactionId: string;
@@ -2125,6 +2239,199 @@ export interface components {
             /**
              * @example {
              *       "ticket": "SUP-1234"
+             *     }
+             */
+            metadata?: {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * @example {
+         *       "success": true,
+         *       "transferId": "trf_01M7YKB3F8Q2W6E4R0T9Y1U3I7",
+         *       "debit": {
+         *         "id": "txn_01M7YKB3F8Q2W6E4R0T9Y1U3I5",
+         *         "accountId": "acc_01M7YK07B38628KR5DHES0CNDB",
+         *         "type": "debit",
+         *         "amount": 50,
+         *         "description": "Budget for the EU team",
+         *         "balanceAfter": 150,
+         *         "metadata": {},
+         *         "createdAt": "2026-11-21T08:20:09.540Z",
+         *         "reversalOf": null,
+         *         "amountReversed": 0,
+         *         "onBehalfOf": null,
+         *         "transferId": "trf_01M7YKB3F8Q2W6E4R0T9Y1U3I7"
+         *       },
+         *       "credit": {
+         *         "id": "txn_01M7YKB3F8Q2W6E4R0T9Y1U3I6",
+         *         "accountId": "acc_01M7YKB3F8Q2W6E4R0T9Y1U3I8",
+         *         "type": "credit",
+         *         "amount": 50,
+         *         "description": "Budget for the EU team",
+         *         "balanceAfter": 50,
+         *         "metadata": {},
+         *         "createdAt": "2026-11-21T08:20:09.540Z",
+         *         "reversalOf": null,
+         *         "amountReversed": 0,
+         *         "onBehalfOf": null,
+         *         "transferId": "trf_01M7YKB3F8Q2W6E4R0T9Y1U3I7"
+         *       },
+         *       "fromBalance": 150,
+         *       "toBalance": 50
+         *     }
+         */
+        TransferResponse: {
+            /** @enum {boolean} */
+            success: true;
+            /** @example trf_01M7YKB3F8Q2W6E4R0T9Y1U3I7 */
+            transferId: string;
+            /** @description The debit on the source */
+            debit: {
+                /** @example txn_01M7YK2064JJQ7EFFNV4KHAQMR */
+                id: string;
+                /** @example acc_01M7YK07B38628KR5DHES0CNDB */
+                accountId: string;
+                /** @enum {string} */
+                type: "credit" | "debit";
+                /** @example 6.96 */
+                amount: Amount;
+                /** @example Reservation res_01M7YK1TWPMQE9XDS9P7Y34YY7 confirmed */
+                description: string;
+                /** @example 18.54 */
+                balanceAfter: Amount;
+                /**
+                 * @example {
+                 *       "operation": "chat.completion",
+                 *       "model": "claude-sonnet-4-5",
+                 *       "reservationId": "res_01M7YK1TWPMQE9XDS9P7Y34YY7",
+                 *       "reservedAmount": 9.6
+                 *     }
+                 */
+                metadata: {
+                    [key: string]: unknown;
+                };
+                /** @example 2026-11-21T08:20:09.540Z */
+                createdAt: string;
+                /**
+                 * @description A reversal: the transaction it reverses (docs/api.md#reversals); else null
+                 * @example null
+                 */
+                reversalOf: string | null;
+                /**
+                 * @description What this transaction's reversals add up to so far (0 when none)
+                 * @example 0
+                 */
+                amountReversed: Amount;
+                /**
+                 * @description A debit booked on a pool for a member below it (or its reversal): the member (docs/api.md#pools-and-members); else null
+                 * @example null
+                 */
+                onBehalfOf: string | null;
+                /**
+                 * @description Either half of a transfer: the transfer's id (docs/api.md#transfers); else null
+                 * @example null
+                 */
+                transferId: string | null;
+            };
+            /** @description The credit (a grant) on the destination */
+            credit: {
+                /** @example txn_01M7YK2064JJQ7EFFNV4KHAQMR */
+                id: string;
+                /** @example acc_01M7YK07B38628KR5DHES0CNDB */
+                accountId: string;
+                /** @enum {string} */
+                type: "credit" | "debit";
+                /** @example 6.96 */
+                amount: Amount;
+                /** @example Reservation res_01M7YK1TWPMQE9XDS9P7Y34YY7 confirmed */
+                description: string;
+                /** @example 18.54 */
+                balanceAfter: Amount;
+                /**
+                 * @example {
+                 *       "operation": "chat.completion",
+                 *       "model": "claude-sonnet-4-5",
+                 *       "reservationId": "res_01M7YK1TWPMQE9XDS9P7Y34YY7",
+                 *       "reservedAmount": 9.6
+                 *     }
+                 */
+                metadata: {
+                    [key: string]: unknown;
+                };
+                /** @example 2026-11-21T08:20:09.540Z */
+                createdAt: string;
+                /**
+                 * @description A reversal: the transaction it reverses (docs/api.md#reversals); else null
+                 * @example null
+                 */
+                reversalOf: string | null;
+                /**
+                 * @description What this transaction's reversals add up to so far (0 when none)
+                 * @example 0
+                 */
+                amountReversed: Amount;
+                /**
+                 * @description A debit booked on a pool for a member below it (or its reversal): the member (docs/api.md#pools-and-members); else null
+                 * @example null
+                 */
+                onBehalfOf: string | null;
+                /**
+                 * @description Either half of a transfer: the transfer's id (docs/api.md#transfers); else null
+                 * @example null
+                 */
+                transferId: string | null;
+            };
+            /**
+             * @description The source's balance after
+             * @example 150
+             */
+            fromBalance: Amount;
+            /**
+             * @description The destination's balance after
+             * @example 50
+             */
+            toBalance: Amount;
+        };
+        /**
+         * @example {
+         *       "fromAccountId": "acme-corp",
+         *       "toAccountId": "acme-eu",
+         *       "amount": 50,
+         *       "description": "Budget for the EU team"
+         *     }
+         */
+        TransferRequest: {
+            /**
+             * @description The source: internal id or externalId
+             * @example acme-corp
+             */
+            fromAccountId: string;
+            /**
+             * @description The destination: internal id or externalId
+             * @example acme-eu
+             */
+            toAccountId: string;
+            /**
+             * @description Credits, at most 6 decimals (read as micro-credits)
+             * @example 50
+             */
+            amount: Amount;
+            /**
+             * @description 0-100, lower is spent first (default 50)
+             * @example 50
+             */
+            priority?: number;
+            /**
+             * @description When what is left of the credit expires (default: the earliest expiry of the grants the debit drew from, none when none expires)
+             * @example 2027-12-31T23:59:59Z
+             */
+            expiresAt?: string;
+            /** @example Budget for the EU team */
+            description?: string;
+            /**
+             * @example {
+             *       "ticket": "FIN-88"
              *     }
              */
             metadata?: {
@@ -2930,6 +3237,15 @@ export interface components {
                  * @example import-2026-11-21-0001
                  */
                 idempotencyKey?: string;
+            } | {
+                /** @enum {string} */
+                path: "/v1/accounts/transfer";
+                body: components["schemas"]["TransferRequest"];
+                /**
+                 * @description The operation's Idempotency-Key (same key space as the header of single requests)
+                 * @example import-2026-11-21-0001
+                 */
+                idempotencyKey?: string;
             })[];
         };
     };
@@ -3167,7 +3483,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict with the current state: `DUPLICATE_EXTERNAL_ID`, `IDEMPOTENCY_KEY_REUSED` */
+            /** @description Unknown id, or one of another project: `ACCOUNT_NOT_FOUND` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state: `DUPLICATE_EXTERNAL_ID`, `FUNDED_BY_PARENT`, `IDEMPOTENCY_KEY_REUSED` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3249,7 +3574,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict with the current state: `IDEMPOTENCY_KEY_REUSED` */
+            /** @description Conflict with the current state: `ACCOUNT_BUSY`, `FUNDED_BY_PARENT`, `IDEMPOTENCY_KEY_REUSED` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3283,6 +3608,8 @@ export interface operations {
             query?: {
                 /** @description Only accounts whose externalId or name contains this text (ASCII letters in any case) */
                 search?: string;
+                /** @description Only the children of this account (internal id or externalId) */
+                parentId?: string;
                 /** @description 1-500, default 50 */
                 limit?: number;
                 /** @description default 0 */
@@ -3522,7 +3849,7 @@ export interface operations {
                         /** @example customer-42 */
                         externalId: string;
                         /**
-                         * @description balance − reserved
+                         * @description balance − reserved (of its pool, for an account funded by its parent)
                          * @example 17.99
                          */
                         available: Amount;
@@ -3532,6 +3859,8 @@ export interface operations {
                          */
                         spendable: Amount;
                         limits: components["schemas"]["SpendLimitWindow"][];
+                        /** @description Every account above it up to the root, nearest first, with its limits (each counting its whole subtree); [] for a root */
+                        ancestors: components["schemas"]["SpendLimitAncestor"][];
                     };
                 };
             };
@@ -3627,6 +3956,8 @@ export interface operations {
                          */
                         spendable: Amount;
                         limits: components["schemas"]["SpendLimitWindow"][];
+                        /** @description Every account above it up to the root, nearest first, with its limits (each counting its whole subtree); [] for a root */
+                        ancestors: components["schemas"]["SpendLimitAncestor"][];
                     };
                 };
             };
@@ -3736,7 +4067,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict with the current state: `BALANCE_LIMIT_EXCEEDED`, `IDEMPOTENCY_KEY_REUSED` */
+            /** @description Conflict with the current state: `BALANCE_LIMIT_EXCEEDED`, `FUNDED_BY_PARENT`, `IDEMPOTENCY_KEY_REUSED` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3967,6 +4298,8 @@ export interface operations {
                 endDate?: string;
                 /** @description Only the reversals of this transaction (its id; docs/api.md#reversals) */
                 reversalOf?: string;
+                /** @description Only the rows booked on behalf of this member (internal id or externalId; docs/api.md#pools-and-members), not of the accounts below it */
+                onBehalfOf?: string;
                 /** @description 1-500, default 50 */
                 limit?: number;
                 /** @description default 0 */
@@ -4066,6 +4399,8 @@ export interface operations {
                 endDate?: string;
                 /** @description Only the reversals of this transaction (its id; docs/api.md#reversals) */
                 reversalOf?: string;
+                /** @description Only the rows booked on behalf of this member (internal id or externalId; docs/api.md#pools-and-members), not of the accounts below it */
+                onBehalfOf?: string;
                 /** @description `csv` (default) or `ndjson` */
                 format?: "csv" | "ndjson";
             };
@@ -4209,7 +4544,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict with the current state: `BALANCE_LIMIT_EXCEEDED`, `IDEMPOTENCY_KEY_REUSED` */
+            /** @description Conflict with the current state: `BALANCE_LIMIT_EXCEEDED`, `FUNDED_BY_PARENT`, `IDEMPOTENCY_KEY_REUSED` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4288,6 +4623,93 @@ export interface operations {
                 };
             };
             /** @description Conflict with the current state: `NOT_REVERSIBLE`, `REVERSAL_EXCEEDS_ORIGINAL`, `REVERSAL_EXCEEDS_REMAINING`, `BALANCE_LIMIT_EXCEEDED`, `IDEMPOTENCY_KEY_REUSED` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure: `INTERNAL_ERROR` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable; safe to retry with the same Idempotency-Key: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    transferCredits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TransferRequest"];
+            };
+        };
+        responses: {
+            /** @description Move credits from one account to another */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TransferResponse"];
+                };
+            };
+            /** @description Invalid input: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key: `UNAUTHORIZED` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not enough available credits: `INSUFFICIENT_CREDITS` */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or one of another project: `ACCOUNT_NOT_FOUND` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state: `FUNDED_BY_PARENT`, `BALANCE_LIMIT_EXCEEDED`, `IDEMPOTENCY_KEY_REUSED` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4739,7 +5161,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict with the current state: `PLAN_INACTIVE`, `BALANCE_LIMIT_EXCEEDED`, `IDEMPOTENCY_KEY_REUSED` */
+            /** @description Conflict with the current state: `PLAN_INACTIVE`, `BALANCE_LIMIT_EXCEEDED`, `FUNDED_BY_PARENT`, `IDEMPOTENCY_KEY_REUSED` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6480,7 +6902,7 @@ export interface operations {
                                  * @example 18.54
                                  */
                                 balance?: Amount;
-                            } | {
+                            } | components["schemas"]["TransferResponse"] | {
                                 /** @enum {boolean} */
                                 success: false;
                                 error: {

@@ -3,12 +3,12 @@
  * account's parent is an account of its project, at most 4 levels under a root and never its own
  * ancestor; a root funds itself; `tree_links` counts its parent and children; an account funded
  * by its parent has a zero balance and no grant with anything left; every `onBehalfOf` names an
- * account of the same project below the account that booked it; every `spend_levels` row names
- * a spending debit's amount and an account above its spender. What a pool's credits back
- * (`reserved`) is checked by the caller with `reservedBacked`.
+ * account of the same project; every `spend_levels` row has its debit's amount and time and
+ * names an account of its project. What a pool's credits back (`reserved`) is checked by the
+ * caller with `reservedBacked`, which reads each tree's holds once.
  */
 import type { Kysely } from "kysely";
-import { fundedHeld, heldTree, MAX_LEVELS, rootIdOf } from "../accounts/tree.ts";
+import { fundedHeld, type HeldTree, heldTree, MAX_LEVELS, rootIdOf } from "../accounts/tree.ts";
 import type { DB } from "../db/schema.ts";
 
 /** The tree checks. @returns the problems found (empty when all hold) */
@@ -108,8 +108,14 @@ export async function reservedBacked(
   account: { id: string; parent_id: string | null; funding: "own" | "parent"; tree_links: number },
   nowMs: number,
   ownHeld: () => Promise<number>,
+  trees: Map<string, HeldTree>,
 ): Promise<number> {
   if (Number(account.tree_links) === 0) return ownHeld();
-  const tree = await heldTree(db, await rootIdOf(db, account), nowMs);
+  const rootId = await rootIdOf(db, account);
+  let tree = trees.get(rootId);
+  if (tree === undefined) {
+    tree = await heldTree(db, rootId, nowMs);
+    trees.set(rootId, tree);
+  }
   return fundedHeld(tree, account.id);
 }

@@ -28,6 +28,7 @@
  */
 import type { Kysely } from "kysely";
 import { reservedMicros } from "../accounts/lookup.ts";
+import type { HeldTree } from "../accounts/tree.ts";
 import type { DB } from "../db/schema.ts";
 import { inReadSnapshot } from "../db/snapshot.ts";
 import { counterProblems } from "../limits/counters.ts";
@@ -118,6 +119,8 @@ async function checkLedger(db: Kysely<DB>, nowMs: number): Promise<VerifyReport>
     .groupBy(["accounts.id", "accounts.parent_id", "accounts.funding", "accounts.tree_links"])
     .execute();
   const balances = new Map<string, number>();
+  // Each tree's holds, read once (verify-tree.ts `reservedBacked`).
+  const trees = new Map<string, HeldTree>();
   for (const a of accounts) {
     balances.set(a.id, a.balance);
     if (Number(a.net) !== a.balance) {
@@ -128,7 +131,8 @@ async function checkLedger(db: Kysely<DB>, nowMs: number): Promise<VerifyReport>
     if (a.balance < 0 || a.balance > MAX_BALANCE_MICROS) {
       problems.push(`account ${a.id}: balance ${fromMicros(a.balance)} out of range`);
     }
-    const reserved = await reservedBacked(db, a, nowMs, () => reservedMicros(db, a.id, nowMs));
+    const own = () => reservedMicros(db, a.id, nowMs);
+    const reserved = await reservedBacked(db, a, nowMs, own, trees);
     if (reserved > a.balance) {
       problems.push(
         `account ${a.id}: reserved ${fromMicros(reserved)} > balance ${fromMicros(a.balance)}`,

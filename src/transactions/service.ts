@@ -71,16 +71,12 @@ export async function transactionFilterOf(
 
 /** The project's transactions that `f` selects (the list's and the export's). */
 export function filteredTransactions(db: Kysely<DB>, projectId: string, f: TransactionFilter) {
+  const selected =
+    f.reversalOf === undefined
+      ? ofProjectOrAccount(db.selectFrom("transactions"), projectId, f.accountId)
+      : reversalsOf(db, projectId, f.accountId, f.reversalOf);
   const all =
-    f.reversalOf !== undefined
-      ? reversalsOf(db, projectId, f.accountId, f.reversalOf)
-      : f.onBehalfOf !== undefined
-        ? ofProjectOrAccount(db.selectFrom("transactions"), projectId, f.accountId).where(
-            "on_behalf_of",
-            "=",
-            f.onBehalfOf,
-          )
-        : ofProjectOrAccount(db.selectFrom("transactions"), projectId, f.accountId);
+    f.onBehalfOf === undefined ? selected : selected.where("on_behalf_of", "=", f.onBehalfOf);
   const rows = f.type === undefined ? all : all.where("type", "=", f.type);
   return createdWithin(rows, f);
 }
