@@ -179,3 +179,18 @@ export function amountLiteral(text: string): LosslessNumber | null {
 export function int(n: Num | number): number {
   return typeof n === "number" ? n : Number(n.value);
 }
+
+/**
+ * What the failure of a confirmed write means: an API answer is definite (nothing was applied,
+ * and a new attempt gets a new Idempotency-Key); no answer keeps the key, so that confirming
+ * again resends the same request, which applies at most once.
+ */
+export function writeFailure(err: unknown): { definite: boolean; error: Error } {
+  if (err instanceof ApiError) return { definite: true, error: err };
+  return {
+    definite: false,
+    error: new Error(
+      "No answer from the service. Confirm again to resend the same request (same Idempotency-Key): it applies at most once.",
+    ),
+  };
+}

@@ -143,3 +143,26 @@ export function Pager({
     </nav>
   );
 }
+
+/**
+ * The confirmation of a write the operator asked for: its question (`children`, the legend),
+ * then Confirm and Cancel, both disabled while the write runs (`busy`).
+ */
+export function Confirmation(props: {
+  children: Child;
+  busy: boolean;
+  onConfirm: () => void;
+  onCancel: () => void;
+}) {
+  return (
+    <fieldset class="confirm">
+      <legend>{props.children}</legend>
+      <button type="button" class="primary" onClick={props.onConfirm} disabled={props.busy}>
+        Confirm
+      </button>
+      <button type="button" onClick={props.onCancel} disabled={props.busy}>
+        Cancel
+      </button>
+    </fieldset>
+  );
+}

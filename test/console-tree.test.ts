@@ -278,7 +278,9 @@ describe("pools, members and transfers in the console at 1280 px and 390 px", ()
         // The destination's ledger marks the credit half.
         await page.goto(`${base}/console#/accounts/${a.to}`);
         await page.getByRole("heading", { name: `to-${width}`, level: 1 }).waitFor();
-        const into = ledger.getByRole("row").filter({ hasText: transferId });
+        // The source's page, whose ledger has the debit half, may still be showing: wait for
+        // the credit half's row of the destination's.
+        const into = ledger.getByRole("row").filter({ hasText: `transfer in ${transferId}` });
         await into.waitFor();
         expect((await into.getByRole("cell").allTextContents()).slice(1, 6)).toEqual([
           "credit",

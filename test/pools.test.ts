@@ -974,6 +974,87 @@ describe("a member's debit reversed", () => {
   });
 });
 
+describe("members and transfers in a batch", () => {
+  it("books each member's deduction on its pool and a transfer, as the routes alone would", async () => {
+    const l = await ledger();
+    const pool = await l.create("pool", { spendLimits: dayCap(7) });
+    await l.add("pool", 20);
+    const a = await l.create("a", { parentId: "pool", spendLimits: dayCap(3) });
+    await l.create("b", { parentId: "pool" });
+    await l.create("other");
+    const deduct = (accountId: string, amount: number) => ({
+      path: "/v1/accounts/credits/deduct",
+      body: { accountId, amount },
+    });
+    const batch = await l.posted<{
+      committed: number;
+      results: { status: number; body: Record<string, unknown> }[];
+    }>("/v1/batch", {
+      operations: [
+        deduct("a", 2),
+        deduct("b", 4),
+        deduct("a", 2),
+        deduct("b", 1),
+        {
+          path: "/v1/accounts/transfer",
+          body: { fromAccountId: "pool", toAccountId: "other", amount: 5 },
+        },
+        deduct("b", 1),
+      ],
+    });
+    // a's cap of 3 refuses its second deduction; the pool's cap of 7 refuses b's last.
+    expect(batch.results.map((r) => r.status)).toEqual([200, 200, 402, 200, 200, 402]);
+    expect(batch.results[2]?.body).toMatchObject({
+      error: { code: "SPEND_LIMIT_EXCEEDED", details: { accountId: a.id } },
+    });
+    expect(batch.results[5]?.body).toMatchObject({
+      error: { code: "SPEND_LIMIT_EXCEEDED", details: { accountId: pool.id } },
+    });
+    expect(batch.committed).toBe(4);
+    expect((await l.balance("pool")).balance).toBe(8);
+    expect((await l.balance("other")).balance).toBe(5);
+    const rows = await l.txns({ accountId: "pool" });
+    expect(rows.map((x) => [x.type, x.amount, x.onBehalfOf])).toEqual([
+      ["credit", 20, null],
+      ["debit", 2, a.id],
+      ["debit", 4, expect.stringMatching(/^acc_/)],
+      ["debit", 1, expect.stringMatching(/^acc_/)],
+      ["debit", 5, null],
+    ]);
+  });
+});
+
+describe("a reversal after a switch to funding by the parent", () => {
+  it("is refused with 409 FUNDED_BY_PARENT, changing nothing, and goes through once switched back", async () => {
+    const l = await ledger();
+    const pool = await l.create("pool");
+    await l.add("pool", 10);
+    const team = await l.create("team", { parentId: "pool", funding: "own" });
+    await l.add("team", 4);
+    const debit = await l.deduct("team", 4);
+    expect(debit.balance).toBe(0);
+    await l.update("team", { funding: "parent" });
+    const refused = await l.post("/v1/transactions/reverse", {
+      transactionId: debit.transactionId,
+    });
+    expect(refusal(refused, 409, "FUNDED_BY_PARENT").details).toMatchObject({
+      accountId: team.id,
+      externalId: "team",
+    });
+    expect(await l.txns({ reversalOf: debit.transactionId })).toEqual([]);
+    expect((await l.account("team")).balance).toBe(0);
+    expect((await l.balance("pool")).balance).toBe(10);
+    // Switched back to funding itself, the reversal gives the credits back to its grant.
+    await l.update("team", { funding: "own" });
+    const r = await l.posted<ReverseAnswer>("/v1/transactions/reverse", {
+      transactionId: debit.transactionId,
+    });
+    expect(r).toMatchObject({ amountReversed: 4, reversible: 0, balance: 4 });
+    expect(r.transaction).toMatchObject({ accountId: team.id, onBehalfOf: null });
+    expect(pool.id).not.toBe(team.id);
+  });
+});
+
 describe("transfers", () => {
   const TRANSFER = "/v1/accounts/transfer";
 

@@ -5,8 +5,8 @@
  * a lost answer applies it at most once.
  */
 import { useRef, useState } from "hono/jsx/dom";
-import { ApiError, amountLiteral, call, type Num, newIdempotencyKey } from "../api.ts";
-import { Amount, ErrorMessage } from "../components.tsx";
+import { amountLiteral, call, type Num, newIdempotencyKey, writeFailure } from "../api.ts";
+import { Amount, Confirmation, ErrorMessage } from "../components.tsx";
 
 type Kind = "add" | "deduct";
 
@@ -78,17 +78,9 @@ export function CreditActions({
       formRef.current?.reset();
       onDone();
     } catch (err) {
-      if (err instanceof ApiError) {
-        // A definite answer: nothing was applied, and a new attempt gets a new key.
-        setPending(null);
-        setError(err);
-      } else {
-        setError(
-          new Error(
-            "No answer from the service. Confirm again to resend the same request (same Idempotency-Key): it applies at most once.",
-          ),
-        );
-      }
+      const failure = writeFailure(err);
+      if (failure.definite) setPending(null);
+      setError(failure.error);
     } finally {
       setBusy(false);
     }
@@ -124,28 +116,20 @@ export function CreditActions({
         </div>
       </form>
       {pending && (
-        <fieldset class="confirm">
-          <legend>
-            {pending.kind === "add" ? "Add" : "Deduct"}{" "}
-            <strong>
-              <Amount value={pending.amount} />
-            </strong>{" "}
-            credits {pending.kind === "add" ? "to" : "from"} <strong>{externalId}</strong>?
-          </legend>
-          <button type="button" class="primary" onClick={confirm} disabled={busy}>
-            Confirm
-          </button>
-          <button
-            type="button"
-            onClick={() => {
-              setPending(null);
-              setError(undefined);
-            }}
-            disabled={busy}
-          >
-            Cancel
-          </button>
-        </fieldset>
+        <Confirmation
+          busy={busy}
+          onConfirm={confirm}
+          onCancel={() => {
+            setPending(null);
+            setError(undefined);
+          }}
+        >
+          {pending.kind === "add" ? "Add" : "Deduct"}{" "}
+          <strong>
+            <Amount value={pending.amount} />
+          </strong>{" "}
+          credits {pending.kind === "add" ? "to" : "from"} <strong>{externalId}</strong>?
+        </Confirmation>
       )}
       <ErrorMessage error={error} />
       {notice && (

@@ -10,8 +10,8 @@
  * pool holds its credits), and the API refuses one to a member (`FUNDED_BY_PARENT`).
  */
 import { useRef, useState } from "hono/jsx/dom";
-import { ApiError, amountLiteral, call, newIdempotencyKey } from "../api.ts";
-import { Amount, ErrorMessage } from "../components.tsx";
+import { amountLiteral, call, newIdempotencyKey, writeFailure } from "../api.ts";
+import { Amount, Confirmation, ErrorMessage } from "../components.tsx";
 import type { Account, TransferAnswer } from "../types.ts";
 import { AccountLink, rememberAccount } from "./account-links.tsx";
 import { fundedByPool } from "./account-tree.tsx";
@@ -92,17 +92,9 @@ function TransferForm({ account, onDone }: { account: Account; onDone: () => voi
       formRef.current?.reset();
       onDone();
     } catch (err) {
-      if (err instanceof ApiError) {
-        // A definite answer: nothing was applied, and a new attempt gets a new key.
-        setPending(null);
-        setError(err);
-      } else {
-        setError(
-          new Error(
-            "No answer from the service. Confirm again to resend the same request (same Idempotency-Key): it applies at most once.",
-          ),
-        );
-      }
+      const failure = writeFailure(err);
+      if (failure.definite) setPending(null);
+      setError(failure.error);
     } finally {
       setBusy(false);
     }
@@ -143,29 +135,21 @@ function TransferForm({ account, onDone }: { account: Account; onDone: () => voi
         </div>
       </form>
       {pending && (
-        <fieldset class="confirm">
-          <legend>
-            Transfer{" "}
-            <strong>
-              <Amount value={pending.amount} />
-            </strong>{" "}
-            credits from <strong>{account.externalId}</strong> to{" "}
-            <strong>{pending.to.externalId}</strong>?
-          </legend>
-          <button type="button" class="primary" onClick={confirm} disabled={busy}>
-            Confirm
-          </button>
-          <button
-            type="button"
-            onClick={() => {
-              setPending(null);
-              setError(undefined);
-            }}
-            disabled={busy}
-          >
-            Cancel
-          </button>
-        </fieldset>
+        <Confirmation
+          busy={busy}
+          onConfirm={confirm}
+          onCancel={() => {
+            setPending(null);
+            setError(undefined);
+          }}
+        >
+          Transfer{" "}
+          <strong>
+            <Amount value={pending.amount} />
+          </strong>{" "}
+          credits from <strong>{account.externalId}</strong> to{" "}
+          <strong>{pending.to.externalId}</strong>?
+        </Confirmation>
       )}
       <ErrorMessage error={error} />
       {notice && (

@@ -22,6 +22,7 @@ import { z } from "@hono/zod-openapi";
 import type { Kysely, Transaction } from "kysely";
 import { findAccount, findAccountWithBalance } from "../accounts/lookup.ts";
 import { checkLowBalance } from "../accounts/low-balance.ts";
+import { fundedByParent } from "../accounts/placement.ts";
 import { pathUp } from "../accounts/spending.ts";
 import type { DB, TransactionRow } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
@@ -148,7 +149,8 @@ function beyond(
  * write unit `trx` (see the module comment).
  * @throws ApiError TRANSACTION_NOT_FOUND; NOT_REVERSIBLE (an expiry or a reversal);
  *   REVERSAL_EXCEEDS_ORIGINAL, REVERSAL_EXCEEDS_REMAINING (`details.reversible`);
- *   BALANCE_LIMIT_EXCEEDED (a debit's reversal past 9e9 credits)
+ *   BALANCE_LIMIT_EXCEEDED (a debit's reversal past 9e9 credits); FUNDED_BY_PARENT (the
+ *   original's account is now funded by its parent)
  */
 export async function reverseTransaction(
   trx: Transaction<DB>,
@@ -170,6 +172,11 @@ export async function reverseTransaction(
   }
   // The account's lock first: every reversal of this transaction waits here for the one before.
   const found = await findAccountWithBalance(trx, projectId, txn.account_id, nowMs);
+  if (found.account.funding === "parent") {
+    // Its credits would have to go to its pool (docs/api.md#pools-and-members, known limits):
+    // refused, changing nothing, rather than give credits to an account that holds none.
+    throw fundedByParent(found.account, "a reversal would credit it; reverse before the switch");
+  }
   const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
   const availableMicros = found.available - due.expiredMicros;
   const before = await reversedMicros(trx, txn.id);

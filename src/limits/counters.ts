@@ -7,7 +7,7 @@
  * ledger rows; setting an account's limits rebuilds its counters from the ledger once
  * (`rebuildCounters`), and `ledger verify` recomputes every one (`counterProblems`).
  */
-import type { Kysely, Transaction } from "kysely";
+import { type Expression, type Kysely, sql, type Transaction } from "kysely";
 import type { DB, TransactionSource } from "../db/schema.ts";
 import { parseLimits, type SpendLimit } from "./limits.ts";
 import {
@@ -98,20 +98,21 @@ export async function spentInRows(
   );
 }
 
+/**
+ * `spent`: the sum of debits' amounts (`amount`) less what their reversals gave back (the
+ * reversals naming `debitId`, found by the partial index transactions_reversal_of).
+ */
+function netSpent(amount: Expression<number>, debitId: Expression<string>) {
+  const back = sql<number>`(SELECT coalesce(sum(r.amount_micros), 0) FROM transactions r WHERE r.reversal_of = ${debitId})`;
+  return sql<number>`coalesce(sum(${amount} - ${back}), 0)`.as("spent");
+}
+
 /** An account's own spending debits in the window, net of their reversals. */
 async function ownSpentInRows(db: Kysely<DB>, accountId: string, startMs: number, endMs: number) {
-  // Each debit less what its reversals gave back (the partial index transactions_reversal_of).
   const spent = (own: "account_id" | "on_behalf_of") =>
     db
       .selectFrom("transactions as t")
-      .select((eb) => {
-        const back = eb
-          .selectFrom("transactions as r")
-          .select((r) => r.fn.coalesce(r.fn.sum<number>("r.amount_micros"), r.lit(0)).as("back"))
-          .whereRef("r.reversal_of", "=", "t.id");
-        const net = eb("t.amount_micros", "-", back);
-        return eb.fn.coalesce(eb.fn.sum<number>(net), eb.lit(0)).as("spent");
-      })
+      .select((eb) => netSpent(eb.ref("t.amount_micros"), eb.ref("t.id")))
       .where(`t.${own}`, "=", accountId)
       .$if(own === "account_id", (q) => q.where("t.on_behalf_of", "is", null))
       .where("t.type", "=", "debit")
@@ -128,14 +129,7 @@ async function ownSpentInRows(db: Kysely<DB>, accountId: string, startMs: number
 async function belowSpentInRows(db: Kysely<DB>, accountId: string, startMs: number, endMs: number) {
   const row = await db
     .selectFrom("spend_levels as l")
-    .select((eb) => {
-      const back = eb
-        .selectFrom("transactions as r")
-        .select((r) => r.fn.coalesce(r.fn.sum<number>("r.amount_micros"), r.lit(0)).as("back"))
-        .whereRef("r.reversal_of", "=", "l.transaction_id");
-      const net = eb("l.amount_micros", "-", back);
-      return eb.fn.coalesce(eb.fn.sum<number>(net), eb.lit(0)).as("spent");
-    })
+    .select((eb) => netSpent(eb.ref("l.amount_micros"), eb.ref("l.transaction_id")))
     .where("l.account_id", "=", accountId)
     .where("l.created_at_ms", ">=", startMs)
     .where("l.created_at_ms", "<", endMs)

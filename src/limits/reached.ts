@@ -13,6 +13,7 @@ import { fromMicros } from "../money.ts";
 import { defineEvent } from "../webhooks/outbox.ts";
 import type { LimitState } from "./judge.ts";
 import { limitKey } from "./limits.ts";
+import { windowBounds } from "./schemas.ts";
 import { isEndless, PERIODS } from "./windows.ts";
 
 /** The `data` of a `spend_limit.reached` event: the limit, its window and its figures after. */
@@ -24,14 +25,7 @@ export const spendLimitReachedData = z
     amount: z.number().openapi({ description: "The limit, credits", example: 80 }),
     timeZone: z.string().openapi({ example: "Europe/Paris" }),
     soft: z.boolean().openapi({ example: true }),
-    windowStart: z.string().nullable().openapi({
-      description: "The window's start (null for a `total` limit)",
-      example: "2026-11-20T23:00:00.000Z",
-    }),
-    resetsAt: z.string().nullable().openapi({
-      description: "The window's end (null for a `total` limit)",
-      example: "2026-11-21T23:00:00.000Z",
-    }),
+    ...windowBounds,
     spent: z.number().openapi({ description: "Spent in the window after the write", example: 78 }),
     held: z.number().openapi({ description: "Held by pending reservations after it", example: 4 }),
     transactionId: z.string().nullable().openapi({

@@ -8,6 +8,18 @@ import { requiringAccount, successResponse } from "../http/schemas.ts";
 import { literalToMicros, MAX_AMOUNT_MICROS } from "../money.ts";
 import { PERIODS } from "./windows.ts";
 
+/** A window's bounds as the API shows them: RFC 3339 UTC, both null for a `total` limit. */
+export const windowBounds = {
+  windowStart: z.string().nullable().openapi({
+    description: "The window's start (null for a `total` limit)",
+    example: "2026-11-20T23:00:00.000Z",
+  }),
+  resetsAt: z.string().nullable().openapi({
+    description: "The window's end (null for a `total` limit)",
+    example: "2026-11-21T23:00:00.000Z",
+  }),
+};
+
 /** One limit's current window with its figures (credits). */
 export const limitWindowSchema = z
   .object({
@@ -15,14 +27,7 @@ export const limitWindowSchema = z
     amount: z.number().openapi({ description: "The limit, credits", example: 50 }),
     timeZone: z.string().openapi({ example: "Europe/Paris" }),
     soft: z.boolean().openapi({ example: false }),
-    windowStart: z.string().nullable().openapi({
-      description: "The window's start (null for a `total` limit)",
-      example: "2026-11-20T23:00:00.000Z",
-    }),
-    resetsAt: z.string().nullable().openapi({
-      description: "The window's end (null for a `total` limit)",
-      example: "2026-11-21T23:00:00.000Z",
-    }),
+    ...windowBounds,
     spent: z
       .number()
       .openapi({ description: "Spending debits booked in the window", example: 12.5 }),

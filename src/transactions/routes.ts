@@ -147,6 +147,7 @@ export const transactionRoutes = resourceRoutes("Transactions", (route) => ({
       "REVERSAL_EXCEEDS_ORIGINAL",
       "REVERSAL_EXCEEDS_REMAINING",
       "BALANCE_LIMIT_EXCEEDED",
+      "FUNDED_BY_PARENT",
     ],
   }),
 }));
