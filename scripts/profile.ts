@@ -1,5 +1,6 @@
 /**
- * `npm run profile -- [--postgres] [--scenario deduct|limits|reserve|balance|usage|usage-deduct|batch]
+ * `npm run profile -- [--postgres]
+ * [--scenario deduct|limits|members|reserve|balance|usage|usage-deduct|batch]
  * [--seconds N] [--out FILE.cpuprofile] [--perf]`:
  * where one scenario of the bench spends its time (docs/benchmarks.md#how-the-speed-work-was-led).
  *
@@ -42,6 +43,7 @@ import {
   usageRecord,
 } from "./lib/bench-kit.ts";
 import { limitedDeduct, seedLimited } from "./lib/bench-limits.ts";
+import { memberDeduct, seedMembers } from "./lib/bench-members.ts";
 import { dropDatabase } from "./lib/pg-admin.ts";
 
 const args = process.argv.slice(2);
@@ -59,6 +61,7 @@ const apiKey = `ldg_profile_${randomBytes(16).toString("hex")}`;
 const scenarios: Record<string, Requests> = {
   deduct,
   limits: limitedDeduct,
+  members: memberDeduct,
   reserve: reserveConfirm({ confirmed: 0 }),
   balance: balanceRead,
   usage: usageRecord,
@@ -238,6 +241,7 @@ async function main(): Promise<void> {
   await fund(`http://127.0.0.1:${funder.port}`, apiKey);
   await setCreditPrice(`http://127.0.0.1:${funder.port}`, apiKey);
   if (SCENARIO === "limits") await seedLimited(`http://127.0.0.1:${funder.port}`, apiKey);
+  if (SCENARIO === "members") await seedMembers(`http://127.0.0.1:${funder.port}`, apiKey);
   await stopProcess(funder.proc);
   const { proc, port } = await startService(env, dir);
   const base = `http://127.0.0.1:${port}`;

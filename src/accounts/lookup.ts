@@ -124,6 +124,9 @@ export async function findAccountByExternalId(
  * are summed (and its grant work read) by a second statement, which sees every hold committed
  * before the lock was granted (a subquery of the locking statement would read the snapshot
  * taken before it waited for the lock).
+ * `reserved` counts what the account's credits back: for an account in a tree, the holds of the
+ * accounts below it that it funds too, unless `options.ownHolds` (a spender's lookup, whose
+ * tree src/accounts/spending.ts reads itself): then only its own.
  * @returns the account, its balance, reserved and available credits in micro-credits, and
  *   whether a grant expiry is due or held (`grantWork`)
  * @throws ApiError ACCOUNT_NOT_FOUND
@@ -133,12 +136,13 @@ export async function findAccountWithBalance(
   projectId: string,
   ref: string,
   nowMs: number,
+  options: { ownHolds: boolean } = { ownHolds: false },
 ) {
   const key = { projectId, ref, nowMs };
   const row = locksRows(db)
     ? await lockedWithHeld(db, key)
     : await lookupAccount(db, key, byId.held, byExternalId.held);
-  return withBalances(await withTreeHolds(db, row, nowMs));
+  return withBalances(options.ownHolds ? row : await withTreeHolds(db, row, nowMs));
 }
 
 /**

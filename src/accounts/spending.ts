@@ -13,7 +13,7 @@
 import type { Transaction } from "kysely";
 import type { AccountRow, DB } from "../db/schema.ts";
 import type { SpendLevel } from "../limits/enforce.ts";
-import { findAccount, type Reader } from "./lookup.ts";
+import { findAccount, findAccountWithBalance, type Reader } from "./lookup.ts";
 import { fundedHeld, heldTree, MAX_LEVELS, poolOf, subtreeHeld } from "./tree.ts";
 
 /** An account with its balances (micro-credits), as `findAccountWithBalance` answers. */
@@ -57,10 +57,19 @@ export async function pathUp(db: Reader, account: AccountRow): Promise<AccountRo
 }
 
 /**
- * The spending of `found` (the spender as its unit found, and locked, it) at `nowMs`: for an
- * account in no tree, itself; else its path locked, its pool with the holds it backs, and each
- * level's holds (one recursive read of the root's tree).
+ * The spending of `found` (the spender as its unit found, and locked, it, with its own holds:
+ * `findSpender`) at `nowMs`: for an account in no tree, itself; else its path locked, its pool
+ * with the holds it backs, and each level's holds (one recursive read of the root's tree).
  */
+/**
+ * The account a write that spends names (internal id, else externalId), found and locked as
+ * `findAccountWithBalance` finds it, with its own holds only: `spendingOf` reads its tree.
+ * @throws ApiError ACCOUNT_NOT_FOUND
+ */
+export function findSpender(db: Reader, projectId: string, ref: string, nowMs: number) {
+  return findAccountWithBalance(db, projectId, ref, nowMs, { ownHolds: true });
+}
+
 export async function spendingOf(
   db: Reader,
   found: FoundAccount,

@@ -3,10 +3,11 @@
  * add, deduct and the manual transaction, each one ledger entry inside a write unit (`trx`).
  */
 import type { Transaction } from "kysely";
-import { findAccount, findAccountWithBalance } from "../accounts/lookup.ts";
+import { findAccount } from "../accounts/lookup.ts";
 import { checkLowBalance } from "../accounts/low-balance.ts";
 import { fundedByParent } from "../accounts/placement.ts";
 import {
+  findSpender,
   inTree,
   namedPool,
   recordSpendLevels,
@@ -124,7 +125,7 @@ export function debitOf(
  * @throws ApiError ACCOUNT_NOT_FOUND, INSUFFICIENT_CREDITS, SPEND_LIMIT_EXCEEDED
  */
 export async function generalDebit(trx: Transaction<DB>, debit: Debit, nowMs: number) {
-  const spender = await findAccountWithBalance(trx, debit.projectId, debit.accountRef, nowMs);
+  const spender = await findSpender(trx, debit.projectId, debit.accountRef, nowMs);
   const spending = await spendingOf(trx, spender, nowMs);
   const found = spending.payer;
   const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);

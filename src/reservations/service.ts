@@ -4,9 +4,8 @@
  * in `reserved` at its expiresAt whether or not the sweeper has marked it.
  */
 import type { Kysely, Transaction } from "kysely";
-import { findAccountWithBalance } from "../accounts/lookup.ts";
 import { checkLowBalance } from "../accounts/low-balance.ts";
-import { inTree, namedPool, spendingOf, spendLevels } from "../accounts/spending.ts";
+import { findSpender, inTree, namedPool, spendingOf, spendLevels } from "../accounts/spending.ts";
 import type { AccountListOptions } from "../db/account-list.ts";
 import { countedPage } from "../db/paging.ts";
 import { argValues, prepared } from "../db/prepared.ts";
@@ -112,7 +111,7 @@ export async function createReservation(
   nowMs: number,
 ): Promise<ReservationRow> {
   const hold = newHold(projectId, input, newId("res"), nowMs);
-  const spender = await findAccountWithBalance(trx, projectId, input.accountRef, nowMs);
+  const spender = await findSpender(trx, projectId, input.accountRef, nowMs);
   const spending = await spendingOf(trx, spender, nowMs);
   const found = spending.payer;
   // Credits past their expiresAt are never reserved (docs/api.md#expiry-of-grants).
@@ -230,7 +229,7 @@ export async function cancelReservation(
   nowMs: number,
 ): Promise<ReservationRow> {
   const hold = await pendingReservation(trx, projectId, reservationId, nowMs);
-  const spender = await findAccountWithBalance(trx, projectId, hold.account_id, nowMs);
+  const spender = await findSpender(trx, projectId, hold.account_id, nowMs);
   // A member's hold is backed by its pool, whose credits it releases.
   const found = (await spendingOf(trx, spender, nowMs)).payer;
   const due = await bookDueExpiries(trx, expiryAccount(found), nowMs);
