@@ -4622,7 +4622,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Conflict with the current state: `NOT_REVERSIBLE`, `REVERSAL_EXCEEDS_ORIGINAL`, `REVERSAL_EXCEEDS_REMAINING`, `BALANCE_LIMIT_EXCEEDED`, `IDEMPOTENCY_KEY_REUSED` */
+            /** @description Conflict with the current state: `NOT_REVERSIBLE`, `REVERSAL_EXCEEDS_ORIGINAL`, `REVERSAL_EXCEEDS_REMAINING`, `BALANCE_LIMIT_EXCEEDED`, `FUNDED_BY_PARENT`, `IDEMPOTENCY_KEY_REUSED` */
             409: {
                 headers: {
                     [name: string]: unknown;
