@@ -198,7 +198,7 @@ export async function balanceView(
       : await readBalance(db, projectId, ref.accountId, nowMs, { externalId: false });
   requireSameAccount(account, ref);
   if (account.funding === "parent") {
-    const pool = await readPool(db, account.id);
+    const pool = await poolIdOf(db, account);
     const figures = await readBalance(db, projectId, pool, nowMs, { externalId: false });
     return {
       accountId: account.id,
@@ -217,16 +217,6 @@ export async function balanceView(
     available: fromMicros(available),
     fundedBy: account.id,
   };
-}
-
-/** The pool of the account `accountId` (its id), read without locks. */
-async function readPool(db: Kysely<DB>, accountId: string): Promise<string> {
-  const row = await db
-    .selectFrom("accounts")
-    .select(["id", "parent_id", "funding"])
-    .where("id", "=", accountId)
-    .executeTakeFirstOrThrow();
-  return poolIdOf(db, row);
 }
 
 /** @throws ApiError VALIDATION_ERROR when the query's `externalId` is not `account`'s */

@@ -108,22 +108,3 @@ export async function rootIdOf(db: Reader, account: TreeNode): Promise<string> {
   }
   return at.id;
 }
-
-/**
- * The pool of `account` (itself when it funds itself), read without locks.
- * @returns the pool's row
- */
-export async function readPool(db: Reader, account: AccountRow): Promise<AccountRow> {
-  let at = account;
-  for (let level = 1; at.funding === "parent"; level++) {
-    if (at.parent_id === null || level > MAX_LEVELS) {
-      throw new Error(`ledger invariant: ${account.id} has no pool`);
-    }
-    at = await db
-      .selectFrom("accounts")
-      .selectAll()
-      .where("id", "=", at.parent_id)
-      .executeTakeFirstOrThrow();
-  }
-  return at;
-}
