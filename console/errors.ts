@@ -112,6 +112,14 @@ export const ERROR_SENTENCES = {
     sentence: "This account is paid for by the account above it: it holds no credits of its own.",
     detail: true,
   },
+  DUPLICATE_STRIPE_CUSTOMER: {
+    sentence: "Another account already has this Stripe customer.",
+    detail: true,
+  },
+  INVALID_SIGNATURE: {
+    sentence: "The Stripe signature of this request did not match.",
+    detail: false,
+  },
   METHOD_NOT_ALLOWED: {
     sentence: "The service does not take this kind of request here.",
     detail: true,

@@ -29,6 +29,7 @@ import { registerModelRoutes } from "./models/routes.ts";
 import { registerPlanRoutes } from "./plans/routes.ts";
 import { registerProjectRoutes } from "./projects/routes.ts";
 import { registerReservationRoutes } from "./reservations/routes.ts";
+import { registerStripeRoutes } from "./stripe/routes.ts";
 import { registerTransactionRoutes } from "./transactions/routes.ts";
 import { registerTransferRoutes } from "./transactions/transfer-routes.ts";
 import { registerUsageRoutes } from "./usage/routes.ts";
@@ -165,6 +166,7 @@ export function createApp(deps: AppDeps): App {
   registerUsageRoutes(app, deps);
   registerModelRoutes(app, deps);
   registerWebhookRoutes(app, deps);
+  registerStripeRoutes(app, deps);
   // After the write routes: a batch runs the ones they registered.
   registerBatchRoutes(app, deps);
   registerEventWebhooks(app);

@@ -77,6 +77,11 @@ const configSchema = z.object({
     .min(1024)
     .max(1024 * 1024)
     .default(64 * 1024),
+  /**
+   * Where the service calls Stripe's API (docs/operations.md#stripe): its origin, default
+   * Stripe's own; a local Stripe fake in tests.
+   */
+  STRIPE_API_URL: z.url({ protocol: /^https?$/ }).default("https://api.stripe.com"),
   /** Makes the first-start bootstrap key a chosen one (see docs/operations.md). */
   LEDGER_BOOTSTRAP_API_KEY: z.string().min(20).max(255).optional(),
   /** Seconds SIGTERM waits for requests in flight before closing anyway. */

@@ -24,6 +24,15 @@ const WHEN: { [T in SentEventType]: string } = {
   "transaction.reversed":
     "A reversal was booked (`POST /v1/transactions/reverse`): `transactionId` is the reversal, " +
     "`reversedTransactionId` the original, `amountReversed` the original's reversals so far.",
+  "credits.purchased":
+    "A Stripe payment granted credits (`restored: false`), or a refund or dispute that fell " +
+    "gave credits back as a restore (`restored: true`).",
+  "credits.clawed_back":
+    "A Stripe refund or dispute took a purchase's credits back by a reversal " +
+    "(`transactionId`); `creditsUncollected` is what this event could not take back.",
+  "purchase.clawback_incomplete":
+    "A Stripe refund or dispute asked for credits already spent or held: " +
+    "`creditsUncollected` could not be taken back (`creditsUncollectedTotal` in all).",
   "webhook.test":
     "`POST /v1/webhooks/test` asked for it; sent to that one endpoint only, whatever it " +
     "subscribes to.",

@@ -12,6 +12,7 @@ import { transactionReversed } from "./ledger/reversal.ts";
 import { spendLimitReached } from "./limits/reached.ts";
 import { planGranted } from "./plans/settlement.ts";
 import { reservationExpired } from "./reservations/service.ts";
+import { clawbackIncomplete, creditsClawedBack, creditsPurchased } from "./stripe/purchases.ts";
 import { webhookTest } from "./webhooks/manage.ts";
 import type { EventDefinition, SentEventType } from "./webhooks/outbox.ts";
 
@@ -23,5 +24,8 @@ export const EVENTS = {
   "plan.granted": planGranted,
   "spend_limit.reached": spendLimitReached,
   "transaction.reversed": transactionReversed,
+  "credits.purchased": creditsPurchased,
+  "credits.clawed_back": creditsClawedBack,
+  "purchase.clawback_incomplete": clawbackIncomplete,
   "webhook.test": webhookTest,
 } as const satisfies { [T in SentEventType]: EventDefinition<T, z.ZodType> };

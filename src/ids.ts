@@ -37,7 +37,8 @@ export type IdPrefix =
   | "wh"
   | "evt"
   | "whd"
-  | "trf";
+  | "trf"
+  | "pur";
 
 /**
  * Prefix of every generated API key (a secret, not an id, made in src/db/api-keys.ts), so that

@@ -58,6 +58,7 @@ type LedgerConfig = Pick<
   | "BODY_LIMIT_BYTES"
   | "WEBHOOK_ALLOW_PRIVATE"
   | "WEBHOOK_MAX_PER_PROJECT"
+  | "STRIPE_API_URL"
 >;
 
 /** Opens the database named by `config`, applies pending migrations and builds the deps. */

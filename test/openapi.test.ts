@@ -67,6 +67,9 @@ const SPEC_ROUTES: [method: "get" | "post", path: string][] = [
   ["post", "/v1/transactions/reverse"],
   // Transfers (docs/api.md#transfers).
   ["post", "/v1/accounts/transfer"],
+  // Selling credits through Stripe (docs/api.md#selling-credits-through-stripe).
+  ["get", "/v1/purchases"],
+  ["get", "/v1/stripe/events"],
 ];
 
 /** The export routes (docs/api.md#exports): a file instead of a JSON body. */
@@ -89,6 +92,9 @@ const EVENT_TYPES = [
   "plan.granted",
   "spend_limit.reached",
   "transaction.reversed",
+  "credits.purchased",
+  "credits.clawed_back",
+  "purchase.clawback_incomplete",
   "webhook.test",
 ];
 

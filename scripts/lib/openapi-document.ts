@@ -44,6 +44,7 @@ export function documentWithoutDatabase(): unknown {
       BODY_LIMIT_BYTES: 65_536,
       WEBHOOK_ALLOW_PRIVATE: false,
       WEBHOOK_MAX_PER_PROJECT: 50,
+      STRIPE_API_URL: "https://api.stripe.com",
     },
     clock: Date.now,
     logger: silentLogger,

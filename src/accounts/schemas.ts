@@ -38,6 +38,14 @@ const parentIdInput = idString.openapi({
   example: "acme-corp",
 });
 
+/** A Stripe customer id in a request: `cus_` and its id (unique in the project, else 409). */
+const stripeCustomerIdInput = idString
+  .regex(/^cus_[A-Za-z0-9]+$/, { message: "must be a Stripe customer id (cus_…)" })
+  .openapi({
+    description: "The account's Stripe customer (`cus_…`), unique in the project",
+    example: "cus_Q0abc",
+  });
+
 /** A low-balance threshold in a request: credits ≥ 0 (read as micro-credits), or null. */
 const lowBalanceThreshold = creditAmount({ allowZero: true })
   .nullable()
@@ -79,6 +87,15 @@ export const accountSchema = z
       description: "The pool whose credits pay its debits: its own id when it funds itself",
       example: ex.accountId,
     }),
+    stripeCustomerId: z
+      .string()
+      .nullable()
+      .openapi({
+        description:
+          "The account's Stripe customer: its payments grant it credits " +
+          "(docs/api.md#selling-credits-through-stripe); null when unset",
+        example: null,
+      }),
   })
   .openapi("Account", { example: exampleAccount });
 
@@ -105,6 +122,7 @@ export function accountJson(row: AccountRow, fundedBy: string): WireOf<typeof ac
     parentId: row.parent_id,
     funding: row.funding,
     fundedBy,
+    stripeCustomerId: row.stripe_customer_id,
   };
 }
 
@@ -124,6 +142,7 @@ export const createAccountBody = z
     funding: fundingSchema.optional().openapi({
       description: "Default: `parent` with a `parentId`, else `own`",
     }),
+    stripeCustomerId: stripeCustomerIdInput.optional(),
   })
   .openapi("CreateAccountRequest", {
     example: {
@@ -158,6 +177,10 @@ export const updateAccountBody = z
         description: "Moves the account (with everything below it) under another; null: a root",
       }),
     funding: fundingSchema.optional(),
+    stripeCustomerId: stripeCustomerIdInput
+      .nullable()
+      .optional()
+      .openapi({ type: ["string", "null"], description: "null removes it" }),
   })
   .openapi("UpdateAccountRequest", {
     example: { accountId: ex.externalId, lowBalanceThreshold: 5 },

@@ -22,6 +22,11 @@ interface AccountFields {
   name?: string | undefined;
   email?: string | undefined;
   metadata?: Record<string, unknown> | undefined;
+  /**
+   * The account's Stripe customer (docs/api.md#selling-credits-through-stripe), unique in the
+   * project; null (on update) removes it.
+   */
+  stripeCustomerId?: string | null | undefined;
 }
 
 export interface CreateAccountInput extends AccountFields, PlacementInput {
@@ -60,6 +65,9 @@ export async function createAccount(
   if (taken) {
     throw new ApiError("DUPLICATE_EXTERNAL_ID", `externalId ${input.externalId} is already used`);
   }
+  if (input.stripeCustomerId != null) {
+    await requireFreeCustomer(trx, projectId, input.stripeCustomerId, undefined);
+  }
   const placement = await placeNew(trx, projectId, input);
   const row = {
     id: newId("acc"),
@@ -75,11 +83,37 @@ export async function createAccount(
     updated_at_ms: nowMs,
     low_balance_threshold_micros: input.lowBalanceThreshold ?? null,
     spend_limits: limitsText(input.spendLimits ?? []),
+    stripe_customer_id: input.stripeCustomerId ?? null,
     ...placement,
     ...EMPTY_SLOTS,
   };
   await trx.insertInto("accounts").values(row).execute();
   return row;
+}
+
+/**
+ * Refuses a Stripe customer another account of the project has (PostgreSQL: a concurrent
+ * writer's is caught by the unique index, and the retried unit refuses it here).
+ * @throws ApiError DUPLICATE_STRIPE_CUSTOMER
+ */
+async function requireFreeCustomer(
+  trx: Transaction<DB>,
+  projectId: string,
+  customerId: string,
+  self: string | undefined,
+) {
+  const holder = await trx
+    .selectFrom("accounts")
+    .select(["id", "external_id"])
+    .where("project_id", "=", projectId)
+    .where("stripe_customer_id", "=", customerId)
+    .executeTakeFirst();
+  if (holder !== undefined && holder.id !== self) {
+    throw new ApiError(
+      "DUPLICATE_STRIPE_CUSTOMER",
+      `stripeCustomerId ${customerId} is already used by account ${holder.external_id}`,
+    );
+  }
 }
 
 /**
@@ -102,6 +136,15 @@ export async function updateAccount(
   if (input.name !== undefined) changes.name = input.name;
   if (input.email !== undefined) changes.email = input.email;
   if (input.metadata !== undefined) changes.metadata = stringifyJson(input.metadata);
+  if (
+    input.stripeCustomerId !== undefined &&
+    input.stripeCustomerId !== account.stripe_customer_id
+  ) {
+    if (input.stripeCustomerId !== null) {
+      await requireFreeCustomer(trx, projectId, input.stripeCustomerId, account.id);
+    }
+    changes.stripe_customer_id = input.stripeCustomerId;
+  }
   if (input.lowBalanceThreshold !== undefined && changes.low_balance_threshold_micros !== null) {
     changes.low_balance_threshold_micros = input.lowBalanceThreshold;
   }

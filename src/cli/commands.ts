@@ -18,6 +18,7 @@ import { readPricingFile, upsertModels } from "../models/service.ts";
 import { fromMicros } from "../money.ts";
 import { openLedger } from "../runtime.ts";
 import { startServer } from "../server.ts";
+import { connectStripe, disconnectStripe } from "../stripe/settings.ts";
 import { announceDatabase } from "./database.ts";
 import { formatKeyTable } from "./keys.ts";
 import { setProjectPrice } from "./project.ts";
@@ -139,6 +140,36 @@ export function projectSetPrice(price: string, opts: { project: string }): Promi
     );
     const shown = creditsPerUsdMicros === null ? "null" : fromMicros(creditsPerUsdMicros).literal;
     process.stdout.write(`project ${opts.project} (${projectId}): creditsPerUsd ${shown}\n`);
+  });
+}
+
+/**
+ * `ledger stripe set --project NAME --webhook-secret whsec_… [--secret-key sk_…]`: connects the
+ * project to Stripe (docs/operations.md#stripe). The secrets are never printed; a running
+ * service reads them at its next webhook.
+ */
+export function stripeSet(opts: {
+  project: string;
+  webhookSecret: string;
+  secretKey?: string;
+}): Promise<void> {
+  return withLedger(async (ledger) => {
+    const { projectId } = await connectStripe(ledger.queue, opts.project, {
+      webhookSecret: opts.webhookSecret,
+      secretKey: opts.secretKey,
+    });
+    const key = opts.secretKey === undefined ? "no secret key" : "a secret key";
+    process.stdout.write(
+      `project ${opts.project} (${projectId}): Stripe connected with ${key}; webhook endpoint /stripe/webhooks/${projectId}\n`,
+    );
+  });
+}
+
+/** `ledger stripe unset --project NAME`: disconnects the project from Stripe. */
+export function stripeUnset(opts: { project: string }): Promise<void> {
+  return withLedger(async (ledger) => {
+    const { projectId } = await disconnectStripe(ledger.queue, opts.project);
+    process.stdout.write(`project ${opts.project} (${projectId}): Stripe disconnected\n`);
   });
 }
 

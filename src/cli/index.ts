@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * The `ledger` command: serve, migrate, keys create/list/revoke, project set-price, models
+ * The `ledger` command: serve, migrate, keys create/list/revoke, project set-price, stripe
+ * set/unset, models
  * seed/import, backup, restore, verify, and `--version`. Every command that touches the
  * database names it on standard error and applies pending migrations first (restore migrates
  * the restored copy); only serve, migrate, keys create and restore create a missing database
@@ -59,6 +60,24 @@ project
   .action(async (price: string, opts: { project: string }) =>
     (await commands()).projectSetPrice(price, opts),
   );
+
+const stripe = program
+  .command("stripe")
+  .description("connect a project to Stripe (its webhook secret and API key; never shown)");
+stripe
+  .command("set")
+  .description("connect a project: Stripe posts to /stripe/webhooks/<projectId>")
+  .requiredOption("--project <name>", "project name")
+  .requiredOption("--webhook-secret <whsec>", "the endpoint's signing secret (whsec_...)")
+  .option("--secret-key <sk>", "a secret or restricted key (sk_... / rk_...) for API reads")
+  .action(async (opts: { project: string; webhookSecret: string; secretKey?: string }) =>
+    (await commands()).stripeSet(opts),
+  );
+stripe
+  .command("unset")
+  .description("disconnect a project from Stripe (its purchases stay)")
+  .requiredOption("--project <name>", "project name")
+  .action(async (opts: { project: string }) => (await commands()).stripeUnset(opts));
 
 const models = program.command("models").description("manage the model price catalog");
 models

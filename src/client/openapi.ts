@@ -882,6 +882,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/purchases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List purchases made through Stripe
+         * @description The project's purchases, newest first, or one account's (`accountId` or `externalId`): each Stripe payment that granted credits, with what its refunds and disputes took back (`creditsClawedBack`) and could not (`creditsUncollected`).
+         */
+        get: operations["listPurchases"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/stripe/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the Stripe events received
+         * @description Every Stripe event the project accepted, once by its id, newest first, with its deliveries and outcome: `applied`, `duplicate` (another event of the same payment already did it), `pending` (a refund or dispute waiting for its payment's grant) or `ignored` (with its `reason`).
+         */
+        get: operations["listStripeEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/batch": {
         parameters: {
             query?: never;
@@ -1018,6 +1058,66 @@ export interface webhooks {
          * @description A reversal was booked (`POST /v1/transactions/reverse`): `transactionId` is the reversal, `reversedTransactionId` the original, `amountReversed` the original's reversals so far. POSTed as JSON to every active endpoint subscribed to `transaction.reversed`, signed as Standard Webhooks describes; verify the signature over the raw body before parsing it. Amounts are exact decimal literals.
          */
         post: operations["onTransactionReversed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "credits.purchased": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The credits.purchased event
+         * @description A Stripe payment granted credits (`restored: false`), or a refund or dispute that fell gave credits back as a restore (`restored: true`). POSTed as JSON to every active endpoint subscribed to `credits.purchased`, signed as Standard Webhooks describes; verify the signature over the raw body before parsing it. Amounts are exact decimal literals.
+         */
+        post: operations["onCreditsPurchased"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "credits.clawed_back": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The credits.clawed_back event
+         * @description A Stripe refund or dispute took a purchase's credits back by a reversal (`transactionId`); `creditsUncollected` is what this event could not take back. POSTed as JSON to every active endpoint subscribed to `credits.clawed_back`, signed as Standard Webhooks describes; verify the signature over the raw body before parsing it. Amounts are exact decimal literals.
+         */
+        post: operations["onCreditsClawedBack"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "purchase.clawback_incomplete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The purchase.clawback_incomplete event
+         * @description A Stripe refund or dispute asked for credits already spent or held: `creditsUncollected` could not be taken back (`creditsUncollectedTotal` in all). POSTed as JSON to every active endpoint subscribed to `purchase.clawback_incomplete`, signed as Standard Webhooks describes; verify the signature over the raw body before parsing it. Amounts are exact decimal literals.
+         */
+        post: operations["onPurchaseClawbackIncomplete"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1363,6 +1463,98 @@ export interface components {
              */
             balance: Amount;
         };
+        CreditsPurchasedEvent: {
+            /**
+             * @description The event id (`evt_…`), also sent as the `webhook-id` header
+             * @example evt_01M7YKQ49ZK3W7P2N6Y5D8E1RX
+             */
+            id: string;
+            /** @enum {string} */
+            type: "credits.purchased";
+            /**
+             * @description When the change that caused the event committed (ISO 8601, UTC)
+             * @example 2026-11-21T08:22:45.903Z
+             */
+            createdAt: string;
+            data: components["schemas"]["CreditsPurchasedData"];
+        };
+        CreditsPurchasedData: {
+            /** @example acc_01M7YK07B38628KR5DHES0CNDB */
+            accountId: string;
+            /** @example customer-42 */
+            externalId: string;
+            /** @example pur_01M7YKB3F8Q2W6E4R0T9Y1U3I5 */
+            purchaseId: string;
+            /** @example txn_01M7YK07DAYYW8HZ08H5QF75MA */
+            transactionId: string;
+            /** @example 1000 */
+            credits: Amount;
+            /** @example 1250 */
+            balance: Amount;
+            /** @description A restore after a refund or dispute fell */
+            restored: boolean;
+        };
+        CreditsClawedBackEvent: {
+            /**
+             * @description The event id (`evt_…`), also sent as the `webhook-id` header
+             * @example evt_01M7YKQ49ZK3W7P2N6Y5D8E1RX
+             */
+            id: string;
+            /** @enum {string} */
+            type: "credits.clawed_back";
+            /**
+             * @description When the change that caused the event committed (ISO 8601, UTC)
+             * @example 2026-11-21T08:22:45.903Z
+             */
+            createdAt: string;
+            data: components["schemas"]["CreditsClawedBackData"];
+        };
+        CreditsClawedBackData: {
+            /** @example acc_01M7YK07B38628KR5DHES0CNDB */
+            accountId: string;
+            /** @example customer-42 */
+            externalId: string;
+            /** @example pur_01M7YKB3F8Q2W6E4R0T9Y1U3I5 */
+            purchaseId: string;
+            /**
+             * @description The reversal
+             * @example txn_01M7YK07DAYYW8HZ08H5QF75MA
+             */
+            transactionId: string;
+            /** @example 300 */
+            credits: Amount;
+            /** @example 0 */
+            creditsUncollected: Amount;
+            /** @example 950 */
+            balance: Amount;
+        };
+        PurchaseClawbackIncompleteEvent: {
+            /**
+             * @description The event id (`evt_…`), also sent as the `webhook-id` header
+             * @example evt_01M7YKQ49ZK3W7P2N6Y5D8E1RX
+             */
+            id: string;
+            /** @enum {string} */
+            type: "purchase.clawback_incomplete";
+            /**
+             * @description When the change that caused the event committed (ISO 8601, UTC)
+             * @example 2026-11-21T08:22:45.903Z
+             */
+            createdAt: string;
+            data: components["schemas"]["PurchaseClawbackIncompleteData"];
+        };
+        PurchaseClawbackIncompleteData: {
+            /** @example acc_01M7YK07B38628KR5DHES0CNDB */
+            accountId: string;
+            /** @example customer-42 */
+            externalId: string;
+            /** @example pur_01M7YKB3F8Q2W6E4R0T9Y1U3I5 */
+            purchaseId: string;
+            /** @example 200 */
+            creditsUncollected: Amount;
+            /** @example 200 */
+            creditsUncollectedTotal: Amount;
+        };
         WebhookTestEvent: {
             /**
              * @description The event id (`evt_…`), also sent as the `webhook-id` header
@@ -1421,7 +1613,11 @@ export interface components {
          *       "id": "prj_01M6DSG7E0JEVV4QQ4JA0Q7WHC",
          *       "name": "default",
          *       "creditsPerUsd": 100,
-         *       "createdAt": "2026-11-21T08:00:00.000Z"
+         *       "createdAt": "2026-11-21T08:00:00.000Z",
+         *       "stripe": {
+         *         "connected": true,
+         *         "secretKeySet": false
+         *       }
          *     }
          */
         Project: {
@@ -1436,6 +1632,13 @@ export interface components {
             creditsPerUsd: Amount | null;
             /** @example 2026-11-21T08:00:00.000Z */
             createdAt: string;
+            /** @description The project's Stripe connection, set by the operator (`ledger stripe set`); the secrets are never shown */
+            stripe: {
+                /** @description A webhook secret is set */
+                connected: boolean;
+                /** @description A secret key is set */
+                secretKeySet: boolean;
+            };
         };
         /**
          * @example {
@@ -1497,7 +1700,8 @@ export interface components {
          *       "updatedAt": "2026-11-21T08:23:10.250Z",
          *       "parentId": null,
          *       "funding": "own",
-         *       "fundedBy": "acc_01M7YK07B38628KR5DHES0CNDB"
+         *       "fundedBy": "acc_01M7YK07B38628KR5DHES0CNDB",
+         *       "stripeCustomerId": null
          *     }
          */
         Account: {
@@ -1554,6 +1758,11 @@ export interface components {
              * @example acc_01M7YK07B38628KR5DHES0CNDB
              */
             fundedBy: string;
+            /**
+             * @description The account's Stripe customer: its payments grant it credits (docs/api.md#selling-credits-through-stripe); null when unset
+             * @example null
+             */
+            stripeCustomerId: string | null;
         };
         SpendLimit: {
             /**
@@ -1617,6 +1826,11 @@ export interface components {
              * @enum {string}
              */
             funding?: "own" | "parent";
+            /**
+             * @description The account's Stripe customer (`cus_…`), unique in the project
+             * @example cus_Q0abc
+             */
+            stripeCustomerId?: string;
         };
         SpendLimitInput: {
             /**
@@ -1682,6 +1896,11 @@ export interface components {
              * @enum {string}
              */
             funding?: "own" | "parent";
+            /**
+             * @description null removes it
+             * @example cus_Q0abc
+             */
+            stripeCustomerId?: string | null;
         };
         /**
          * @example {
@@ -2950,10 +3169,13 @@ export interface components {
              *       "credits.expired",
              *       "plan.granted",
              *       "spend_limit.reached",
-             *       "transaction.reversed"
+             *       "transaction.reversed",
+             *       "credits.purchased",
+             *       "credits.clawed_back",
+             *       "purchase.clawback_incomplete"
              *     ]
              */
-            events: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed")[];
+            events: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed" | "credits.purchased" | "credits.clawed_back" | "purchase.clawback_incomplete")[];
             /** @example Billing alerts */
             description: string;
             /**
@@ -2987,7 +3209,7 @@ export interface components {
              *       "balance.low"
              *     ]
              */
-            events?: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed")[];
+            events?: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed" | "credits.purchased" | "credits.clawed_back" | "purchase.clawback_incomplete")[];
             /** @example Billing alerts */
             description?: string;
         };
@@ -3018,10 +3240,13 @@ export interface components {
              *       "credits.expired",
              *       "plan.granted",
              *       "spend_limit.reached",
-             *       "transaction.reversed"
+             *       "transaction.reversed",
+             *       "credits.purchased",
+             *       "credits.clawed_back",
+             *       "purchase.clawback_incomplete"
              *     ]
              */
-            events: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed")[];
+            events: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed" | "credits.purchased" | "credits.clawed_back" | "purchase.clawback_incomplete")[];
             /** @example Billing alerts */
             description: string;
             /**
@@ -3058,7 +3283,7 @@ export interface components {
              *       "balance.low"
              *     ]
              */
-            events?: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed")[];
+            events?: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed" | "credits.purchased" | "credits.clawed_back" | "purchase.clawback_incomplete")[];
             /** @example Billing alerts */
             description?: string;
             /**
@@ -3096,7 +3321,7 @@ export interface components {
             /** @example evt_01M7YKQ49ZK3W7P2N6Y5D8E1RX */
             eventId: string;
             /** @enum {string} */
-            eventType: "balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed" | "webhook.test";
+            eventType: "balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed" | "credits.purchased" | "credits.clawed_back" | "purchase.clawback_incomplete" | "webhook.test";
             /** @enum {string} */
             status: "pending" | "delivered" | "failed";
             /** @description HTTP attempts made so far */
@@ -3118,6 +3343,196 @@ export interface components {
         RetryDeliveryRequest: {
             /** @example whd_01M7YKQ4A0T6S9C2H4Q7ZV1N8K */
             deliveryId: string;
+        };
+        /**
+         * @example {
+         *       "success": true,
+         *       "purchases": [
+         *         {
+         *           "id": "pur_01M7YKB3F8Q2W6E4R0T9Y1U3I5",
+         *           "accountId": "acc_01M7YK07B38628KR5DHES0CNDB",
+         *           "externalId": "customer-42",
+         *           "paymentIntentId": "pi_3Q0abc",
+         *           "credits": 1000,
+         *           "amountPaid": 1000,
+         *           "currency": "usd",
+         *           "amountRefunded": 300,
+         *           "creditsClawedBack": 300,
+         *           "creditsUncollected": 0,
+         *           "status": "partially_refunded",
+         *           "transactionId": "txn_01M7YK07DAYYW8HZ08H5QF75MA",
+         *           "createdAt": "2026-11-21T08:19:11.331Z"
+         *         }
+         *       ],
+         *       "pagination": {
+         *         "limit": 50,
+         *         "offset": 0,
+         *         "totalCount": 1,
+         *         "hasMore": false
+         *       }
+         *     }
+         */
+        PurchaseList: {
+            /** @enum {boolean} */
+            success: true;
+            purchases: components["schemas"]["Purchase"][];
+            /**
+             * @example {
+             *       "limit": 50,
+             *       "offset": 0,
+             *       "totalCount": 1,
+             *       "hasMore": false
+             *     }
+             */
+            pagination: {
+                limit: number;
+                offset: number;
+                totalCount: number;
+                hasMore: boolean;
+            };
+        };
+        /**
+         * @example {
+         *       "id": "pur_01M7YKB3F8Q2W6E4R0T9Y1U3I5",
+         *       "accountId": "acc_01M7YK07B38628KR5DHES0CNDB",
+         *       "externalId": "customer-42",
+         *       "paymentIntentId": "pi_3Q0abc",
+         *       "credits": 1000,
+         *       "amountPaid": 1000,
+         *       "currency": "usd",
+         *       "amountRefunded": 300,
+         *       "creditsClawedBack": 300,
+         *       "creditsUncollected": 0,
+         *       "status": "partially_refunded",
+         *       "transactionId": "txn_01M7YK07DAYYW8HZ08H5QF75MA",
+         *       "createdAt": "2026-11-21T08:19:11.331Z"
+         *     }
+         */
+        Purchase: {
+            /** @example pur_01M7YKB3F8Q2W6E4R0T9Y1U3I5 */
+            id: string;
+            /** @example acc_01M7YK07B38628KR5DHES0CNDB */
+            accountId: string;
+            /** @example customer-42 */
+            externalId: string;
+            /** @example pi_3Q0abc */
+            paymentIntentId: string;
+            /**
+             * @description Credits granted
+             * @example 1000
+             */
+            credits: Amount;
+            /**
+             * @description In the currency's smallest unit (cents), as Stripe gives it
+             * @example 1000
+             */
+            amountPaid: number;
+            /**
+             * @description Lower case, as Stripe sends it
+             * @example usd
+             */
+            currency: string;
+            /**
+             * @description Smallest unit
+             * @example 300
+             */
+            amountRefunded: number;
+            /**
+             * @description Credits taken back by refunds, disputes and reversals of its credits
+             * @example 300
+             */
+            creditsClawedBack: Amount;
+            /**
+             * @description Credits a refund or dispute asked for that were already spent or held
+             * @example 0
+             */
+            creditsUncollected: Amount;
+            /** @enum {string} */
+            status: "paid" | "partially_refunded" | "refunded" | "disputed";
+            /**
+             * @description The purchase's credit
+             * @example txn_01M7YK07DAYYW8HZ08H5QF75MA
+             */
+            transactionId: string;
+            /** @example 2026-11-21T08:19:11.331Z */
+            createdAt: string;
+        };
+        /**
+         * @example {
+         *       "success": true,
+         *       "events": [
+         *         {
+         *           "id": "evt_1Q0abc",
+         *           "type": "checkout.session.completed",
+         *           "receivedAt": "2026-11-21T08:19:11.331Z",
+         *           "deliveries": 1,
+         *           "outcome": "applied",
+         *           "reason": null,
+         *           "purchaseId": "pur_01M7YKB3F8Q2W6E4R0T9Y1U3I5"
+         *         }
+         *       ],
+         *       "pagination": {
+         *         "limit": 50,
+         *         "offset": 0,
+         *         "totalCount": 1,
+         *         "hasMore": false
+         *       }
+         *     }
+         */
+        StripeEventList: {
+            /** @enum {boolean} */
+            success: true;
+            events: components["schemas"]["StripeEvent"][];
+            /**
+             * @example {
+             *       "limit": 50,
+             *       "offset": 0,
+             *       "totalCount": 1,
+             *       "hasMore": false
+             *     }
+             */
+            pagination: {
+                limit: number;
+                offset: number;
+                totalCount: number;
+                hasMore: boolean;
+            };
+        };
+        /**
+         * @example {
+         *       "id": "evt_1Q0abc",
+         *       "type": "checkout.session.completed",
+         *       "receivedAt": "2026-11-21T08:19:11.331Z",
+         *       "deliveries": 1,
+         *       "outcome": "applied",
+         *       "reason": null,
+         *       "purchaseId": "pur_01M7YKB3F8Q2W6E4R0T9Y1U3I5"
+         *     }
+         */
+        StripeEvent: {
+            /**
+             * @description Stripe's event id
+             * @example evt_1Q0abc
+             */
+            id: string;
+            /** @example checkout.session.completed */
+            type: string;
+            /**
+             * @description First delivery
+             * @example 2026-11-21T08:19:11.331Z
+             */
+            receivedAt: string;
+            /** @example 1 */
+            deliveries: number;
+            /** @enum {string} */
+            outcome: "applied" | "duplicate" | "pending" | "ignored";
+            /**
+             * @description Why it was ignored (null otherwise)
+             * @example null
+             */
+            reason: string | null;
+            /** @example pur_01M7YKB3F8Q2W6E4R0T9Y1U3I5 */
+            purchaseId: string | null;
         };
         /**
          * @example {
@@ -6766,6 +7181,140 @@ export interface operations {
             };
         };
     };
+    listPurchases: {
+        parameters: {
+            query?: {
+                /** @description Internal id or externalId */
+                accountId?: string;
+                externalId?: string;
+                /** @description 1-500, default 50 */
+                limit?: number;
+                /** @description default 0 */
+                offset?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List purchases made through Stripe */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PurchaseList"];
+                };
+            };
+            /** @description Invalid input: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key: `UNAUTHORIZED` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or one of another project: `ACCOUNT_NOT_FOUND` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure: `INTERNAL_ERROR` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable; safe to retry with the same Idempotency-Key: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listStripeEvents: {
+        parameters: {
+            query?: {
+                /** @description 1-500, default 50 */
+                limit?: number;
+                /** @description default 0 */
+                offset?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List the Stripe events received */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StripeEventList"];
+                };
+            };
+            /** @description Invalid input: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key: `UNAUTHORIZED` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure: `INTERNAL_ERROR` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable; safe to retry with the same Idempotency-Key: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     runBatch: {
         parameters: {
             query?: never;
@@ -7135,6 +7684,93 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["TransactionReversedEvent"];
+            };
+        };
+        responses: {
+            /** @description Delivered. Anything else, or no answer within 10 s, is retried */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onCreditsPurchased: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id, the same on every attempt: deduplicate by it */
+                "webhook-id": string;
+                /** @description Unix seconds of the attempt; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body` with the secret */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreditsPurchasedEvent"];
+            };
+        };
+        responses: {
+            /** @description Delivered. Anything else, or no answer within 10 s, is retried */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onCreditsClawedBack: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id, the same on every attempt: deduplicate by it */
+                "webhook-id": string;
+                /** @description Unix seconds of the attempt; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body` with the secret */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreditsClawedBackEvent"];
+            };
+        };
+        responses: {
+            /** @description Delivered. Anything else, or no answer within 10 s, is retried */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onPurchaseClawbackIncomplete: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id, the same on every attempt: deduplicate by it */
+                "webhook-id": string;
+                /** @description Unix seconds of the attempt; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body` with the secret */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PurchaseClawbackIncompleteEvent"];
             };
         };
         responses: {

@@ -38,6 +38,9 @@ const KNOWN_TYPES = {
   "plan.granted": true,
   "spend_limit.reached": true,
   "transaction.reversed": true,
+  "credits.purchased": true,
+  "credits.clawed_back": true,
+  "purchase.clawback_incomplete": true,
   "webhook.test": true,
 } satisfies Record<LedgerEventType, true>;
 

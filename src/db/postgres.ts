@@ -84,6 +84,7 @@ const RETRYABLE_UNIQUE = new Set([
   "projects_name_key",
   "plan_grants_pkey",
   "account_plans_one_active",
+  "accounts_stripe_customer",
 ]);
 
 /** SQLSTATE classes and codes that mean the database cannot serve now. */

@@ -13,6 +13,10 @@ export interface ProjectsTable {
   created_at_ms: number;
   /** The credit price: micro-credits per USD of model cost; null until set. */
   credits_per_usd_micros: number | null;
+  /** The Stripe webhook signing secret (`whsec_…`); null: Stripe not connected. Never shown. */
+  stripe_webhook_secret: Generated<string | null>;
+  /** The Stripe secret key (`sk_…`) the service calls Stripe's API with; null: none. Never shown. */
+  stripe_secret_key: Generated<string | null>;
 }
 
 export interface ApiKeysTable {
@@ -59,6 +63,8 @@ export interface AccountsTable extends SpendSlotColumns {
    * plain write (the admission rule's region, src/accounts/plain.ts).
    */
   tree_links: Generated<number>;
+  /** The account's Stripe customer (`cus_…`), unique in the project; null: none. */
+  stripe_customer_id: Generated<string | null>;
 }
 
 /** Who pays an account's debits (docs/api.md#pools-and-members). */
@@ -97,7 +103,8 @@ export type TransactionSource =
   | "plan_expiry"
   | "grant_expiry"
   | "reversal"
-  | "transfer";
+  | "transfer"
+  | "purchase";
 
 export interface TransactionsTable {
   seq: Generated<number>;
@@ -137,6 +144,85 @@ export interface SpendLevelsTable {
   created_at_ms: number;
   transaction_id: string;
   amount_micros: number;
+}
+
+/**
+ * One row per PaymentIntent a project's Stripe events named (docs/design.md#stripe-purchases):
+ * the row each event of the payment locks first. `charge_refunded`: the Charge's
+ * `amount_refunded` (the currency's smallest unit) as the newest `charge.refunded` gave it, with
+ * that event's `created` (seconds); `ignored_reason`: a payment event of it was ignored for a
+ * reason that ignores its refunds too; `purchase_id`: once granted.
+ */
+export interface StripePaymentsTable {
+  project_id: string;
+  payment_intent_id: string;
+  purchase_id: string | null;
+  ignored_reason: string | null;
+  charge_refunded: number | null;
+  charge_refunded_at: number | null;
+}
+
+/** A Stripe Refund seen: its amount and status, the latest by `seen_at` (its event's `created`). */
+export interface StripeRefundsTable {
+  project_id: string;
+  refund_id: string;
+  payment_intent_id: string;
+  amount: number;
+  status: string;
+  seen_at: number;
+}
+
+/** A Stripe Dispute seen: its amount and whether its funds were withdrawn and reinstated (0/1). */
+export interface StripeDisputesTable {
+  project_id: string;
+  dispute_id: string;
+  payment_intent_id: string;
+  amount: number;
+  withdrawn: number;
+  reinstated: number;
+}
+
+/** A payment through Stripe that granted credits (docs/api.md#selling-credits-through-stripe). */
+export interface PurchasesTable {
+  id: string;
+  project_id: string;
+  account_id: string;
+  payment_intent_id: string;
+  checkout_session_id: string | null;
+  invoice_id: string | null;
+  credits_micros: number;
+  /** The currency's smallest unit, as Stripe gives it. */
+  amount_paid: number;
+  currency: string;
+  amount_refunded: number;
+  credits_uncollected_micros: number;
+  status: "paid" | "partially_refunded" | "refunded" | "disputed";
+  /** The purchase's credit. */
+  transaction_id: string;
+  priority: number;
+  expires_at_ms: number | null;
+  created_at_ms: number;
+}
+
+/** The credits of a purchase: its credit (`restored` 0) and its restores (1). */
+export interface PurchaseCreditsTable {
+  purchase_id: string;
+  transaction_id: string;
+  credits_micros: number;
+  restored: number;
+}
+
+/** An accepted Stripe event, once by its id, with what it did. */
+export interface StripeEventsTable {
+  project_id: string;
+  id: string;
+  type: string;
+  received_at_ms: number;
+  deliveries: number;
+  outcome: "applied" | "duplicate" | "pending" | "ignored";
+  reason: string | null;
+  purchase_id: string | null;
+  payment_intent_id: string | null;
 }
 
 /**
@@ -371,6 +457,12 @@ export interface DB {
   webhook_events: WebhookEventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   spend_limit_reached: SpendLimitReachedTable;
+  stripe_payments: StripePaymentsTable;
+  stripe_refunds: StripeRefundsTable;
+  stripe_disputes: StripeDisputesTable;
+  purchases: PurchasesTable;
+  purchase_credits: PurchaseCreditsTable;
+  stripe_events: StripeEventsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

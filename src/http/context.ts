@@ -18,6 +18,7 @@ export interface AppDeps {
     | "BODY_LIMIT_BYTES"
     | "WEBHOOK_ALLOW_PRIVATE"
     | "WEBHOOK_MAX_PER_PROJECT"
+    | "STRIPE_API_URL"
   >;
   clock: Clock;
   logger: Logger;

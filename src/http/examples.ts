@@ -63,6 +63,7 @@ export const exampleAccount = {
   parentId: null,
   funding: "own" as const,
   fundedBy: ex.accountId,
+  stripeCustomerId: null,
 };
 
 /** The account as `POST /v1/accounts/create` returns it. */
@@ -315,6 +316,10 @@ export const exampleErrors: Record<ErrorCode, { message: string; details?: unkno
     message: "Account team-research is funded by its parent: it holds no credits of its own",
     details: { accountId: ex.accountId, externalId: "team-research" },
   },
+  DUPLICATE_STRIPE_CUSTOMER: {
+    message: "stripeCustomerId cus_Q0abc is already used by account customer-7",
+  },
+  INVALID_SIGNATURE: { message: "Invalid Stripe-Signature: no signature matches" },
   PAYLOAD_TOO_LARGE: { message: "Request body is larger than 65536 bytes" },
   METHOD_NOT_ALLOWED: {
     message: "/v1/accounts/create does not serve GET; it serves POST",

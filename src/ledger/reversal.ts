@@ -158,6 +158,35 @@ export async function reverseTransaction(
   input: ReversalInput,
   nowMs: number,
 ): Promise<Reversed> {
+  const done = await reverse(trx, projectId, input, nowMs, false);
+  if (done === undefined) throw new Error("a reversal of an exact amount booked nothing");
+  return done;
+}
+
+/**
+ * Reverses as much of the credit or debit `transactionId` as may still be reversed, at most
+ * `atMostMicros` (a Stripe refund's clawback, docs/api.md#selling-credits-through-stripe): the
+ * reversal of `reverseTransaction` for the least of the two.
+ * @returns the reversal, or undefined when nothing of it may be reversed (nothing was booked
+ *   but the account's due expiries)
+ * @throws as `reverseTransaction`, but never REVERSAL_EXCEEDS_ORIGINAL or _REMAINING
+ */
+export function reverseAtMost(
+  trx: Transaction<DB>,
+  projectId: string,
+  input: ReversalInput & { amountMicros: number },
+  nowMs: number,
+): Promise<Reversed | undefined> {
+  return reverse(trx, projectId, input, nowMs, true);
+}
+
+async function reverse(
+  trx: Transaction<DB>,
+  projectId: string,
+  input: ReversalInput,
+  nowMs: number,
+  atMost: boolean,
+): Promise<Reversed | undefined> {
   const txn = await original(trx, projectId, input.transactionId);
   if (txn === undefined) {
     throw new ApiError("TRANSACTION_NOT_FOUND", `Transaction ${input.transactionId} not found`);
@@ -186,7 +215,10 @@ export async function reverseTransaction(
     txn.type === "debit"
       ? leftOfOriginal
       : Math.max(0, Math.min(leftOfOriginal, grant?.remaining ?? leftOfOriginal, availableMicros));
-  const micros = input.amountMicros ?? reversible;
+  const micros = atMost
+    ? Math.min(input.amountMicros ?? reversible, reversible)
+    : (input.amountMicros ?? reversible);
+  if (atMost && micros <= 0) return undefined;
   if (micros > leftOfOriginal || (input.amountMicros === undefined && leftOfOriginal === 0)) {
     throw beyond("REVERSAL_EXCEEDS_ORIGINAL", reversible);
   }

@@ -22,6 +22,8 @@
  *   than the debit took from it (docs/api.md#reversals).
  * * - the tree of accounts inside accounts holds together (verify-tree.ts,
  *   docs/api.md#pools-and-members); what a pool's credits back counts its members' holds.
+ * - every purchase through Stripe is its credits and its restores, and never takes back more
+ *   than it granted (verify-purchases.ts, docs/api.md#selling-credits-through-stripe).
  *
  * The ledger is read in `seq` order: on PostgreSQL too, an account's entries ascend in seq along
  * their balanceAfter chain, since each is inserted under the account's row lock.
@@ -33,6 +35,7 @@ import type { DB } from "../db/schema.ts";
 import { inReadSnapshot } from "../db/snapshot.ts";
 import { counterProblems } from "../limits/counters.ts";
 import { fromMicros, MAX_BALANCE_MICROS } from "../money.ts";
+import { purchaseProblems } from "./verify-purchases.ts";
 import { reservedBacked, treeProblems } from "./verify-tree.ts";
 
 export interface VerifyReport {
@@ -165,6 +168,7 @@ async function checkLedger(db: Kysely<DB>, nowMs: number): Promise<VerifyReport>
   problems.push(...(await chargeProblems(db)));
   problems.push(...(await reversalProblems(db)));
   problems.push(...(await treeProblems(db)));
+  problems.push(...(await purchaseProblems(db)));
   return { accounts: accounts.length, transactions, problems };
 }
 

@@ -15,6 +15,7 @@ const exampleProject = {
   name: "default",
   creditsPerUsd: 100,
   createdAt: "2026-11-21T08:00:00.000Z",
+  stripe: { connected: true, secretKeySet: false },
 };
 
 export const projectSchema = z
@@ -27,12 +28,25 @@ export const projectSchema = z
       example: 100,
     }),
     createdAt: z.string().openapi({ example: exampleProject.createdAt }),
+    stripe: z
+      .object({
+        connected: z.boolean().openapi({ description: "A webhook secret is set" }),
+        secretKeySet: z.boolean().openapi({ description: "A secret key is set" }),
+      })
+      .openapi({
+        description:
+          "The project's Stripe connection, set by the operator (`ledger stripe set`); the " +
+          "secrets are never shown",
+      }),
   })
   .openapi("Project", { example: exampleProject });
 
 /** The API's Project object. */
 export function projectJson(
-  row: Pick<ProjectsTable, "id" | "name" | "created_at_ms" | "credits_per_usd_micros">,
+  row: Pick<ProjectsTable, "id" | "name" | "created_at_ms" | "credits_per_usd_micros"> & {
+    stripe_connected: number | boolean;
+    stripe_key_set: number | boolean;
+  },
 ): WireOf<typeof projectSchema> {
   return {
     id: row.id,
@@ -40,6 +54,7 @@ export function projectJson(
     creditsPerUsd:
       row.credits_per_usd_micros === null ? null : fromMicros(row.credits_per_usd_micros),
     createdAt: iso(row.created_at_ms),
+    stripe: { connected: Boolean(row.stripe_connected), secretKeySet: Boolean(row.stripe_key_set) },
   };
 }
 

@@ -2,22 +2,32 @@
  * The project of an API key and its credit price (docs/api.md#charging-usage-in-credits): how
  * many credits one USD of model cost is, stored exactly as micro-credits per USD.
  */
-import type { Kysely, Transaction } from "kysely";
+import type { ExpressionBuilder, Kysely, Transaction } from "kysely";
 import { prepared } from "../db/prepared.ts";
 import type { DB, ProjectsTable } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 
-/** A project as the API shows it. */
+/**
+ * A project as the API shows it: with whether it is connected to Stripe and has a secret key
+ * (docs/api.md#selling-credits-through-stripe; 1/0 or true/false, by engine), never the secrets.
+ */
 export type ProjectRow = Pick<
   ProjectsTable,
   "id" | "name" | "created_at_ms" | "credits_per_usd_micros"
->;
+> & { stripe_connected: number | boolean; stripe_key_set: number | boolean };
+
+/** The columns of a ProjectRow. */
+const projectColumns = (eb: ExpressionBuilder<DB, "projects">) => [
+  "id" as const,
+  "name" as const,
+  "created_at_ms" as const,
+  "credits_per_usd_micros" as const,
+  eb("stripe_webhook_secret", "is not", null).as("stripe_connected"),
+  eb("stripe_secret_key", "is not", null).as("stripe_key_set"),
+];
 
 const projectById = prepared<{ projectId: string }, ProjectRow>((db, arg) =>
-  db
-    .selectFrom("projects")
-    .select(["id", "name", "created_at_ms", "credits_per_usd_micros"])
-    .where("id", "=", arg("projectId")),
+  db.selectFrom("projects").select(projectColumns).where("id", "=", arg("projectId")),
 );
 
 /**
@@ -59,7 +69,7 @@ export async function setCreditPrice(
     .updateTable("projects")
     .set({ credits_per_usd_micros: creditsPerUsdMicros })
     .where("id", "=", projectId)
-    .returning(["id", "name", "created_at_ms", "credits_per_usd_micros"])
+    .returning(projectColumns)
     .executeTakeFirst();
   return row ?? null;
 }

@@ -25,6 +25,9 @@ export const EVENT_TYPES = [
   "plan.granted",
   "spend_limit.reached",
   "transaction.reversed",
+  "credits.purchased",
+  "credits.clawed_back",
+  "purchase.clawback_incomplete",
 ] as const;
 
 /** An event type an endpoint may subscribe to. */

@@ -1,0 +1,79 @@
+/**
+ * The reads of purchases and Stripe events (docs/api.md#selling-credits-through-stripe): pages,
+ * newest first.
+ */
+import type { Kysely } from "kysely";
+import type { DB } from "../db/schema.ts";
+import type { Page } from "../http/handlers.ts";
+import { purchaseNumbers } from "./purchases.ts";
+import { purchaseJson, stripeEventJson } from "./schemas.ts";
+
+/**
+ * A page of the project's purchases (of `accountId` only, when given), newest first, each with
+ * its account's externalId and the credits its credits have had taken back (reversals, less its
+ * restores), read for the page in one query.
+ */
+export async function listPurchases(
+  db: Kysely<DB>,
+  projectId: string,
+  accountId: string | undefined,
+  page: Page,
+) {
+  let base = db.selectFrom("purchases").where("purchases.project_id", "=", projectId);
+  if (accountId !== undefined) base = base.where("purchases.account_id", "=", accountId);
+  const rows = await base
+    .innerJoin("accounts", "accounts.id", "purchases.account_id")
+    .selectAll("purchases")
+    .select("accounts.external_id")
+    .orderBy("purchases.created_at_ms", "desc")
+    .orderBy("purchases.id", "desc")
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+  const { count } = await base
+    .select((eb) => eb.fn.countAll<number>().as("count"))
+    .executeTakeFirstOrThrow();
+  const back = await clawedBackOf(
+    db,
+    rows.map((r) => r.id),
+  );
+  return {
+    rows: rows.map((r) => purchaseJson(purchaseNumbers(r), r.external_id, back.get(r.id) ?? 0)),
+    totalCount: Number(count),
+  };
+}
+
+/** Each purchase's credits taken back: its credits' reversals less its restores (micro-credits). */
+async function clawedBackOf(db: Kysely<DB>, purchaseIds: string[]): Promise<Map<string, number>> {
+  const back = new Map<string, number>();
+  if (purchaseIds.length === 0) return back;
+  const rows = await db
+    .selectFrom("purchase_credits as pc")
+    .leftJoin("transactions as r", "r.reversal_of", "pc.transaction_id")
+    .select(["pc.purchase_id", "pc.transaction_id", "pc.credits_micros", "pc.restored"])
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>("r.amount_micros"), eb.lit(0)).as("reversed"))
+    .where("pc.purchase_id", "in", purchaseIds)
+    .groupBy(["pc.purchase_id", "pc.transaction_id", "pc.credits_micros", "pc.restored"])
+    .execute();
+  for (const r of rows) {
+    const restored = Number(r.restored) === 1 ? Number(r.credits_micros) : 0;
+    back.set(r.purchase_id, (back.get(r.purchase_id) ?? 0) + Number(r.reversed) - restored);
+  }
+  return back;
+}
+
+/** A page of the project's Stripe events, newest first (by first delivery). */
+export async function listStripeEvents(db: Kysely<DB>, projectId: string, page: Page) {
+  const base = db.selectFrom("stripe_events").where("project_id", "=", projectId);
+  const rows = await base
+    .selectAll()
+    .orderBy("received_at_ms", "desc")
+    .orderBy("id", "desc")
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+  const { count } = await base
+    .select((eb) => eb.fn.countAll<number>().as("count"))
+    .executeTakeFirstOrThrow();
+  return { rows: rows.map(stripeEventJson), totalCount: Number(count) };
+}
