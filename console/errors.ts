@@ -116,6 +116,11 @@ export const ERROR_SENTENCES = {
     sentence: "Another account already has this Stripe customer.",
     detail: true,
   },
+  STRIPE_NOT_CONFIGURED: {
+    sentence:
+      "Stripe is not set up for this: the project needs its Stripe key and credit price, and the account its Stripe customer.",
+    detail: true,
+  },
   INVALID_SIGNATURE: {
     sentence: "The Stripe signature of this request did not match.",
     detail: false,

@@ -25,6 +25,8 @@ export interface Account {
   funding: "own" | "parent";
   /** Its pool: the nearest account at or above it that funds itself (its own id when it does). */
   fundedBy: string;
+  /** Its Stripe customer (docs/api.md#selling-credits-through-stripe); null when unset. */
+  stripeCustomerId: string | null;
 }
 
 /** One spend limit's current window (`GET /v1/accounts/limits`). */
@@ -151,6 +153,30 @@ export interface UsageSummary {
   creditsCharged?: Num;
   creditsReversed?: Num;
   groups?: UsageGroup[];
+}
+
+/**
+ * A payment through Stripe that granted credits (`GET /v1/purchases`,
+ * docs/api.md#selling-credits-through-stripe). `amountPaid` and `amountRefunded` are integers in
+ * the currency's smallest unit, as Stripe gives them; `currency` is lower case.
+ */
+export interface Purchase {
+  id: string;
+  accountId: string;
+  externalId: string;
+  paymentIntentId: string;
+  credits: Num;
+  amountPaid: Num;
+  currency: string;
+  amountRefunded: Num;
+  /** Credits taken back by refunds, disputes and reversals of its credit. */
+  creditsClawedBack: Num;
+  /** Credits a refund or dispute asked for that were already spent or held. */
+  creditsUncollected: Num;
+  status: "paid" | "partially_refunded" | "refunded" | "disputed";
+  /** The purchase's credit: in the account's ledger, or its pool's for a member. */
+  transactionId: string;
+  createdAt: string;
 }
 
 /** The API key's project (`GET /v1/project`): `creditsPerUsd` is null until a price is set. */

@@ -106,6 +106,14 @@ const configSchema = z.object({
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
   /** Milliseconds between two looks for due webhook deliveries while there are none. */
   WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(250),
+  /** Milliseconds between two looks for due automatic top-up attempts (docs/operations.md#stripe). */
+  AUTO_TOPUP_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  /**
+   * Seconds a process's claim on an attempt keeps others off it: longer than a Stripe call with
+   * its retries takes. A claim that runs out (a killed process) lets any process retry, with
+   * the same Idempotency-Key.
+   */
+  AUTO_TOPUP_LEASE_SECONDS: z.coerce.number().min(0.1).max(3600).default(60),
   /**
    * "true" lets webhooks target loopback, private, link-local and other non-public addresses
    * (local development and tests; docs/operations.md#webhooks). Off by default.

@@ -30,6 +30,12 @@ const WHEN: { [T in SentEventType]: string } = {
   "credits.clawed_back":
     "A Stripe refund or dispute took a purchase's credits back by a reversal " +
     "(`transactionId`); `creditsUncollected` is what this event could not take back.",
+  "auto_topup.succeeded":
+    "An automatic top-up attempt's PaymentIntent succeeded and its credits were granted " +
+    "(with the purchase's `credits.purchased`).",
+  "auto_topup.failed":
+    "An automatic top-up attempt failed: `reason` is Stripe's decline code or error code, or " +
+    "requires_action, no_payment_method, not_configured, unreachable or monthly_limit.",
   "purchase.clawback_incomplete":
     "A Stripe refund or dispute asked for credits already spent or held: " +
     "`creditsUncollected` could not be taken back (`creditsUncollectedTotal` in all).",

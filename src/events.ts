@@ -6,6 +6,7 @@
  * type below makes a missing, extra or mismatched entry a compile error.
  */
 import type { z } from "@hono/zod-openapi";
+import { autoTopupFailed, autoTopupSucceeded } from "./accounts/auto-topup.ts";
 import { balanceLow } from "./accounts/low-balance.ts";
 import { creditsExpired } from "./ledger/expiry.ts";
 import { transactionReversed } from "./ledger/reversal.ts";
@@ -27,5 +28,7 @@ export const EVENTS = {
   "credits.purchased": creditsPurchased,
   "credits.clawed_back": creditsClawedBack,
   "purchase.clawback_incomplete": clawbackIncomplete,
+  "auto_topup.succeeded": autoTopupSucceeded,
+  "auto_topup.failed": autoTopupFailed,
   "webhook.test": webhookTest,
 } as const satisfies { [T in SentEventType]: EventDefinition<T, z.ZodType> };

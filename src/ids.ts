@@ -38,7 +38,8 @@ export type IdPrefix =
   | "evt"
   | "whd"
   | "trf"
-  | "pur";
+  | "pur"
+  | "atu";
 
 /**
  * Prefix of every generated API key (a secret, not an id, made in src/db/api-keys.ts), so that

@@ -12,6 +12,7 @@ import { bootstrapProject } from "./bootstrap.ts";
 import type { Config } from "./config.ts";
 import type { WalCheckpoint } from "./db/checkpoint.ts";
 import { type HttpServer, runtimeDescription, serveHttp } from "./http/serve.ts";
+import { type AutoTopupWorker, startAutoTopupWorker } from "./jobs/auto-topup.ts";
 import { type JobLogger, type Scheduler, startScheduler } from "./jobs/scheduler.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { seedModelsIfEmpty } from "./models/seed.ts";
@@ -38,6 +39,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   }).catch(async (err: unknown) => {
     background.scheduler?.stop();
     await background.webhooks.stop();
+    await background.topUps.stop();
     await background.backups?.stop();
     await ledger.close();
     throw err;
@@ -108,6 +110,8 @@ interface Background {
   /** Scheduled backups, when BACKUP_DIR is set. */
   backups: BackupSchedule | undefined;
   webhooks: DeliveryWorker;
+  /** The automatic top-up worker (docs/api.md#automatic-top-up). */
+  topUps: AutoTopupWorker;
 }
 
 /** Starts the scheduler, the scheduled backups and the webhook delivery worker, as configured. */
@@ -138,7 +142,16 @@ function startBackground(ledger: Ledger, config: Config, logger: JobLogger): Bac
     pollMs: config.WEBHOOK_POLL_MS,
     targets: { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE },
   });
-  return { scheduler, backups, webhooks };
+  const topUps = startAutoTopupWorker({
+    db: ledger.db,
+    queue: ledger.queue,
+    clock,
+    logger,
+    pollMs: config.AUTO_TOPUP_POLL_MS,
+    leaseSeconds: config.AUTO_TOPUP_LEASE_SECONDS,
+    apiUrl: config.STRIPE_API_URL,
+  });
+  return { scheduler, backups, webhooks, topUps };
 }
 
 /**
@@ -165,6 +178,7 @@ async function stopGracefully(running: {
   // Attempts on the wire are aborted and their deliveries handed back before the database
   // closes; a delivery whose hand-back is lost is attempted again once its lease runs out.
   await background.webhooks.stop();
+  await background.topUps.stop();
   // Every writer has stopped: the WAL is folded into the database file before it closes, so
   // that a copy of the file alone after the stop holds every write.
   const checkpoint = await ledger.closeCheckpointed();

@@ -616,7 +616,7 @@ describe("webhook management in the console at 1280 px and 390 px", () => {
         });
         expect((await row.getByRole("cell").allTextContents()).slice(0, 4)).toEqual([
           url,
-          "balance.low, reservation.expired, credits.expired, plan.granted, spend_limit.reached, transaction.reversed",
+          "balance.low, reservation.expired, credits.expired, plan.granted, spend_limit.reached, transaction.reversed, credits.purchased, credits.clawed_back, purchase.clawback_incomplete, auto_topup.succeeded, auto_topup.failed",
           LONG_NAME,
           "yes",
         ]);

@@ -70,6 +70,9 @@ const SPEC_ROUTES: [method: "get" | "post", path: string][] = [
   // Selling credits through Stripe (docs/api.md#selling-credits-through-stripe).
   ["get", "/v1/purchases"],
   ["get", "/v1/stripe/events"],
+  // Automatic top-up (docs/api.md#automatic-top-up).
+  ["post", "/v1/accounts/auto-topup"],
+  ["get", "/v1/accounts/auto-topup"],
 ];
 
 /** The export routes (docs/api.md#exports): a file instead of a JSON body. */
@@ -95,6 +98,8 @@ const EVENT_TYPES = [
   "credits.purchased",
   "credits.clawed_back",
   "purchase.clawback_incomplete",
+  "auto_topup.succeeded",
+  "auto_topup.failed",
   "webhook.test",
 ];
 

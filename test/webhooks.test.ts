@@ -126,6 +126,8 @@ describe("webhook endpoints", () => {
         "credits.purchased",
         "credits.clawed_back",
         "purchase.clawback_incomplete",
+        "auto_topup.succeeded",
+        "auto_topup.failed",
       ],
       description: "Billing",
       isActive: true,

@@ -1,10 +1,10 @@
 /**
  * One account: its parent, its children and its pool (account-tree.tsx), its balances (a
  * member's are its pool's), the add, deduct and transfer actions, its spend limits' current
- * windows, its plan assignment, its usage of the last 30 days, its grants, its pending
- * reservations, its ledger (with its reversals and transfers, and one entry's thread at
- * `#/accounts/<id>/transactions/<id>`), and its exports as downloads.
- * Every number comes from the `/v1` API.
+ * windows, its plan assignment, its purchases through Stripe (account-purchases.tsx), its usage
+ * of the last 30 days, its grants, its pending reservations, its ledger (with its reversals and
+ * transfers, and one entry's thread at `#/accounts/<id>/transactions/<id>`), and its exports as
+ * downloads. Every number comes from the `/v1` API.
  */
 import { useState } from "hono/jsx/dom";
 import { call } from "../api.ts";
@@ -24,6 +24,7 @@ import { LedgerSection } from "./account-ledger.tsx";
 import { LimitsSection } from "./account-limits.tsx";
 import { AccountLink, rememberAccount } from "./account-links.tsx";
 import { PlanSection } from "./account-plan.tsx";
+import { PurchasesSection } from "./account-purchases.tsx";
 import { TreeSection } from "./account-tree.tsx";
 import { UsageSection } from "./account-usage.tsx";
 import { CreditActions } from "./credit-actions.tsx";
@@ -196,6 +197,10 @@ export function AccountPage({
               </dd>
             </div>
             <div>
+              <dt>Stripe customer</dt>
+              <dd>{account.stripeCustomerId ? <code>{account.stripeCustomerId}</code> : "–"}</dd>
+            </div>
+            <div>
               <dt>Created</dt>
               <dd>
                 <When at={account.createdAt} />
@@ -214,6 +219,7 @@ export function AccountPage({
           </div>
           <LimitsSection accountId={account.id} version={version} />
           <PlanSection accountId={account.id} version={version} />
+          <PurchasesSection account={account} version={version} />
           <UsageSection accountId={account.id} />
           <Grants accountId={account.id} version={version} />
           <PendingReservations accountId={account.id} version={version} />

@@ -1,7 +1,8 @@
 /**
  * The low-balance alert (docs/api.md#event-types, docs/api.md#low-balance-threshold): a
  * `balance.low` event when a committed write takes an account's `available` from at least its
- * `lowBalanceThreshold` to below it.
+ * `lowBalanceThreshold` to below it; and, in the same place, the automatic top-up's attempt
+ * that such a write may queue (auto-topup.ts, docs/api.md#automatic-top-up).
  */
 
 import type { Transaction } from "kysely";
@@ -9,6 +10,7 @@ import { crosses, numbers } from "../admission/rule.ts";
 import type { DB } from "../db/schema.ts";
 import { fromMicros } from "../money.ts";
 import { defineEvent } from "../webhooks/outbox.ts";
+import { considerTopUp } from "./auto-topup.ts";
 import { findAccountWithBalance } from "./lookup.ts";
 import { balanceLowData } from "./schemas.ts";
 
@@ -33,6 +35,8 @@ export interface LowBalanceAccount {
   id: string;
   project_id: string;
   low_balance_threshold_micros?: number | null | undefined;
+  /** The automatic top-up's threshold while enabled (auto-topup.ts); left out: read. */
+  auto_topup_threshold_micros?: number | null | undefined;
 }
 
 /**
@@ -52,11 +56,13 @@ export async function checkLowBalance(
   check: LowBalanceCheck,
 ): Promise<void> {
   const known = account.low_balance_threshold_micros;
-  if (known === null) return;
+  const topUp = account.auto_topup_threshold_micros;
+  if (known === null && topUp === null) return;
   if ("loweredByMicros" in check && check.loweredByMicros <= 0) return;
   if (
+    topUp === null &&
     "availableBeforeMicros" in check &&
-    known !== undefined &&
+    known != null &&
     check.availableBeforeMicros < known
   ) {
     return;
@@ -67,6 +73,10 @@ export async function checkLowBalance(
     "availableBeforeMicros" in check
       ? check.availableBeforeMicros
       : now.available + check.loweredByMicros;
+  // An enabled automatic top-up may queue an attempt (docs/api.md#automatic-top-up).
+  if (now.account.auto_topup_threshold_micros !== null) {
+    await considerTopUp(trx, now.account, availableBeforeMicros, now.available, check.nowMs);
+  }
   // The admission rule's low-balance condition (src/admission/rule.ts `crosses`).
   if (thresholdMicros === null) return;
   if (!crosses(numbers, thresholdMicros, availableBeforeMicros, now.available)) return;

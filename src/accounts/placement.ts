@@ -122,6 +122,7 @@ export async function placeExisting(
     if (switching && funding === "parent") {
       if (account.balance_micros !== 0) throw busy("balance", account);
       if (await hasActivePlan(trx, account.id)) throw busy("plan", account);
+      if (account.auto_topup_threshold_micros !== null) throw busy("auto_topup", account);
       changes.low_balance_threshold_micros = null;
     }
   }
@@ -140,11 +141,15 @@ export async function placeExisting(
 }
 
 /** 409 ACCOUNT_BUSY with `details.reason`. */
-function busy(reason: "reservation" | "balance" | "plan", account: AccountRow): ApiError {
+function busy(
+  reason: "reservation" | "balance" | "plan" | "auto_topup",
+  account: AccountRow,
+): ApiError {
   const why = {
     reservation: "it or an account below it has a pending reservation",
     balance: "its balance is not zero",
     plan: "it has an active plan assignment",
+    auto_topup: "it has an enabled automatic top-up",
   }[reason];
   return new ApiError("ACCOUNT_BUSY", `Account ${account.external_id} is busy: ${why}`, {
     reason,

@@ -2,7 +2,8 @@
  * The account's terms of the admission rule (src/admission/rule.ts,
  * docs/design.md#the-admission-rule) in a SQLite statement on `accounts`: the region (its spend
  * limits are none, or the text the statement checks with its own limit conditions; the account
- * in no tree, docs/api.md#pools-and-members; no grant expiry due or held), `available` and the
+ * in no tree, docs/api.md#pools-and-members; no automatic top-up enabled,
+ * docs/api.md#automatic-top-up; no grant expiry due or held), `available` and the
  * low-balance threshold. The plain statements built
  * from them are the debit's move (src/ledger/plain-move.ts) and the reservation's insert
  * (src/reservations/plain-reserve.ts). PostgreSQL reads the same terms in
@@ -47,6 +48,8 @@ export function accountTerms(
         : eb("accounts.spend_limits", "=", limitsText),
       // In no tree: a member's pool pays and every level's limits apply (the general path).
       eb("accounts.tree_links", "=", 0),
+      // No automatic top-up: a crossing of its threshold queues an attempt (the general path).
+      eb("accounts.auto_topup_threshold_micros", "is", null),
       eb.not(grantWork(eb, nowMs)),
     ]),
     held: holds,

@@ -8,6 +8,7 @@ import { paged, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { type OperationId, resourceRoutes } from "../http/routes.ts";
 import { limitsOfInput } from "../limits/limits.ts";
+import { registerAutoTopupRoutes } from "./auto-topup-routes.ts";
 import { limitRoutes, registerLimitRoutes } from "./limit-routes.ts";
 import { poolIdOf, poolIds } from "./placement.ts";
 import {
@@ -186,4 +187,5 @@ export function registerAccountRoutes(app: App, deps: AppDeps): void {
   registerGetAccount(app, deps);
   registerGetBalance(app, deps);
   registerLimitRoutes(app, deps);
+  registerAutoTopupRoutes(app, deps);
 }

@@ -84,6 +84,7 @@ export async function createAccount(
     low_balance_threshold_micros: input.lowBalanceThreshold ?? null,
     spend_limits: limitsText(input.spendLimits ?? []),
     stripe_customer_id: input.stripeCustomerId ?? null,
+    auto_topup_threshold_micros: null,
     ...placement,
     ...EMPTY_SLOTS,
   };

@@ -242,6 +242,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/accounts/auto-topup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An account's automatic top-up
+         * @description The account's automatic top-up with this month's total and its last attempt (`autoTopup: null` before any was set).
+         */
+        get: operations["getAutoTopup"];
+        put?: never;
+        /**
+         * Set an account's automatic top-up
+         * @description Sets the account's automatic top-up: when a write takes its `available` below `threshold`, an off-session Stripe PaymentIntent buys `amount` credits with the customer's default payment method, at most one attempt at a time and at most `monthlyLimit` credits per UTC month. Needs the project's Stripe secret key and credit price and the account's `stripeCustomerId` to enable it (409 `STRIPE_NOT_CONFIGURED`).
+         */
+        post: operations["setAutoTopup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/accounts/credits/add": {
         parameters: {
             query?: never;
@@ -1124,6 +1148,46 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "auto_topup.succeeded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The auto_topup.succeeded event
+         * @description An automatic top-up attempt's PaymentIntent succeeded and its credits were granted (with the purchase's `credits.purchased`). POSTed as JSON to every active endpoint subscribed to `auto_topup.succeeded`, signed as Standard Webhooks describes; verify the signature over the raw body before parsing it. Amounts are exact decimal literals.
+         */
+        post: operations["onAutoTopupSucceeded"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "auto_topup.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The auto_topup.failed event
+         * @description An automatic top-up attempt failed: `reason` is Stripe's decline code or error code, or requires_action, no_payment_method, not_configured, unreachable or monthly_limit. POSTed as JSON to every active endpoint subscribed to `auto_topup.failed`, signed as Standard Webhooks describes; verify the signature over the raw body before parsing it. Amounts are exact decimal literals.
+         */
+        post: operations["onAutoTopupFailed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "webhook.test": {
         parameters: {
             query?: never;
@@ -1555,6 +1619,60 @@ export interface components {
             /** @example 200 */
             creditsUncollectedTotal: Amount;
         };
+        AutoTopupSucceededEvent: {
+            /**
+             * @description The event id (`evt_…`), also sent as the `webhook-id` header
+             * @example evt_01M7YKQ49ZK3W7P2N6Y5D8E1RX
+             */
+            id: string;
+            /** @enum {string} */
+            type: "auto_topup.succeeded";
+            /**
+             * @description When the change that caused the event committed (ISO 8601, UTC)
+             * @example 2026-11-21T08:22:45.903Z
+             */
+            createdAt: string;
+            data: components["schemas"]["AutoTopupSucceededData"];
+        };
+        AutoTopupSucceededData: {
+            /** @example acc_01M7YK07B38628KR5DHES0CNDB */
+            accountId: string;
+            /** @example customer-42 */
+            externalId: string;
+            /** @example atu_01M7YKB3F8Q2W6E4R0T9Y1U3I5 */
+            attemptId: string;
+            /** @example pur_01M7YKB3F8Q2W6E4R0T9Y1U3I5 */
+            purchaseId: string;
+            /** @example 500 */
+            credits: Amount;
+            /** @example 590 */
+            balance: Amount;
+        };
+        AutoTopupFailedEvent: {
+            /**
+             * @description The event id (`evt_…`), also sent as the `webhook-id` header
+             * @example evt_01M7YKQ49ZK3W7P2N6Y5D8E1RX
+             */
+            id: string;
+            /** @enum {string} */
+            type: "auto_topup.failed";
+            /**
+             * @description When the change that caused the event committed (ISO 8601, UTC)
+             * @example 2026-11-21T08:22:45.903Z
+             */
+            createdAt: string;
+            data: components["schemas"]["AutoTopupFailedData"];
+        };
+        AutoTopupFailedData: {
+            /** @example acc_01M7YK07B38628KR5DHES0CNDB */
+            accountId: string;
+            /** @example customer-42 */
+            externalId: string;
+            /** @example atu_01M7YKB3F8Q2W6E4R0T9Y1U3I5 */
+            attemptId: string;
+            /** @example card_declined */
+            reason: string;
+        };
         WebhookTestEvent: {
             /**
              * @description The event id (`evt_…`), also sent as the `webhook-id` header
@@ -1985,6 +2103,134 @@ export interface components {
             /** @example acme-corp */
             externalId: string;
             limits: components["schemas"]["SpendLimitWindow"][];
+        };
+        /**
+         * @example {
+         *       "success": true,
+         *       "autoTopup": {
+         *         "enabled": true,
+         *         "threshold": 100,
+         *         "amount": 500,
+         *         "monthlyLimit": 2000,
+         *         "toppedUpThisMonth": 500,
+         *         "consecutiveFailures": 0,
+         *         "disabledReason": null,
+         *         "lastAttempt": {
+         *           "id": "atu_01M7YKB3F8Q2W6E4R0T9Y1U3I5",
+         *           "status": "succeeded",
+         *           "reason": null,
+         *           "credits": 500,
+         *           "amountCents": 500,
+         *           "paymentIntentId": "pi_3Q0abc",
+         *           "createdAt": "2026-11-21T08:19:11.331Z",
+         *           "finishedAt": "2026-11-21T08:19:11.331Z"
+         *         }
+         *       }
+         *     }
+         */
+        AutoTopupResponse: {
+            /** @enum {boolean} */
+            success: true;
+            autoTopup: components["schemas"]["AutoTopup"];
+        };
+        AutoTopup: {
+            enabled: boolean;
+            /**
+             * @description Credits
+             * @example 100
+             */
+            threshold: Amount;
+            /**
+             * @description Credits bought per attempt
+             * @example 500
+             */
+            amount: Amount;
+            /**
+             * @description Credits per UTC month (null: none)
+             * @example 2000
+             */
+            monthlyLimit: Amount | null;
+            /**
+             * @description Credits of this UTC month's succeeded and in-flight attempts
+             * @example 500
+             */
+            toppedUpThisMonth: Amount;
+            /** @example 0 */
+            consecutiveFailures: number;
+            /**
+             * @example null
+             * @enum {string|null}
+             */
+            disabledReason: "consecutive_failures" | null;
+            lastAttempt: components["schemas"]["AutoTopupAttempt"];
+        } | null;
+        /**
+         * @example {
+         *       "id": "atu_01M7YKB3F8Q2W6E4R0T9Y1U3I5",
+         *       "status": "succeeded",
+         *       "reason": null,
+         *       "credits": 500,
+         *       "amountCents": 500,
+         *       "paymentIntentId": "pi_3Q0abc",
+         *       "createdAt": "2026-11-21T08:19:11.331Z",
+         *       "finishedAt": "2026-11-21T08:19:11.331Z"
+         *     }
+         */
+        AutoTopupAttempt: {
+            /** @example atu_01M7YKB3F8Q2W6E4R0T9Y1U3I5 */
+            id: string;
+            /** @enum {string} */
+            status: "pending" | "succeeded" | "failed";
+            /**
+             * @description Why it failed: Stripe's decline_code or code (card_declined, authentication_required, …), requires_action, no_payment_method, not_configured, unreachable or monthly_limit
+             * @example null
+             */
+            reason: string | null;
+            /** @example 500 */
+            credits: Amount;
+            /**
+             * @description USD cents charged
+             * @example 500
+             */
+            amountCents: number;
+            /** @example pi_3Q0abc */
+            paymentIntentId: string | null;
+            /** @example 2026-11-21T08:19:11.331Z */
+            createdAt: string;
+            /** @example 2026-11-21T08:19:11.331Z */
+            finishedAt: string | null;
+        } | null;
+        /**
+         * @example {
+         *       "accountId": "customer-42",
+         *       "enabled": true,
+         *       "threshold": 100,
+         *       "amount": 500,
+         *       "monthlyLimit": 2000
+         *     }
+         */
+        SetAutoTopupRequest: {
+            /**
+             * @description Internal id or externalId
+             * @example customer-42
+             */
+            accountId: string;
+            enabled: boolean;
+            /**
+             * @description Credits ≥ 0: a write taking `available` below it queues an attempt
+             * @example 100
+             */
+            threshold: Amount;
+            /**
+             * @description Credits bought per attempt (> 0; 50 cents to $999,999.99 at the credit price)
+             * @example 500
+             */
+            amount: Amount;
+            /**
+             * @description Credits per UTC month (> 0); null or left out: none
+             * @example 2000
+             */
+            monthlyLimit?: Amount | null;
         };
         /**
          * @example {
@@ -3172,10 +3418,12 @@ export interface components {
              *       "transaction.reversed",
              *       "credits.purchased",
              *       "credits.clawed_back",
-             *       "purchase.clawback_incomplete"
+             *       "purchase.clawback_incomplete",
+             *       "auto_topup.succeeded",
+             *       "auto_topup.failed"
              *     ]
              */
-            events: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed" | "credits.purchased" | "credits.clawed_back" | "purchase.clawback_incomplete")[];
+            events: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed" | "credits.purchased" | "credits.clawed_back" | "purchase.clawback_incomplete" | "auto_topup.succeeded" | "auto_topup.failed")[];
             /** @example Billing alerts */
             description: string;
             /**
@@ -3209,7 +3457,7 @@ export interface components {
              *       "balance.low"
              *     ]
              */
-            events?: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed" | "credits.purchased" | "credits.clawed_back" | "purchase.clawback_incomplete")[];
+            events?: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed" | "credits.purchased" | "credits.clawed_back" | "purchase.clawback_incomplete" | "auto_topup.succeeded" | "auto_topup.failed")[];
             /** @example Billing alerts */
             description?: string;
         };
@@ -3243,10 +3491,12 @@ export interface components {
              *       "transaction.reversed",
              *       "credits.purchased",
              *       "credits.clawed_back",
-             *       "purchase.clawback_incomplete"
+             *       "purchase.clawback_incomplete",
+             *       "auto_topup.succeeded",
+             *       "auto_topup.failed"
              *     ]
              */
-            events: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed" | "credits.purchased" | "credits.clawed_back" | "purchase.clawback_incomplete")[];
+            events: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed" | "credits.purchased" | "credits.clawed_back" | "purchase.clawback_incomplete" | "auto_topup.succeeded" | "auto_topup.failed")[];
             /** @example Billing alerts */
             description: string;
             /**
@@ -3283,7 +3533,7 @@ export interface components {
              *       "balance.low"
              *     ]
              */
-            events?: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed" | "credits.purchased" | "credits.clawed_back" | "purchase.clawback_incomplete")[];
+            events?: ("balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed" | "credits.purchased" | "credits.clawed_back" | "purchase.clawback_incomplete" | "auto_topup.succeeded" | "auto_topup.failed")[];
             /** @example Billing alerts */
             description?: string;
             /**
@@ -3321,7 +3571,7 @@ export interface components {
             /** @example evt_01M7YKQ49ZK3W7P2N6Y5D8E1RX */
             eventId: string;
             /** @enum {string} */
-            eventType: "balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed" | "credits.purchased" | "credits.clawed_back" | "purchase.clawback_incomplete" | "webhook.test";
+            eventType: "balance.low" | "reservation.expired" | "credits.expired" | "plan.granted" | "spend_limit.reached" | "transaction.reversed" | "credits.purchased" | "credits.clawed_back" | "purchase.clawback_incomplete" | "auto_topup.succeeded" | "auto_topup.failed" | "webhook.test";
             /** @enum {string} */
             status: "pending" | "delivered" | "failed";
             /** @description HTTP attempts made so far */
@@ -4396,6 +4646,153 @@ export interface operations {
             };
             /** @description Unknown id, or one of another project: `ACCOUNT_NOT_FOUND` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure: `INTERNAL_ERROR` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable; safe to retry with the same Idempotency-Key: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAutoTopup: {
+        parameters: {
+            query?: {
+                /** @description Internal id or externalId */
+                accountId?: string;
+                externalId?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An account's automatic top-up */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AutoTopupResponse"];
+                };
+            };
+            /** @description Invalid input: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key: `UNAUTHORIZED` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or one of another project: `ACCOUNT_NOT_FOUND` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure: `INTERNAL_ERROR` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable; safe to retry with the same Idempotency-Key: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    setAutoTopup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetAutoTopupRequest"];
+            };
+        };
+        responses: {
+            /** @description Set an account's automatic top-up */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AutoTopupResponse"];
+                };
+            };
+            /** @description Invalid input: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key: `UNAUTHORIZED` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or one of another project: `ACCOUNT_NOT_FOUND` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with the current state: `FUNDED_BY_PARENT`, `STRIPE_NOT_CONFIGURED`, `IDEMPOTENCY_KEY_REUSED` */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7771,6 +8168,64 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["PurchaseClawbackIncompleteEvent"];
+            };
+        };
+        responses: {
+            /** @description Delivered. Anything else, or no answer within 10 s, is retried */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onAutoTopupSucceeded: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id, the same on every attempt: deduplicate by it */
+                "webhook-id": string;
+                /** @description Unix seconds of the attempt; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body` with the secret */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AutoTopupSucceededEvent"];
+            };
+        };
+        responses: {
+            /** @description Delivered. Anything else, or no answer within 10 s, is retried */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onAutoTopupFailed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id, the same on every attempt: deduplicate by it */
+                "webhook-id": string;
+                /** @description Unix seconds of the attempt; refuse one far from your clock */
+                "webhook-timestamp": string;
+                /** @description `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body` with the secret */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AutoTopupFailedEvent"];
             };
         };
         responses: {

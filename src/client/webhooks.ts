@@ -41,6 +41,8 @@ const KNOWN_TYPES = {
   "credits.purchased": true,
   "credits.clawed_back": true,
   "purchase.clawback_incomplete": true,
+  "auto_topup.succeeded": true,
+  "auto_topup.failed": true,
   "webhook.test": true,
 } satisfies Record<LedgerEventType, true>;
 

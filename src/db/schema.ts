@@ -65,6 +65,11 @@ export interface AccountsTable extends SpendSlotColumns {
   tree_links: Generated<number>;
   /** The account's Stripe customer (`cus_…`), unique in the project; null: none. */
   stripe_customer_id: Generated<string | null>;
+  /**
+   * The automatic top-up's threshold (micro-credits) while it is enabled, else null
+   * (docs/api.md#automatic-top-up): the plain region requires null.
+   */
+  auto_topup_threshold_micros: Generated<number | null>;
 }
 
 /** Who pays an account's debits (docs/api.md#pools-and-members). */
@@ -210,6 +215,42 @@ export interface PurchaseCreditsTable {
   transaction_id: string;
   credits_micros: number;
   restored: number;
+}
+
+/** An account's automatic top-up settings (docs/api.md#automatic-top-up); amounts in micro-credits. */
+export interface AutoTopupsTable {
+  account_id: string;
+  project_id: string;
+  enabled: number;
+  threshold_micros: number;
+  amount_micros: number;
+  monthly_limit_micros: number | null;
+  consecutive_failures: number;
+  disabled_reason: string | null;
+  updated_at_ms: number;
+}
+
+/**
+ * An automatic top-up attempt: an off-session PaymentIntent whose Idempotency-Key is the
+ * attempt's id. `next_try_at_ms`: when a worker may (re)try it (a lease while one works on it);
+ * `first_unanswered_at_ms`: Stripe's first non-answer, from which it is retried for an hour;
+ * `processing_since_ms`: when the PaymentIntent answered `processing`.
+ */
+export interface AutoTopupAttemptsTable {
+  id: string;
+  project_id: string;
+  account_id: string;
+  status: "pending" | "succeeded" | "failed";
+  reason: string | null;
+  credits_micros: number;
+  amount_cents: number;
+  payment_intent_id: string | null;
+  purchase_id: string | null;
+  created_at_ms: number;
+  finished_at_ms: number | null;
+  next_try_at_ms: number;
+  first_unanswered_at_ms: number | null;
+  processing_since_ms: number | null;
 }
 
 /** An accepted Stripe event, once by its id, with what it did. */
@@ -463,6 +504,8 @@ export interface DB {
   purchases: PurchasesTable;
   purchase_credits: PurchaseCreditsTable;
   stripe_events: StripeEventsTable;
+  auto_topups: AutoTopupsTable;
+  auto_topup_attempts: AutoTopupAttemptsTable;
 }
 
 export type AccountRow = Selectable<AccountsTable>;

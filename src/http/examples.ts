@@ -320,6 +320,10 @@ export const exampleErrors: Record<ErrorCode, { message: string; details?: unkno
     message: "stripeCustomerId cus_Q0abc is already used by account customer-7",
   },
   INVALID_SIGNATURE: { message: "Invalid Stripe-Signature: no signature matches" },
+  STRIPE_NOT_CONFIGURED: {
+    message: "An automatic top-up needs the account's stripeCustomerId",
+    details: { missing: ["the account's stripeCustomerId"] },
+  },
   PAYLOAD_TOO_LARGE: { message: "Request body is larger than 65536 bytes" },
   METHOD_NOT_ALLOWED: {
     message: "/v1/accounts/create does not serve GET; it serves POST",

@@ -7,10 +7,13 @@
  * not exist, say).
  */
 import type { Transaction } from "kysely";
+import { failAttempt, readAttempt } from "../accounts/auto-topup.ts";
+import { findAccount } from "../accounts/lookup.ts";
 import type { DB } from "../db/schema.ts";
-import type { EventFact, PaymentFact, StripeEvent } from "./objects.ts";
+import type { EventFact, IntentFailedFact, PaymentFact, StripeEvent } from "./objects.ts";
 import { applyAdjustment, applyIgnoredPayment, applyPayment, type Outcome } from "./purchases.ts";
 import type { StripeConnection } from "./settings.ts";
+import { afterTopUpPayment } from "./topup.ts";
 
 /** What the webhook answers: the event's listed outcome after this delivery. */
 export interface Ingested extends Outcome {
@@ -87,8 +90,13 @@ async function apply(
   nowMs: number,
 ): Promise<Outcome> {
   switch (fact.kind) {
-    case "payment":
-      return applyPayment(trx, connection, fact, nowMs);
+    case "payment": {
+      const outcome = await applyPayment(trx, connection, fact, nowMs);
+      await afterTopUpPayment(trx, fact, outcome, nowMs);
+      return outcome;
+    }
+    case "intent_failed":
+      return failedIntent(trx, fact, nowMs);
     case "ignored":
       return fact.paymentIntentId === null
         ? { outcome: "ignored", reason: fact.reason, purchaseId: null }
@@ -96,6 +104,23 @@ async function apply(
     default:
       return applyAdjustment(trx, connection, fact, nowMs);
   }
+}
+
+/**
+ * A failed or canceled PaymentIntent of an automatic top-up attempt: fails the attempt while it
+ * is pending (`applied`); else it moved nothing (`duplicate`).
+ */
+async function failedIntent(
+  trx: Transaction<DB>,
+  fact: IntentFailedFact,
+  nowMs: number,
+): Promise<Outcome> {
+  const attempt = await readAttempt(trx, fact.attemptId);
+  if (attempt === undefined)
+    return { outcome: "ignored", reason: "unknown_attempt", purchaseId: null };
+  const account = await findAccount(trx, attempt.project_id, attempt.account_id);
+  const failed = await failAttempt(trx, account, attempt, fact.reason, nowMs);
+  return { outcome: failed ? "applied" : "duplicate", reason: null, purchaseId: null };
 }
 
 /** An invoice's payment fact once its PaymentIntent is known. */

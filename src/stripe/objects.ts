@@ -67,7 +67,24 @@ export interface IgnoredFact {
   paymentIntentId: string | null;
 }
 
-export type EventFact = PaymentFact | InvoiceWithoutIntent | AdjustmentFact | IgnoredFact;
+/**
+ * A PaymentIntent that failed or was canceled: it fails the automatic top-up attempt it names
+ * (`metadata.ledger_auto_topup`, docs/api.md#automatic-top-up).
+ */
+export interface IntentFailedFact {
+  kind: "intent_failed";
+  paymentIntentId: string;
+  attemptId: string;
+  /** The error's `decline_code`, else its `code`; `canceled` for a canceled PaymentIntent. */
+  reason: string;
+}
+
+export type EventFact =
+  | PaymentFact
+  | InvoiceWithoutIntent
+  | AdjustmentFact
+  | IgnoredFact
+  | IntentFailedFact;
 
 /** The envelope of every Stripe event. */
 export const stripeEventSchema = z.object({
@@ -128,6 +145,14 @@ const intentSchema = z.object({
   created: z.number().int(),
 });
 
+const failedIntentSchema = z.object({
+  id,
+  metadata,
+  last_payment_error: z
+    .object({ code: z.string().nullish(), decline_code: z.string().nullish() })
+    .nullish(),
+});
+
 const refundSchema = z.object({
   id,
   amount,
@@ -173,6 +198,24 @@ export function factOf(event: StripeEvent): EventFact {
       return invoiceFact(object);
     case "payment_intent.succeeded":
       return intentFact(object);
+    case "payment_intent.payment_failed":
+    case "payment_intent.canceled": {
+      const parsed = failedIntentSchema.safeParse(object);
+      if (!parsed.success) return ignored("malformed_object");
+      const pi = parsed.data;
+      const attemptId = pi.metadata?.ledger_auto_topup;
+      if (attemptId === undefined) return ignored("not_an_auto_topup", pi.id);
+      const error = pi.last_payment_error;
+      return {
+        kind: "intent_failed",
+        paymentIntentId: pi.id,
+        attemptId,
+        reason:
+          event.type === "payment_intent.canceled"
+            ? "canceled"
+            : (error?.decline_code ?? error?.code ?? "payment_failed"),
+      };
+    }
     case "charge.refunded": {
       const charge = chargeSchema.safeParse(object);
       if (!charge.success) return ignored("malformed_object");

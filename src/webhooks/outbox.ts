@@ -28,6 +28,8 @@ export const EVENT_TYPES = [
   "credits.purchased",
   "credits.clawed_back",
   "purchase.clawback_incomplete",
+  "auto_topup.succeeded",
+  "auto_topup.failed",
 ] as const;
 
 /** An event type an endpoint may subscribe to. */
