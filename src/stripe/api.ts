@@ -56,16 +56,25 @@ export async function verifiedEvent(
   return event.data;
 }
 
-/** A Stripe API client for `secretKey` at `apiUrl` (`STRIPE_API_URL`). */
-export function stripeClient(secretKey: string, apiUrl: string): Stripe {
+/**
+ * A Stripe API client for `secretKey` at `apiUrl` (`STRIPE_API_URL`). `options`: the timeout
+ * of one request (ms, default 10 s) and the library's own retries (default 2, each with the
+ * same Idempotency-Key); the webhook route passes a short timeout and none, answering 503 for
+ * Stripe to retry rather than keep its delivery waiting.
+ */
+export function stripeClient(
+  secretKey: string,
+  apiUrl: string,
+  options: { timeoutMs?: number; retries?: number } = {},
+): Stripe {
   const url = new URL(apiUrl);
   const protocol = url.protocol === "http:" ? "http" : "https";
   return new Stripe(secretKey, {
     host: url.hostname,
     port: url.port === "" ? (protocol === "http" ? 80 : 443) : Number(url.port),
     protocol,
-    maxNetworkRetries: 2,
-    timeout: 10_000,
+    maxNetworkRetries: options.retries ?? 2,
+    timeout: options.timeoutMs ?? 10_000,
   });
 }
 

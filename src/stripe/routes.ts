@@ -106,7 +106,7 @@ function stripeWebhookHandler(deps: AppDeps) {
       if (secretKey !== null) {
         try {
           pi = await invoicePaymentIntent(
-            stripeClient(secretKey, deps.config.STRIPE_API_URL),
+            stripeClient(secretKey, deps.config.STRIPE_API_URL, { timeoutMs: 5000, retries: 0 }),
             fact.invoiceId,
           );
         } catch {
