@@ -73,6 +73,7 @@ const SPEC_ROUTES: [method: "get" | "post", path: string][] = [
   // Automatic top-up (docs/api.md#automatic-top-up).
   ["post", "/v1/accounts/auto-topup"],
   ["get", "/v1/accounts/auto-topup"],
+  ["get", "/v1/accounts/auto-topup/attempts"],
 ];
 
 /** The export routes (docs/api.md#exports): a file instead of a JSON body. */

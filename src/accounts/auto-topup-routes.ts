@@ -6,11 +6,22 @@
 import { z } from "@hono/zod-openapi";
 import type { App, AppDeps } from "../http/context.ts";
 import { ex } from "../http/examples.ts";
-import { writeRoute } from "../http/handlers.ts";
+import { paged, writeRoute } from "../http/handlers.ts";
 import { ok } from "../http/respond.ts";
 import { resourceRoutes } from "../http/routes.ts";
-import { creditAmount, idString } from "../http/schemas.ts";
-import { autoTopupJson, autoTopupSchema } from "./auto-topup.ts";
+import {
+  creditAmount,
+  idString,
+  pageQuery,
+  paginationSchema,
+  requiringAccount,
+} from "../http/schemas.ts";
+import {
+  autoTopupAttemptSchema,
+  autoTopupJson,
+  autoTopupSchema,
+  listAttempts,
+} from "./auto-topup.ts";
 import { setAutoTopup } from "./auto-topup-settings.ts";
 import { accountRefQuery } from "./schemas.ts";
 import { resolveAccount } from "./service.ts";
@@ -76,6 +87,33 @@ const autoTopupResponse = z
     },
   });
 
+const attemptsQuery = requiringAccount(pageQuery(20, 200));
+
+const attemptsResponse = z
+  .object({
+    success: z.literal(true),
+    attempts: z.array(autoTopupAttemptSchema),
+    pagination: paginationSchema,
+  })
+  .openapi("AutoTopupAttemptList", {
+    example: {
+      success: true,
+      attempts: [
+        {
+          id: "atu_01M7YKB3F8Q2W6E4R0T9Y1U3I5",
+          status: "failed",
+          reason: "card_declined",
+          credits: 500,
+          amountCents: 500,
+          paymentIntentId: null,
+          createdAt: ex.accountCreatedAt,
+          finishedAt: ex.accountCreatedAt,
+        },
+      ],
+      pagination: { limit: 20, offset: 0, totalCount: 1, hasMore: false },
+    },
+  });
+
 /** The automatic top-up routes. */
 export const autoTopupRoutes = resourceRoutes("Accounts", (route) => ({
   set: route.post("/v1/accounts/auto-topup", "Set an account's automatic top-up", {
@@ -89,6 +127,15 @@ export const autoTopupRoutes = resourceRoutes("Accounts", (route) => ({
     body: setAutoTopupBody,
     ok: autoTopupResponse,
     errors: ["ACCOUNT_NOT_FOUND", "FUNDED_BY_PARENT", "STRIPE_NOT_CONFIGURED"],
+  }),
+  attempts: route.get("/v1/accounts/auto-topup/attempts", "An account's top-up attempts", {
+    operationId: "listAutoTopupAttempts",
+    description:
+      "The account's automatic top-up attempts, newest first, each with its status, reason, " +
+      "credits, USD cents and PaymentIntent (beyond `lastAttempt` of the settings).",
+    query: attemptsQuery,
+    ok: attemptsResponse,
+    errors: ["ACCOUNT_NOT_FOUND"],
   }),
   get: route.get("/v1/accounts/auto-topup", "An account's automatic top-up", {
     operationId: "getAutoTopup",
@@ -117,6 +164,14 @@ export function registerAutoTopupRoutes(app: App, deps: AppDeps): void {
       nowMs,
     );
     return reply({ success: true, autoTopup: await autoTopupJson(trx, account.id, nowMs) });
+  });
+  app.openapi(autoTopupRoutes.attempts, async (c) => {
+    const q = c.req.valid("query");
+    const account = await resolveAccount(deps.db.read, c.get("projectId"), q);
+    const { rows, pagination } = await paged(q, (page) =>
+      listAttempts(deps.db.read, account.id, page),
+    );
+    return ok(c, autoTopupRoutes.attempts, { success: true, attempts: rows, pagination });
   });
   const route = autoTopupRoutes.get;
   app.openapi(route, async (c) => {

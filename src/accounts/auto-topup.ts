@@ -389,19 +389,44 @@ export async function autoTopupJson(
     toppedUpThisMonth: fromMicros(await toppedUpThisMonth(db, accountId, nowMs)),
     consecutiveFailures: s.consecutive_failures,
     disabledReason: s.disabled_reason === "consecutive_failures" ? "consecutive_failures" : null,
-    lastAttempt:
-      last === undefined
-        ? null
-        : {
-            id: last.id,
-            status: last.status,
-            reason: last.reason,
-            credits: fromMicros(last.credits_micros),
-            amountCents: last.amount_cents,
-            paymentIntentId: last.payment_intent_id,
-            createdAt: iso(last.created_at_ms),
-            finishedAt: last.finished_at_ms === null ? null : iso(last.finished_at_ms),
-          },
+    lastAttempt: last === undefined ? null : attemptJson(last),
+  };
+}
+
+/** The API's AutoTopupAttempt of a stored attempt. */
+export function attemptJson(a: Attempt): WireOf<typeof autoTopupAttemptSchema> {
+  return {
+    id: a.id,
+    status: a.status,
+    reason: a.reason,
+    credits: fromMicros(a.credits_micros),
+    amountCents: a.amount_cents,
+    paymentIntentId: a.payment_intent_id,
+    createdAt: iso(a.created_at_ms),
+    finishedAt: a.finished_at_ms === null ? null : iso(a.finished_at_ms),
+  };
+}
+
+/** A page of the account's attempts, newest first, with how many it has. */
+export async function listAttempts(
+  db: Reader,
+  accountId: string,
+  page: { limit: number; offset: number },
+) {
+  const base = db.selectFrom("auto_topup_attempts").where("account_id", "=", accountId);
+  const rows = await base
+    .selectAll()
+    .orderBy("created_at_ms", "desc")
+    .orderBy("id", "desc")
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+  const { count } = await base
+    .select((eb) => eb.fn.countAll<number>().as("count"))
+    .executeTakeFirstOrThrow();
+  return {
+    rows: rows.map((r) => attemptJson(numbers(r, ATTEMPT_NUMBERS))),
+    totalCount: Number(count),
   };
 }
 

@@ -266,6 +266,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/accounts/auto-topup/attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An account's top-up attempts
+         * @description The account's automatic top-up attempts, newest first, each with its status, reason, credits, USD cents and PaymentIntent (beyond `lastAttempt` of the settings).
+         */
+        get: operations["listAutoTopupAttempts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/accounts/credits/add": {
         parameters: {
             query?: never;
@@ -2231,6 +2251,48 @@ export interface components {
              * @example 2000
              */
             monthlyLimit?: Amount | null;
+        };
+        /**
+         * @example {
+         *       "success": true,
+         *       "attempts": [
+         *         {
+         *           "id": "atu_01M7YKB3F8Q2W6E4R0T9Y1U3I5",
+         *           "status": "failed",
+         *           "reason": "card_declined",
+         *           "credits": 500,
+         *           "amountCents": 500,
+         *           "paymentIntentId": null,
+         *           "createdAt": "2026-11-21T08:19:11.331Z",
+         *           "finishedAt": "2026-11-21T08:19:11.331Z"
+         *         }
+         *       ],
+         *       "pagination": {
+         *         "limit": 20,
+         *         "offset": 0,
+         *         "totalCount": 1,
+         *         "hasMore": false
+         *       }
+         *     }
+         */
+        AutoTopupAttemptList: {
+            /** @enum {boolean} */
+            success: true;
+            attempts: components["schemas"]["AutoTopupAttempt"][];
+            /**
+             * @example {
+             *       "limit": 50,
+             *       "offset": 0,
+             *       "totalCount": 1,
+             *       "hasMore": false
+             *     }
+             */
+            pagination: {
+                limit: number;
+                offset: number;
+                totalCount: number;
+                hasMore: boolean;
+            };
         };
         /**
          * @example {
@@ -4793,6 +4855,79 @@ export interface operations {
             };
             /** @description Conflict with the current state: `FUNDED_BY_PARENT`, `STRIPE_NOT_CONFIGURED`, `IDEMPOTENCY_KEY_REUSED` */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected failure: `INTERNAL_ERROR` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database unavailable; safe to retry with the same Idempotency-Key: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listAutoTopupAttempts: {
+        parameters: {
+            query?: {
+                /** @description Internal id or externalId */
+                accountId?: string;
+                externalId?: string;
+                /** @description 1-200, default 20 */
+                limit?: number;
+                /** @description default 0 */
+                offset?: number | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description An account's top-up attempts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AutoTopupAttemptList"];
+                };
+            };
+            /** @description Invalid input: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key: `UNAUTHORIZED` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unknown id, or one of another project: `ACCOUNT_NOT_FOUND` */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
