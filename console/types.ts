@@ -248,3 +248,34 @@ export interface AccountPlan {
   grantsMade: Num;
   plan: { id: string; name: string; credits: Num };
 }
+
+/**
+ * One attempt of an account's automatic top-up (docs/api.md#automatic-top-up): `credits` it
+ * buys, `amountCents` in USD cents, fixed when it was queued; `reason` why it failed (a Stripe
+ * decline or error code, or the ledger's own: `monthly_limit`, `no_payment_method`, …).
+ */
+export interface AutoTopupAttempt {
+  id: string;
+  status: "pending" | "succeeded" | "failed";
+  reason: string | null;
+  credits: Num;
+  amountCents: Num;
+  paymentIntentId: string | null;
+  createdAt: string;
+  finishedAt: string | null;
+}
+
+/** An account's automatic top-up (`GET /v1/accounts/auto-topup`); credits throughout. */
+export interface AutoTopup {
+  enabled: boolean;
+  threshold: Num;
+  amount: Num;
+  /** Credits per UTC month; null: none. */
+  monthlyLimit: Num | null;
+  /** The credits of this UTC month's succeeded and in-flight attempts. */
+  toppedUpThisMonth: Num;
+  consecutiveFailures: Num;
+  /** Why it turned itself off; null when it did not. */
+  disabledReason: "consecutive_failures" | null;
+  lastAttempt: AutoTopupAttempt | null;
+}

@@ -26,7 +26,7 @@ CREATE TABLE auto_topup_attempts (
   status TEXT NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed')),
   reason TEXT,
   credits_micros INTEGER NOT NULL CHECK (credits_micros > 0),
-  amount_cents INTEGER NOT NULL CHECK (amount_cents > 0),
+  amount_cents INTEGER NOT NULL CHECK (amount_cents >= 0),
   payment_intent_id TEXT,
   purchase_id TEXT,
   created_at_ms INTEGER NOT NULL,

@@ -1,10 +1,11 @@
 /**
  * One account: its parent, its children and its pool (account-tree.tsx), its balances (a
  * member's are its pool's), the add, deduct and transfer actions, its spend limits' current
- * windows, its plan assignment, its purchases through Stripe (account-purchases.tsx), its usage
- * of the last 30 days, its grants, its pending reservations, its ledger (with its reversals and
- * transfers, and one entry's thread at `#/accounts/<id>/transactions/<id>`), and its exports as
- * downloads. Every number comes from the `/v1` API.
+ * windows, its plan assignment, its purchases through Stripe (account-purchases.tsx), its
+ * automatic top-up and its attempts (account-auto-topup.tsx), its usage of the last 30 days, its
+ * grants, its pending reservations, its ledger (with its reversals and transfers, and one
+ * entry's thread at `#/accounts/<id>/transactions/<id>`), and its exports as downloads. Every
+ * number comes from the `/v1` API.
  */
 import { useState } from "hono/jsx/dom";
 import { call } from "../api.ts";
@@ -19,6 +20,7 @@ import {
   Word,
 } from "../components.tsx";
 import type { Account, Balance, Grant, Pagination, Reservation } from "../types.ts";
+import { AutoTopupSection } from "./account-auto-topup.tsx";
 import { ExportsSection } from "./account-exports.tsx";
 import { LedgerSection } from "./account-ledger.tsx";
 import { LimitsSection } from "./account-limits.tsx";
@@ -220,6 +222,7 @@ export function AccountPage({
           <LimitsSection accountId={account.id} version={version} />
           <PlanSection accountId={account.id} version={version} />
           <PurchasesSection account={account} version={version} />
+          <AutoTopupSection account={account} version={version} />
           <UsageSection accountId={account.id} />
           <Grants accountId={account.id} version={version} />
           <PendingReservations accountId={account.id} version={version} />

@@ -26,7 +26,7 @@ CREATE TABLE auto_topup_attempts (
   status TEXT NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed')),
   reason TEXT,
   credits_micros BIGINT NOT NULL CHECK (credits_micros > 0),
-  amount_cents BIGINT NOT NULL CHECK (amount_cents > 0),
+  amount_cents BIGINT NOT NULL CHECK (amount_cents >= 0),
   payment_intent_id TEXT COLLATE "C",
   purchase_id TEXT COLLATE "C",
   created_at_ms BIGINT NOT NULL,

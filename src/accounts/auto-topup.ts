@@ -186,7 +186,7 @@ export async function queueAttempt(
     status: "pending",
     reason: null,
     credits_micros: credits,
-    amount_cents: price === null ? 1 : centsFor(credits, price),
+    amount_cents: price === null ? 0 : centsFor(credits, price),
     payment_intent_id: null,
     purchase_id: null,
     created_at_ms: nowMs,
