@@ -4,10 +4,12 @@
  * `expand[0]=x`, a Bearer secret key, an `Idempotency-Key` on every POST) and answers with
  * Stripe-shaped JSON objects, lists and errors (`{error: {type, code, message, decline_code?}}`
  * with a 4xx). Tests seed the objects it serves (`fake.charges.set(id, object)` …), program how
- * each new PaymentIntent ends (succeeds, is declined, hangs, or answers late), and read back every
- * request it received. A POST repeated with the same `Idempotency-Key` and the same body gets
- * the stored answer again and creates nothing; with another body it is a 400
- * `idempotency_error`, as Stripe answers. The service under test is pointed at it with
+ * each new PaymentIntent ends (succeeds, is declined, stays processing, hangs, or answers late),
+ * and read back every request it received. A POST repeated with the same `Idempotency-Key` and
+ * the same body gets the stored answer again and creates nothing; while the first is still in
+ * progress it is a 409 `idempotency_key_in_use`; with another body it is a 400
+ * `idempotency_error`, as Stripe answers. A hanging request whose client has gone completes
+ * without it, as Stripe's do, so a retry after a crash gets its PaymentIntent. The service under test is pointed at it with
  * `STRIPE_API_URL`. Nothing here reaches the network beyond the loopback address.
  */
 import { randomBytes } from "node:crypto";
@@ -44,12 +46,26 @@ export interface StripeErrorAnswer {
 
 /**
  * How a created PaymentIntent ends: `succeed`; `decline` (402 `card_error`, `code` default
- * `card_declined`, `declineCode` default `generic_decline`); `hang` (the PaymentIntent is
- * created in the fake, the request is never answered); any of the first two after `delayMs`.
+ * `card_declined`, `declineCode` default `generic_decline`, null for none); `processing` (200,
+ * the PaymentIntent left `processing`, as a bank debit answers); `hang` (the PaymentIntent is
+ * created in the fake and the request is never answered; once its client has gone, the socket
+ * closed, the PaymentIntent completes as succeeded and that answer is stored under the request's
+ * Idempotency-Key, as Stripe finishes a request whose client went away, so a retry with the same
+ * key and body gets it); any of the first two after `delayMs`, or once `until` has settled (a
+ * test's gate: the request is in progress meanwhile, so a retry with its key is a 409
+ * `idempotency_key_in_use`).
  */
 export type IntentOutcome =
-  | { result: "succeed"; delayMs?: number }
-  | { result: "decline"; code?: string; declineCode?: string; message?: string; delayMs?: number }
+  | { result: "succeed"; delayMs?: number; until?: Promise<unknown> }
+  | {
+      result: "decline";
+      code?: string;
+      declineCode?: string | null;
+      message?: string;
+      delayMs?: number;
+      until?: Promise<unknown>;
+    }
+  | { result: "processing" }
   | { result: "hang" };
 
 /** A programmed failure of the next matching requests. */
@@ -99,6 +115,12 @@ export interface StripeFake {
   onIntentCreated?: (intent: StripeObject) => void;
   /** Requests accepted and not (yet) answered: hanging ones and delayed ones. */
   pending(): number;
+  /**
+   * Completes PaymentIntent `id` as succeeded (its amount received, a succeeded Charge as its
+   * `latest_charge`), as Stripe does when a payment that was processing goes through.
+   * @returns the PaymentIntent
+   */
+  succeedIntent(id: string): StripeObject;
   close(): Promise<void>;
 }
 
@@ -200,6 +222,12 @@ export async function startStripeFake(): Promise<StripeFake> {
     idempotency: new Map(),
     now: Date.now,
     pending: () => open.size,
+    succeedIntent: (id) => {
+      const intent = fake.paymentIntents.get(id);
+      if (!intent) throw new Error(`no PaymentIntent ${id} in the fake`);
+      succeed(intent);
+      return intent;
+    },
     close: async () => {
       for (const res of open) res.socket?.destroy();
       open.clear();
@@ -290,6 +318,37 @@ export async function startStripeFake(): Promise<StripeFake> {
     ];
   };
 
+  /** Marks `intent` succeeded with a succeeded Charge of its whole amount. */
+  const succeed = (intent: StripeObject) => {
+    if (intent.status === "succeeded") return;
+    const charge = stripeId("ch");
+    const amount = intent.amount as number;
+    Object.assign(intent, {
+      status: "succeeded",
+      amount_received: amount,
+      latest_charge: charge,
+    });
+    fake.charges.set(charge, {
+      id: charge,
+      object: "charge",
+      amount,
+      amount_captured: amount,
+      amount_refunded: 0,
+      currency: intent.currency,
+      customer: intent.customer,
+      payment_intent: intent.id,
+      payment_method: intent.payment_method,
+      paid: true,
+      captured: true,
+      refunded: false,
+      disputed: false,
+      status: "succeeded",
+      metadata: intent.metadata,
+      created: intent.created,
+      livemode: false,
+    });
+  };
+
   /** Creates (and maybe confirms) a PaymentIntent as `POST /v1/payment_intents` does. */
   const createIntent = (
     params: Record<string, unknown>,
@@ -337,39 +396,17 @@ export async function startStripeFake(): Promise<StripeFake> {
       status: confirm ? "processing" : "requires_confirmation",
     };
     fake.paymentIntents.set(id, intent);
-    if (confirm && outcome.result === "succeed") {
-      const charge = stripeId("ch");
-      Object.assign(intent, {
-        status: "succeeded",
-        amount_received: amount,
-        latest_charge: charge,
-      });
-      fake.charges.set(charge, {
-        id: charge,
-        object: "charge",
-        amount,
-        amount_captured: amount,
-        amount_refunded: 0,
-        currency: params.currency,
-        customer,
-        payment_intent: id,
-        payment_method: paymentMethod,
-        paid: true,
-        captured: true,
-        refunded: false,
-        disputed: false,
-        status: "succeeded",
-        metadata: intent.metadata,
-        created,
-        livemode: false,
-      });
-    }
+    if (confirm && outcome.result === "succeed") succeed(intent);
     if (confirm && outcome.result === "decline") {
       const charge = stripeId("ch");
+      const declineCode =
+        outcome.declineCode === null
+          ? {}
+          : { decline_code: outcome.declineCode ?? "generic_decline" };
       const error = {
         type: "card_error",
         code: outcome.code ?? "card_declined",
-        decline_code: outcome.declineCode ?? "generic_decline",
+        ...declineCode,
         message: outcome.message ?? "Your card was declined.",
         charge,
       };
@@ -613,12 +650,29 @@ export async function startStripeFake(): Promise<StripeFake> {
     };
     if (outcome?.result === "hang") {
       if (key !== undefined) inFlightKeys.add(key);
+      // The client gone, the request completes without it: the PaymentIntent succeeds, and its
+      // answer is what a retry with the same key and body gets.
+      res.on("close", () => {
+        const intent = json as StripeObject;
+        const stored = fake.paymentIntents.get(intent.id);
+        if (stored) succeed(stored);
+        if (key !== undefined) {
+          inFlightKeys.delete(key);
+          fake.idempotency.set(key, {
+            body: rawBody,
+            status,
+            json: structuredClone(stored ?? json),
+          });
+        }
+      });
       return;
     }
-    const delayMs = outcome?.delayMs ?? 0;
-    if (delayMs > 0) {
+    const until = outcome && "until" in outcome ? outcome.until : undefined;
+    const delayMs = outcome && "delayMs" in outcome ? (outcome.delayMs ?? 0) : 0;
+    if (delayMs > 0 || until !== undefined) {
       if (key !== undefined) inFlightKeys.add(key);
-      setTimeout(finish, delayMs);
+      const delayed = new Promise((resolve) => setTimeout(resolve, delayMs));
+      void Promise.allSettled([delayed, until]).then(finish);
       return;
     }
     finish();

@@ -243,7 +243,7 @@ async function tryStripe(stripe: Stripe, attempt: Attempt, customerId: string): 
         return { kind: "failed", reason: "requires_action" };
       default: {
         const error = intent.last_payment_error;
-        return { kind: "failed", reason: error?.decline_code ?? error?.code ?? intent.status };
+        return { kind: "failed", reason: error?.decline_code || error?.code || intent.status };
       }
     }
   } catch (err) {
@@ -276,8 +276,9 @@ function failureOf(err: unknown): TryResult {
   ) {
     return { kind: "unanswered" };
   }
+  // The library sets a card error's missing decline_code to "": an empty code is none.
   return {
     kind: "failed",
-    reason: e.decline_code ?? e.raw?.decline_code ?? e.code ?? "stripe_error",
+    reason: e.decline_code || e.raw?.decline_code || e.code || "stripe_error",
   };
 }

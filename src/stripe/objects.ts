@@ -213,7 +213,7 @@ export function factOf(event: StripeEvent): EventFact {
         reason:
           event.type === "payment_intent.canceled"
             ? "canceled"
-            : (error?.decline_code ?? error?.code ?? "payment_failed"),
+            : error?.decline_code || error?.code || "payment_failed",
       };
     }
     case "charge.refunded": {
