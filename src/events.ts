@@ -6,14 +6,18 @@
  * type below makes a missing, extra or mismatched entry a compile error.
  */
 import type { z } from "@hono/zod-openapi";
-import { autoTopupFailed, autoTopupSucceeded } from "./accounts/auto-topup.ts";
+import { autoTopupFailed, autoTopupSucceeded } from "./accounts/auto-topup-events.ts";
 import { balanceLow } from "./accounts/low-balance.ts";
 import { creditsExpired } from "./ledger/expiry.ts";
 import { transactionReversed } from "./ledger/reversal.ts";
 import { spendLimitReached } from "./limits/reached.ts";
 import { planGranted } from "./plans/settlement.ts";
 import { reservationExpired } from "./reservations/service.ts";
-import { clawbackIncomplete, creditsClawedBack, creditsPurchased } from "./stripe/purchases.ts";
+import {
+  clawbackIncomplete,
+  creditsClawedBack,
+  creditsPurchased,
+} from "./stripe/purchase-events.ts";
 import { webhookTest } from "./webhooks/manage.ts";
 import type { EventDefinition, SentEventType } from "./webhooks/outbox.ts";
 

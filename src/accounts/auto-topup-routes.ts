@@ -16,13 +16,13 @@ import {
   paginationSchema,
   requiringAccount,
 } from "../http/schemas.ts";
+import { setAutoTopup } from "./auto-topup-settings.ts";
 import {
   autoTopupAttemptSchema,
   autoTopupJson,
   autoTopupSchema,
   listAttempts,
-} from "./auto-topup.ts";
-import { setAutoTopup } from "./auto-topup-settings.ts";
+} from "./auto-topup-view.ts";
 import { accountRefQuery } from "./schemas.ts";
 import { resolveAccount } from "./service.ts";
 

@@ -61,22 +61,7 @@ export async function setAutoTopup(
   if (account.funding === "parent") {
     throw fundedByParent(account, "an automatic top-up buys credits for its pool");
   }
-  if (input.enabled) {
-    const missing = [
-      project.stripe_secret_key === null
-        ? "the project's Stripe secret key (ledger stripe set --secret-key)"
-        : null,
-      price === null ? "the project's credit price (creditsPerUsd)" : null,
-      account.stripe_customer_id === null ? "the account's stripeCustomerId" : null,
-    ].filter((m): m is string => m !== null);
-    if (missing.length > 0) {
-      throw new ApiError(
-        "STRIPE_NOT_CONFIGURED",
-        `An automatic top-up needs ${missing.join(", ")}`,
-        { missing },
-      );
-    }
-  }
+  if (input.enabled) requireConfigured(project, account);
   const before = await readSettings(trx, account.id);
   const turnedOn = input.enabled && before?.enabled !== 1;
   const row = {
@@ -105,4 +90,28 @@ export async function setAutoTopup(
     if (last?.status !== "pending") await queueAttempt(trx, account, row, nowMs);
   }
   return account;
+}
+
+/**
+ * What enabling a top-up needs: the project's Stripe secret key and credit price, and the
+ * account's Stripe customer.
+ * @throws ApiError STRIPE_NOT_CONFIGURED with `details.missing`
+ */
+function requireConfigured(
+  project: { stripe_secret_key: string | null; credits_per_usd_micros: number | null },
+  account: { stripe_customer_id: string | null },
+) {
+  const price = project.credits_per_usd_micros;
+  const missing = [
+    project.stripe_secret_key === null
+      ? "the project's Stripe secret key (ledger stripe set --secret-key)"
+      : null,
+    price === null ? "the project's credit price (creditsPerUsd)" : null,
+    account.stripe_customer_id === null ? "the account's stripeCustomerId" : null,
+  ].filter((m): m is string => m !== null);
+  if (missing.length > 0) {
+    throw new ApiError("STRIPE_NOT_CONFIGURED", `An automatic top-up needs ${missing.join(", ")}`, {
+      missing,
+    });
+  }
 }

@@ -1,23 +1,8 @@
-/**
- * Automatic top-up (docs/api.md#automatic-top-up, docs/design.md#automatic-top-up): an
- * account's settings, and the rule that queues an attempt in the transaction of the write that
- * calls for it, as `balance.low` is raised in its own (low-balance.ts calls `considerTopUp`).
- * The attempt itself, an off-session PaymentIntent, is made off the request path
- * (src/jobs/auto-topup.ts); its outcome is recorded here (`failAttempt`, `succeedAttempt`).
- *
- * Credits in micro-credits; USD in cents; times in epoch ms. At most one attempt per account is
- * pending: the unit holds the account (its row lock on PostgreSQL) and a partial unique index
- * repeats the rule.
- */
-import { z } from "@hono/zod-openapi";
 import type { Kysely, Transaction } from "kysely";
-import { iso } from "../dates.ts";
 import type { AutoTopupAttemptsTable, AutoTopupsTable, DB } from "../db/schema.ts";
-import { ex } from "../http/examples.ts";
 import { newId } from "../ids.ts";
 import { fromMicros } from "../money.ts";
-import { defineEvent } from "../webhooks/outbox.ts";
-import type { WireOf } from "../wire.ts";
+import { autoTopupFailed, autoTopupSucceeded } from "./auto-topup-events.ts";
 
 type Reader = Kysely<DB> | Transaction<DB>;
 type Settings = AutoTopupsTable;
@@ -35,14 +20,15 @@ export interface TopUpAccount {
   external_id: string;
 }
 
-const numbers = <T extends Record<string, unknown>>(row: T, keys: (keyof T)[]): T => {
-  const out = { ...row };
+/** `row` with its `keys` read as numbers (PostgreSQL's BIGINT may come as text). */
+function numbers<T extends object>(row: T, keys: (keyof T)[]): T {
+  const out: T = { ...row };
   for (const k of keys) {
     const v = out[k];
-    if (v !== null && v !== undefined) (out as Record<keyof T, unknown>)[k] = Number(v);
+    if (v !== null && v !== undefined) out[k] = Number(v) as T[keyof T];
   }
   return out;
-};
+}
 
 const SETTINGS_NUMBERS: (keyof Settings)[] = [
   "enabled",
@@ -70,6 +56,11 @@ export async function readSettings(db: Reader, accountId: string): Promise<Setti
     .where("account_id", "=", accountId)
     .executeTakeFirst();
   return row === undefined ? undefined : numbers(row, SETTINGS_NUMBERS);
+}
+
+/** An attempt row with its integer columns as numbers (PostgreSQL's BIGINT may come as text). */
+export function attemptRow(row: Attempt): Attempt {
+  return numbers(row, ATTEMPT_NUMBERS);
 }
 
 /** The attempt `id`, or undefined. */
@@ -320,137 +311,3 @@ export async function succeedAttempt(
   });
   return true;
 }
-
-const exampleAttempt = {
-  id: "atu_01M7YKB3F8Q2W6E4R0T9Y1U3I5",
-  status: "succeeded" as const,
-  reason: null,
-  credits: 500,
-  amountCents: 500,
-  paymentIntentId: "pi_3Q0abc",
-  createdAt: ex.accountCreatedAt,
-  finishedAt: ex.accountCreatedAt,
-};
-
-export const autoTopupAttemptSchema = z
-  .object({
-    id: z.string().openapi({ example: exampleAttempt.id }),
-    status: z.enum(["pending", "succeeded", "failed"]),
-    reason: z
-      .string()
-      .nullable()
-      .openapi({
-        description:
-          "Why it failed: Stripe's decline_code or code (card_declined, authentication_required, " +
-          "…), requires_action, no_payment_method, not_configured, unreachable or monthly_limit",
-        example: null,
-      }),
-    credits: z.number().openapi({ example: 500 }),
-    amountCents: z.number().int().openapi({ description: "USD cents charged", example: 500 }),
-    paymentIntentId: z.string().nullable().openapi({ example: "pi_3Q0abc" }),
-    createdAt: z.string().openapi({ example: ex.accountCreatedAt }),
-    finishedAt: z.string().nullable().openapi({ example: ex.accountCreatedAt }),
-  })
-  .openapi("AutoTopupAttempt", { example: exampleAttempt });
-
-export const autoTopupSchema = z
-  .object({
-    enabled: z.boolean(),
-    threshold: z.number().openapi({ description: "Credits", example: 100 }),
-    amount: z.number().openapi({ description: "Credits bought per attempt", example: 500 }),
-    monthlyLimit: z.number().nullable().openapi({
-      description: "Credits per UTC month (null: none)",
-      example: 2000,
-    }),
-    toppedUpThisMonth: z.number().openapi({
-      description: "Credits of this UTC month's succeeded and in-flight attempts",
-      example: 500,
-    }),
-    consecutiveFailures: z.number().int().openapi({ example: 0 }),
-    disabledReason: z.enum(["consecutive_failures"]).nullable().openapi({ example: null }),
-    lastAttempt: autoTopupAttemptSchema.nullable(),
-  })
-  .openapi("AutoTopup");
-
-/** The API's AutoTopup of an account's settings, at `nowMs`. */
-export async function autoTopupJson(
-  db: Reader,
-  accountId: string,
-  nowMs: number,
-): Promise<WireOf<typeof autoTopupSchema> | null> {
-  const s = await readSettings(db, accountId);
-  if (s === undefined) return null;
-  const last = await lastAttempt(db, accountId);
-  return {
-    enabled: s.enabled === 1,
-    threshold: fromMicros(s.threshold_micros),
-    amount: fromMicros(s.amount_micros),
-    monthlyLimit: s.monthly_limit_micros === null ? null : fromMicros(s.monthly_limit_micros),
-    toppedUpThisMonth: fromMicros(await toppedUpThisMonth(db, accountId, nowMs)),
-    consecutiveFailures: s.consecutive_failures,
-    disabledReason: s.disabled_reason === "consecutive_failures" ? "consecutive_failures" : null,
-    lastAttempt: last === undefined ? null : attemptJson(last),
-  };
-}
-
-/** The API's AutoTopupAttempt of a stored attempt. */
-export function attemptJson(a: Attempt): WireOf<typeof autoTopupAttemptSchema> {
-  return {
-    id: a.id,
-    status: a.status,
-    reason: a.reason,
-    credits: fromMicros(a.credits_micros),
-    amountCents: a.amount_cents,
-    paymentIntentId: a.payment_intent_id,
-    createdAt: iso(a.created_at_ms),
-    finishedAt: a.finished_at_ms === null ? null : iso(a.finished_at_ms),
-  };
-}
-
-/** A page of the account's attempts, newest first, with how many it has. */
-export async function listAttempts(
-  db: Reader,
-  accountId: string,
-  page: { limit: number; offset: number },
-) {
-  const base = db.selectFrom("auto_topup_attempts").where("account_id", "=", accountId);
-  const rows = await base
-    .selectAll()
-    .orderBy("created_at_ms", "desc")
-    .orderBy("id", "desc")
-    .limit(page.limit)
-    .offset(page.offset)
-    .execute();
-  const { count } = await base
-    .select((eb) => eb.fn.countAll<number>().as("count"))
-    .executeTakeFirstOrThrow();
-  return {
-    rows: rows.map((r) => attemptJson(numbers(r, ATTEMPT_NUMBERS))),
-    totalCount: Number(count),
-  };
-}
-
-/** The `data` of `auto_topup.failed`. */
-export const autoTopupFailedData = z
-  .object({
-    accountId: z.string().openapi({ example: ex.accountId }),
-    externalId: z.string().openapi({ example: ex.externalId }),
-    attemptId: z.string().openapi({ example: exampleAttempt.id }),
-    reason: z.string().openapi({ example: "card_declined" }),
-  })
-  .openapi("AutoTopupFailedData");
-
-/** The `data` of `auto_topup.succeeded`. */
-export const autoTopupSucceededData = z
-  .object({
-    accountId: z.string().openapi({ example: ex.accountId }),
-    externalId: z.string().openapi({ example: ex.externalId }),
-    attemptId: z.string().openapi({ example: exampleAttempt.id }),
-    purchaseId: z.string().openapi({ example: "pur_01M7YKB3F8Q2W6E4R0T9Y1U3I5" }),
-    credits: z.number().openapi({ example: 500 }),
-    balance: z.number().openapi({ example: 590 }),
-  })
-  .openapi("AutoTopupSucceededData");
-
-export const autoTopupFailed = defineEvent("auto_topup.failed", autoTopupFailedData);
-export const autoTopupSucceeded = defineEvent("auto_topup.succeeded", autoTopupSucceededData);

@@ -19,16 +19,17 @@
  * A process killed between 2 and 3 leaves the attempt pending under a lease that runs out,
  * after which any process retries it with the same key.
  */
+import type { Transaction } from "kysely";
 import type Stripe from "stripe";
 import { failAttempt, readAttempt } from "../accounts/auto-topup.ts";
 import { findAccount } from "../accounts/lookup.ts";
 import type { Database } from "../db/client.ts";
-import type { AutoTopupAttemptsTable } from "../db/schema.ts";
+import type { AutoTopupAttemptsTable, DB } from "../db/schema.ts";
 import type { Clock, WriteQueue } from "../db/write-path.ts";
 import type { Logger } from "../logger.ts";
 import { fromMicros } from "../money.ts";
 import { stripeClient } from "../stripe/api.ts";
-import { readConnection } from "../stripe/settings.ts";
+import { readConnection, type StripeConnection } from "../stripe/settings.ts";
 import { ATTEMPT_KEY, grantAttempt } from "../stripe/topup.ts";
 
 /** How long Stripe may go unanswered (or a PaymentIntent stay `processing`) before `unreachable`. */
@@ -144,61 +145,74 @@ async function runAttempt(opts: AutoTopupWorkerOptions, attempt: Attempt): Promi
       account.stripe_customer_id,
     );
   }
-  await opts.queue.run(async (trx, nowMs) => {
-    const now = await readAttempt(trx, attempt.id);
-    if (now === undefined || now.status !== "pending") {
-      // The webhook settled it meanwhile; a late success still grants through the purchase key.
-      if (result.kind === "succeeded" && connection !== null && now !== undefined) {
+  await opts.queue.run((trx, nowMs) => recordTry(trx, attempt, connection, result, nowMs));
+}
+
+/**
+ * Records a try's result in the attempt's unit: a success grants (also for an attempt the
+ * webhook settled meanwhile: the purchase key grants once); a failure fails it; `processing`
+ * waits an hour at most; no answer is retried after a growing pause, for an hour at most.
+ */
+async function recordTry(
+  trx: Transaction<DB>,
+  attempt: Attempt,
+  connection: StripeConnection | null,
+  result: TryResult,
+  nowMs: number,
+): Promise<void> {
+  const now = await readAttempt(trx, attempt.id);
+  if (now === undefined || now.status !== "pending") {
+    // The webhook settled it meanwhile; a late success still grants through the purchase key.
+    if (result.kind === "succeeded" && connection !== null && now !== undefined) {
+      await grantAttempt(trx, connection, now, intentOf(result.intent), nowMs);
+    }
+    return;
+  }
+  const held = await findAccount(trx, attempt.project_id, attempt.account_id);
+  switch (result.kind) {
+    case "succeeded":
+      if (connection !== null) {
         await grantAttempt(trx, connection, now, intentOf(result.intent), nowMs);
       }
       return;
-    }
-    const held = await findAccount(trx, attempt.project_id, attempt.account_id);
-    switch (result.kind) {
-      case "succeeded":
-        if (connection !== null) {
-          await grantAttempt(trx, connection, now, intentOf(result.intent), nowMs);
-        }
-        return;
-      case "failed":
-        await failAttempt(trx, held, now, result.reason, nowMs);
-        return;
-      case "processing": {
-        const since = now.processing_since_ms ?? nowMs;
-        if (nowMs - since >= UNANSWERED_MS) {
-          await failAttempt(trx, held, now, "unreachable", nowMs);
-          return;
-        }
-        await trx
-          .updateTable("auto_topup_attempts")
-          .set({
-            payment_intent_id: result.intentId,
-            processing_since_ms: since,
-            next_try_at_ms: nowMs + 60_000,
-          })
-          .where("id", "=", now.id)
-          .execute();
+    case "failed":
+      await failAttempt(trx, held, now, result.reason, nowMs);
+      return;
+    case "processing": {
+      const since = now.processing_since_ms ?? nowMs;
+      if (nowMs - since >= UNANSWERED_MS) {
+        await failAttempt(trx, held, now, "unreachable", nowMs);
         return;
       }
-      case "unanswered": {
-        const first = now.first_unanswered_at_ms ?? nowMs;
-        if (nowMs - first >= UNANSWERED_MS) {
-          await failAttempt(trx, held, now, "unreachable", nowMs);
-          return;
-        }
-        const tries = Math.max(0, Math.round((nowMs - first) / 5000));
-        await trx
-          .updateTable("auto_topup_attempts")
-          .set({
-            first_unanswered_at_ms: first,
-            next_try_at_ms: nowMs + Math.min(60_000, 1000 * 2 ** Math.min(tries, 6)),
-          })
-          .where("id", "=", now.id)
-          .execute();
+      await trx
+        .updateTable("auto_topup_attempts")
+        .set({
+          payment_intent_id: result.intentId,
+          processing_since_ms: since,
+          next_try_at_ms: nowMs + 60_000,
+        })
+        .where("id", "=", now.id)
+        .execute();
+      return;
+    }
+    case "unanswered": {
+      const first = now.first_unanswered_at_ms ?? nowMs;
+      if (nowMs - first >= UNANSWERED_MS) {
+        await failAttempt(trx, held, now, "unreachable", nowMs);
         return;
       }
+      const tries = Math.max(0, Math.round((nowMs - first) / 5000));
+      await trx
+        .updateTable("auto_topup_attempts")
+        .set({
+          first_unanswered_at_ms: first,
+          next_try_at_ms: nowMs + Math.min(60_000, 1000 * 2 ** Math.min(tries, 6)),
+        })
+        .where("id", "=", now.id)
+        .execute();
+      return;
     }
-  });
+  }
 }
 
 function intentOf(intent: Stripe.PaymentIntent) {

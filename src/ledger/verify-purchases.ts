@@ -48,6 +48,24 @@ export async function purchaseProblems(db: Kysely<DB>): Promise<string[]> {
       );
     }
   }
+  problems.push(...(await standingProblems(db)));
+  const payments = await db
+    .selectFrom("stripe_payments as s")
+    .leftJoin("purchases as p", "p.id", "s.purchase_id")
+    .select(["s.payment_intent_id", "s.purchase_id", "p.payment_intent_id as purchased"])
+    .where("s.purchase_id", "is not", null)
+    .execute();
+  for (const s of payments) {
+    if (s.purchased !== s.payment_intent_id) {
+      problems.push(`payment ${s.payment_intent_id}: names purchase ${s.purchase_id} of another`);
+    }
+  }
+  return problems;
+}
+
+/** Purchases that took back more than they granted, or less than nothing. */
+async function standingProblems(db: Kysely<DB>): Promise<string[]> {
+  const problems: string[] = [];
   const standing = await db
     .selectFrom("purchases as p")
     .innerJoin("purchase_credits as pc", "pc.purchase_id", "p.id")
@@ -75,17 +93,6 @@ export async function purchaseProblems(db: Kysely<DB>): Promise<string[]> {
       problems.push(
         `purchase ${p.id}: took back ${fromMicros(back)} and left ${fromMicros(uncollected)} uncollected of ${fromMicros(Number(p.credits_micros))}`,
       );
-    }
-  }
-  const payments = await db
-    .selectFrom("stripe_payments as s")
-    .leftJoin("purchases as p", "p.id", "s.purchase_id")
-    .select(["s.payment_intent_id", "s.purchase_id", "p.payment_intent_id as purchased"])
-    .where("s.purchase_id", "is not", null)
-    .execute();
-  for (const s of payments) {
-    if (s.purchased !== s.payment_intent_id) {
-      problems.push(`payment ${s.payment_intent_id}: names purchase ${s.purchase_id} of another`);
     }
   }
   return problems;

@@ -10,8 +10,10 @@ import type { Transaction } from "kysely";
 import { failAttempt, readAttempt } from "../accounts/auto-topup.ts";
 import { findAccount } from "../accounts/lookup.ts";
 import type { DB } from "../db/schema.ts";
+import { applyAdjustment } from "./clawback.ts";
 import type { EventFact, IntentFailedFact, PaymentFact, StripeEvent } from "./objects.ts";
-import { applyAdjustment, applyIgnoredPayment, applyPayment, type Outcome } from "./purchases.ts";
+import type { Outcome } from "./payments.ts";
+import { applyIgnoredPayment, applyPayment } from "./purchases.ts";
 import type { StripeConnection } from "./settings.ts";
 import { afterTopUpPayment } from "./topup.ts";
 

@@ -199,23 +199,8 @@ export function factOf(event: StripeEvent): EventFact {
     case "payment_intent.succeeded":
       return intentFact(object);
     case "payment_intent.payment_failed":
-    case "payment_intent.canceled": {
-      const parsed = failedIntentSchema.safeParse(object);
-      if (!parsed.success) return ignored("malformed_object");
-      const pi = parsed.data;
-      const attemptId = pi.metadata?.ledger_auto_topup;
-      if (attemptId === undefined) return ignored("not_an_auto_topup", pi.id);
-      const error = pi.last_payment_error;
-      return {
-        kind: "intent_failed",
-        paymentIntentId: pi.id,
-        attemptId,
-        reason:
-          event.type === "payment_intent.canceled"
-            ? "canceled"
-            : error?.decline_code || error?.code || "payment_failed",
-      };
-    }
+    case "payment_intent.canceled":
+      return failedIntentFact(event);
     case "charge.refunded": {
       const charge = chargeSchema.safeParse(object);
       if (!charge.success) return ignored("malformed_object");
@@ -339,5 +324,25 @@ function intentFact(object: Record<string, unknown>): EventFact {
     createdSec: pi.created,
     checkoutSessionId: null,
     invoiceId: null,
+  };
+}
+
+/** A failed or canceled PaymentIntent: the top-up attempt it names fails (else ignored). */
+function failedIntentFact(event: StripeEvent): EventFact {
+  const object = event.data.object;
+  const parsed = failedIntentSchema.safeParse(object);
+  if (!parsed.success) return ignored("malformed_object");
+  const pi = parsed.data;
+  const attemptId = pi.metadata?.ledger_auto_topup;
+  if (attemptId === undefined) return ignored("not_an_auto_topup", pi.id);
+  const error = pi.last_payment_error;
+  return {
+    kind: "intent_failed",
+    paymentIntentId: pi.id,
+    attemptId,
+    reason:
+      event.type === "payment_intent.canceled"
+        ? "canceled"
+        : error?.decline_code || error?.code || "payment_failed",
   };
 }

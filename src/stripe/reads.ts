@@ -5,7 +5,7 @@
 import type { Kysely } from "kysely";
 import type { DB } from "../db/schema.ts";
 import type { Page } from "../http/handlers.ts";
-import { purchaseNumbers } from "./purchases.ts";
+import { purchaseNumbers } from "./payments.ts";
 import { purchaseJson, stripeEventJson } from "./schemas.ts";
 
 /**

@@ -11,7 +11,8 @@ import { findAccount } from "../accounts/lookup.ts";
 import type { DB } from "../db/schema.ts";
 import { fromMicros } from "../money.ts";
 import type { PaymentFact } from "./objects.ts";
-import { applyPayment, type Outcome } from "./purchases.ts";
+import type { Outcome } from "./payments.ts";
+import { applyPayment } from "./purchases.ts";
 import type { StripeConnection } from "./settings.ts";
 
 /** The metadata key naming the attempt of a top-up's PaymentIntent. */
