@@ -6,6 +6,7 @@
 import { z } from "@hono/zod-openapi";
 import type { Kysely, Transaction } from "kysely";
 import { iso } from "../dates.ts";
+import { countedPage } from "../db/paging.ts";
 import type { AutoTopupAttemptsTable, DB } from "../db/schema.ts";
 import { ex } from "../http/examples.ts";
 import { fromMicros } from "../money.ts";
@@ -108,18 +109,13 @@ export async function listAttempts(
   page: { limit: number; offset: number },
 ) {
   const base = db.selectFrom("auto_topup_attempts").where("account_id", "=", accountId);
-  const rows = await base
-    .selectAll()
-    .orderBy("created_at_ms", "desc")
-    .orderBy("id", "desc")
-    .limit(page.limit)
-    .offset(page.offset)
-    .execute();
-  const { count } = await base
-    .select((eb) => eb.fn.countAll<number>().as("count"))
-    .executeTakeFirstOrThrow();
+  const { rows, totalCount } = await countedPage(
+    base,
+    (q) => q.orderBy("created_at_ms", "desc").orderBy("id", "desc"),
+    page,
+  );
   return {
     rows: rows.map((r) => attemptJson(attemptRow(r))),
-    totalCount: Number(count),
+    totalCount,
   };
 }

@@ -3,6 +3,7 @@
  * newest first.
  */
 import type { Kysely } from "kysely";
+import { countedPage } from "../db/paging.ts";
 import type { DB } from "../db/schema.ts";
 import type { Page } from "../http/handlers.ts";
 import { purchaseNumbers } from "./payments.ts";
@@ -65,15 +66,10 @@ async function clawedBackOf(db: Kysely<DB>, purchaseIds: string[]): Promise<Map<
 /** A page of the project's Stripe events, newest first (by first delivery). */
 export async function listStripeEvents(db: Kysely<DB>, projectId: string, page: Page) {
   const base = db.selectFrom("stripe_events").where("project_id", "=", projectId);
-  const rows = await base
-    .selectAll()
-    .orderBy("received_at_ms", "desc")
-    .orderBy("id", "desc")
-    .limit(page.limit)
-    .offset(page.offset)
-    .execute();
-  const { count } = await base
-    .select((eb) => eb.fn.countAll<number>().as("count"))
-    .executeTakeFirstOrThrow();
-  return { rows: rows.map(stripeEventJson), totalCount: Number(count) };
+  const { rows, totalCount } = await countedPage(
+    base,
+    (q) => q.orderBy("received_at_ms", "desc").orderBy("id", "desc"),
+    page,
+  );
+  return { rows: rows.map(stripeEventJson), totalCount };
 }
