@@ -47,8 +47,7 @@ export async function setAutoTopup(
     .select(["credits_per_usd_micros", "stripe_secret_key"])
     .where("id", "=", projectId)
     .executeTakeFirstOrThrow();
-  const price =
-    project.credits_per_usd_micros === null ? null : Number(project.credits_per_usd_micros);
+  const price = project.credits_per_usd_micros;
   if (price !== null) {
     const cents = centsFor(input.amountMicros, price);
     if (cents < MIN_CENTS || cents > MAX_CENTS) {

@@ -11,7 +11,7 @@ import type { AutoTopupAttemptsTable, DB } from "../db/schema.ts";
 import { ex } from "../http/examples.ts";
 import { fromMicros } from "../money.ts";
 import type { WireOf } from "../wire.ts";
-import { attemptRow, lastAttempt, readSettings, toppedUpThisMonth } from "./auto-topup.ts";
+import { lastAttempt, readSettings, toppedUpThisMonth } from "./auto-topup.ts";
 
 type Reader = Kysely<DB> | Transaction<DB>;
 type Attempt = AutoTopupAttemptsTable;
@@ -115,7 +115,7 @@ export async function listAttempts(
     page,
   );
   return {
-    rows: rows.map((r) => attemptJson(attemptRow(r))),
+    rows: rows.map(attemptJson),
     totalCount,
   };
 }

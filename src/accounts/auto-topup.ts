@@ -20,69 +20,29 @@ export interface TopUpAccount {
   external_id: string;
 }
 
-/** `row` with its `keys` read as numbers (PostgreSQL's BIGINT may come as text). */
-function numbers<T extends object>(row: T, keys: (keyof T)[]): T {
-  const out: T = { ...row };
-  for (const k of keys) {
-    const v = out[k];
-    if (v !== null && v !== undefined) out[k] = Number(v) as T[keyof T];
-  }
-  return out;
-}
-
-const SETTINGS_NUMBERS: (keyof Settings)[] = [
-  "enabled",
-  "threshold_micros",
-  "amount_micros",
-  "monthly_limit_micros",
-  "consecutive_failures",
-  "updated_at_ms",
-];
-const ATTEMPT_NUMBERS: (keyof Attempt)[] = [
-  "credits_micros",
-  "amount_cents",
-  "created_at_ms",
-  "finished_at_ms",
-  "next_try_at_ms",
-  "first_unanswered_at_ms",
-  "processing_since_ms",
-];
-
 /** An account's settings, or undefined before any. */
-export async function readSettings(db: Reader, accountId: string): Promise<Settings | undefined> {
-  const row = await db
+export function readSettings(db: Reader, accountId: string): Promise<Settings | undefined> {
+  return db
     .selectFrom("auto_topups")
     .selectAll()
     .where("account_id", "=", accountId)
     .executeTakeFirst();
-  return row === undefined ? undefined : numbers(row, SETTINGS_NUMBERS);
-}
-
-/** An attempt row with its integer columns as numbers (PostgreSQL's BIGINT may come as text). */
-export function attemptRow(row: Attempt): Attempt {
-  return numbers(row, ATTEMPT_NUMBERS);
 }
 
 /** The attempt `id`, or undefined. */
-export async function readAttempt(db: Reader, id: string): Promise<Attempt | undefined> {
-  const row = await db
-    .selectFrom("auto_topup_attempts")
-    .selectAll()
-    .where("id", "=", id)
-    .executeTakeFirst();
-  return row === undefined ? undefined : numbers(row, ATTEMPT_NUMBERS);
+export function readAttempt(db: Reader, id: string): Promise<Attempt | undefined> {
+  return db.selectFrom("auto_topup_attempts").selectAll().where("id", "=", id).executeTakeFirst();
 }
 
 /** The account's newest attempt, or undefined. */
-export async function lastAttempt(db: Reader, accountId: string): Promise<Attempt | undefined> {
-  const row = await db
+export function lastAttempt(db: Reader, accountId: string): Promise<Attempt | undefined> {
+  return db
     .selectFrom("auto_topup_attempts")
     .selectAll()
     .where("account_id", "=", accountId)
     .orderBy("created_at_ms", "desc")
     .orderBy("id", "desc")
     .executeTakeFirst();
-  return row === undefined ? undefined : numbers(row, ATTEMPT_NUMBERS);
 }
 
 /** The start of the UTC calendar month of `ms`, epoch ms. */
@@ -167,8 +127,7 @@ export async function queueAttempt(
     .select("credits_per_usd_micros")
     .where("id", "=", account.project_id)
     .executeTakeFirstOrThrow();
-  const price =
-    project.credits_per_usd_micros === null ? null : Number(project.credits_per_usd_micros);
+  const price = project.credits_per_usd_micros;
   const credits = settings.amount_micros;
   const attempt: Attempt = {
     id: newId("atu"),

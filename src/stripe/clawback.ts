@@ -16,10 +16,11 @@ import type { AccountRow, DB } from "../db/schema.ts";
 import { ApiError } from "../errors.ts";
 import { postEntry } from "../ledger/core.ts";
 import { bookDueExpiries } from "../ledger/expiry.ts";
-import { reverseAtMost, reversedMicros } from "../ledger/reversal.ts";
+import { reverseAtMost } from "../ledger/reversal.ts";
 import { fromMicros } from "../money.ts";
 import type { AdjustmentFact } from "./objects.ts";
 import {
+  clawedBackOf,
   lockPayment,
   type Outcome,
   PAYMENT_IGNORED,
@@ -125,7 +126,7 @@ async function seeRefund(
     return;
   }
   if (FAILED_REFUND.has(known.status)) return;
-  if (!FAILED_REFUND.has(refund.status) && seenAt < Number(known.seen_at)) return;
+  if (!FAILED_REFUND.has(refund.status) && seenAt < known.seen_at) return;
   await trx
     .updateTable("stripe_refunds")
     .set({ amount: refund.amount, status: refund.status, seen_at: seenAt })
@@ -151,9 +152,9 @@ async function takenBack(trx: Transaction<DB>, payment: PaymentRow) {
   let okSum = 0;
   let failedLater = 0;
   for (const r of refunds) {
-    if (!FAILED_REFUND.has(r.status)) okSum += Number(r.amount);
-    else if (payment.charge_refunded_at !== null && Number(r.seen_at) >= payment.charge_refunded_at)
-      failedLater += Number(r.amount);
+    if (!FAILED_REFUND.has(r.status)) okSum += r.amount;
+    else if (payment.charge_refunded_at !== null && r.seen_at >= payment.charge_refunded_at)
+      failedLater += r.amount;
   }
   const fromCharge =
     payment.charge_refunded === null ? 0 : Math.max(0, payment.charge_refunded - failedLater);
@@ -164,8 +165,8 @@ async function takenBack(trx: Transaction<DB>, payment: PaymentRow) {
     .where("payment_intent_id", "=", payment.payment_intent_id)
     .execute();
   const withdrawn = disputes
-    .filter((d) => Number(d.withdrawn) === 1 && Number(d.reinstated) === 0)
-    .reduce((sum, d) => sum + Number(d.amount), 0);
+    .filter((d) => d.withdrawn === 1 && d.reinstated === 0)
+    .reduce((sum, d) => sum + d.amount, 0);
   return { refunded: Math.max(okSum, fromCharge), withdrawn };
 }
 
@@ -177,19 +178,14 @@ async function takenBack(trx: Transaction<DB>, payment: PaymentRow) {
 export async function clawedBack(trx: Transaction<DB>, purchaseId: string) {
   const credits = await trx
     .selectFrom("purchase_credits")
-    .select(["transaction_id", "credits_micros", "restored"])
+    .select(["transaction_id", "restored"])
     .where("purchase_id", "=", purchaseId)
+    // The purchase's credit first, then its restores newest first (their ids are ULIDs).
+    .orderBy("restored")
+    .orderBy("transaction_id", "desc")
     .execute();
-  let micros = 0;
-  for (const c of credits) {
-    micros += await reversedMicros(trx, c.transaction_id);
-    if (Number(c.restored) === 1) micros -= Number(c.credits_micros);
-  }
-  const restores = credits.filter((c) => Number(c.restored) === 1).map((c) => c.transaction_id);
-  const original = credits.filter((c) => Number(c.restored) === 0).map((c) => c.transaction_id);
-  // Restore ids are time-ordered (ULIDs): newest first is descending.
-  restores.sort((a, b) => (a < b ? 1 : a > b ? -1 : 0));
-  return { micros, order: [...original, ...restores] };
+  const micros = (await clawedBackOf(trx, [purchaseId])).get(purchaseId) ?? 0;
+  return { micros, order: credits.map((c) => c.transaction_id) };
 }
 
 /**

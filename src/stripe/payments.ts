@@ -3,7 +3,7 @@
  * row, which every event of one PaymentIntent locks first, and its purchase once granted; what
  * an event did (`Outcome`); and the account a purchase's credits go to.
  */
-import type { Transaction } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import { findAccount } from "../accounts/lookup.ts";
 import { poolIdOf } from "../accounts/placement.ts";
 import { pathUp } from "../accounts/spending.ts";
@@ -49,36 +49,12 @@ export async function lockPayment(
     .selectAll()
     .where("project_id", "=", projectId)
     .where("payment_intent_id", "=", paymentIntentId);
-  const row = await forUpdateOnPostgres(trx, query).executeTakeFirstOrThrow();
-  return {
-    ...row,
-    charge_refunded: row.charge_refunded === null ? null : Number(row.charge_refunded),
-    charge_refunded_at: row.charge_refunded_at === null ? null : Number(row.charge_refunded_at),
-  };
+  return forUpdateOnPostgres(trx, query).executeTakeFirstOrThrow();
 }
 
 /** The purchase `id`, its numbers as numbers. */
-export async function readPurchase(trx: Transaction<DB>, id: string): Promise<PurchaseRow> {
-  const row = await trx
-    .selectFrom("purchases")
-    .selectAll()
-    .where("id", "=", id)
-    .executeTakeFirstOrThrow();
-  return purchaseNumbers(row);
-}
-
-/** A purchase row with its integer columns as numbers (PostgreSQL's BIGINT may come as text). */
-export function purchaseNumbers(row: PurchaseRow): PurchaseRow {
-  return {
-    ...row,
-    credits_micros: Number(row.credits_micros),
-    amount_paid: Number(row.amount_paid),
-    amount_refunded: Number(row.amount_refunded),
-    credits_uncollected_micros: Number(row.credits_uncollected_micros),
-    priority: Number(row.priority),
-    expires_at_ms: row.expires_at_ms === null ? null : Number(row.expires_at_ms),
-    created_at_ms: Number(row.created_at_ms),
-  };
+export function readPurchase(trx: Transaction<DB>, id: string): Promise<PurchaseRow> {
+  return trx.selectFrom("purchases").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
 }
 
 /**
@@ -89,4 +65,29 @@ export async function payerOf(trx: Transaction<DB>, account: AccountRow): Promis
   if (account.funding === "own") return account;
   await pathUp(trx, account);
   return findAccount(trx, account.project_id, await poolIdOf(trx, account));
+}
+
+/**
+ * Each purchase's credits taken back (micro-credits): what its credit and restores have had
+ * reversed (by clawbacks or by hand), less what its restores gave back; one grouped query.
+ */
+export async function clawedBackOf(
+  db: Kysely<DB> | Transaction<DB>,
+  purchaseIds: string[],
+): Promise<Map<string, number>> {
+  const back = new Map<string, number>();
+  if (purchaseIds.length === 0) return back;
+  const rows = await db
+    .selectFrom("purchase_credits as pc")
+    .leftJoin("transactions as r", "r.reversal_of", "pc.transaction_id")
+    .select(["pc.purchase_id", "pc.transaction_id", "pc.credits_micros", "pc.restored"])
+    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>("r.amount_micros"), eb.lit(0)).as("reversed"))
+    .where("pc.purchase_id", "in", purchaseIds)
+    .groupBy(["pc.purchase_id", "pc.transaction_id", "pc.credits_micros", "pc.restored"])
+    .execute();
+  for (const r of rows) {
+    const restored = Number(r.restored) === 1 ? Number(r.credits_micros) : 0;
+    back.set(r.purchase_id, (back.get(r.purchase_id) ?? 0) + Number(r.reversed) - restored);
+  }
+  return back;
 }

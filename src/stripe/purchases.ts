@@ -175,7 +175,7 @@ export async function applyPayment(
   const account = await namedAccount(trx, projectId, fact);
   if (account === undefined) return refuse("account_not_found");
   const payer = await payerOf(trx, account);
-  if (Number(payer.balance_micros) + terms.creditsMicros > MAX_BALANCE_MICROS) {
+  if (payer.balance_micros + terms.creditsMicros > MAX_BALANCE_MICROS) {
     return refuse("balance_limit");
   }
   const purchase = await bookPurchase(trx, fact, terms, account, payer, nowMs);

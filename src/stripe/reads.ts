@@ -6,7 +6,7 @@ import type { Kysely } from "kysely";
 import { countedPage } from "../db/paging.ts";
 import type { DB } from "../db/schema.ts";
 import type { Page } from "../http/handlers.ts";
-import { purchaseNumbers } from "./payments.ts";
+import { clawedBackOf } from "./payments.ts";
 import { purchaseJson, stripeEventJson } from "./schemas.ts";
 
 /**
@@ -39,28 +39,9 @@ export async function listPurchases(
     rows.map((r) => r.id),
   );
   return {
-    rows: rows.map((r) => purchaseJson(purchaseNumbers(r), r.external_id, back.get(r.id) ?? 0)),
+    rows: rows.map((r) => purchaseJson(r, r.external_id, back.get(r.id) ?? 0)),
     totalCount: Number(count),
   };
-}
-
-/** Each purchase's credits taken back: its credits' reversals less its restores (micro-credits). */
-async function clawedBackOf(db: Kysely<DB>, purchaseIds: string[]): Promise<Map<string, number>> {
-  const back = new Map<string, number>();
-  if (purchaseIds.length === 0) return back;
-  const rows = await db
-    .selectFrom("purchase_credits as pc")
-    .leftJoin("transactions as r", "r.reversal_of", "pc.transaction_id")
-    .select(["pc.purchase_id", "pc.transaction_id", "pc.credits_micros", "pc.restored"])
-    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>("r.amount_micros"), eb.lit(0)).as("reversed"))
-    .where("pc.purchase_id", "in", purchaseIds)
-    .groupBy(["pc.purchase_id", "pc.transaction_id", "pc.credits_micros", "pc.restored"])
-    .execute();
-  for (const r of rows) {
-    const restored = Number(r.restored) === 1 ? Number(r.credits_micros) : 0;
-    back.set(r.purchase_id, (back.get(r.purchase_id) ?? 0) + Number(r.reversed) - restored);
-  }
-  return back;
 }
 
 /** A page of the project's Stripe events, newest first (by first delivery). */

@@ -124,8 +124,8 @@ export function stripeEventJson(row: StripeEventsTable): WireOf<typeof stripeEve
   return {
     id: row.id,
     type: row.type,
-    receivedAt: iso(Number(row.received_at_ms)),
-    deliveries: Number(row.deliveries),
+    receivedAt: iso(row.received_at_ms),
+    deliveries: row.deliveries,
     outcome: row.outcome,
     reason: row.reason,
     purchaseId: row.purchase_id,
