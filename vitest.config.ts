@@ -1,4 +1,8 @@
+import { randomBytes } from "node:crypto";
 import { defineConfig } from "vitest/config";
+
+/** Names this run's migrated templates (test/templates.ts); the workers inherit it. */
+process.env.LEDGER_TEST_RUN ??= `r${randomBytes(5).toString("hex")}`;
 
 /**
  * The whole suite runs once per engine: on the embedded SQLite file always, then on PostgreSQL
@@ -19,6 +23,12 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    globalSetup: ["test/global-setup.ts"],
+    // The files a worker runs share one module graph: a graph per file (vitest's default) spent
+    // about 275 s of a full run importing the service again. Each engine's files get workers of
+    // their own, so an engine read at import (test/pg-harness.ts) stays right; a test file that
+    // sets module state unsets it when done (test/embedded-assets.test.ts).
+    isolate: false,
     projects: engines.map((engine, i) => ({
       extends: true,
       test: {

@@ -46,12 +46,7 @@ const slowByNature = ["grants-model.test.ts", "webhook-fairness.test.ts"];
 export default mergeConfig(
   suite,
   defineConfig({
-    // The files a worker runs share one module graph (`isolate: false`): each file's own graph
-    // (vitest's default, kept by `npm test`) spends more time importing the service than most
-    // files spend testing it. A test file that sets module state unsets it when done
-    // (test/embedded-assets.test.ts).
     test: {
-      isolate: false,
       // test/ledger-model.test.ts runs its small size here (a few seeds of 100 steps).
       env: { LEDGER_MODEL_SIZE: "fast" },
       exclude: [

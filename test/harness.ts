@@ -20,7 +20,7 @@ import { seedModels } from "../src/models/seed.ts";
 import type { ResolveHost } from "../src/resolve-host.ts";
 import { type Ledger, openLedger } from "../src/runtime.ts";
 import { expectError, findRoute, type OkBody, responseProblems } from "./contract.ts";
-import { freshDatabase } from "./pg-harness.ts";
+import { migratedDatabase } from "./templates.ts";
 
 /**
  * A raw response of `t.api`. The body is the parsed JSON (or the text when it is not JSON), of
@@ -118,7 +118,7 @@ export async function makeLedger(
   const dir = mkdtempSync(join(tmpdir(), "ledger-test-"));
   let fake = options.fakeClock ? Date.parse(options.fakeClock) : undefined;
   const clock = fake === undefined ? Date.now : () => fake as number;
-  const database = await freshDatabase(dir);
+  const database = await migratedDatabase(dir);
   const config = loadConfig({ ...database.env, ...TEST_ENV, ...options.env });
   const ledger = await openLedger(config, {
     clock,

@@ -76,7 +76,7 @@ export async function createPgDatabase(): Promise<{ url: string; drop: () => Pro
  * own (an autovacuum worker that has just started there): that refusal is retried, and a
  * database still left after that stays behind in the throwaway cluster rather than fail a test.
  */
-async function dropPgDatabase(name: string): Promise<void> {
+export async function dropPgDatabase(name: string): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
       await admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
@@ -108,7 +108,14 @@ export async function freshDatabase(dir: string): Promise<FreshDatabase> {
     const { url, drop } = await createPgDatabase();
     return { url, env: { DATABASE_URL: url }, drop };
   }
-  const path = join(dir, "ledger.db");
+  return databaseOnFile(join(dir, "ledger.db"));
+}
+
+/**
+ * The SQLite file `path` as this run's database: the file itself, or on remote libSQL a Hrana
+ * test server over it, with a token, stopped by `drop`.
+ */
+export async function databaseOnFile(path: string): Promise<FreshDatabase> {
   if (TEST_TARGET === "libsql") {
     const token = `hrana_${randomBytes(12).toString("hex")}`;
     // NORMAL: the server outlives every test, so only its own crash could lose a commit.

@@ -1,0 +1,23 @@
+/**
+ * Run-wide set-up of the test suite (vitest's globalSetup): nothing before the run; after it, the
+ * migrated templates of this run (test/templates.ts) are removed, the SQLite files and, when the
+ * suite ran on PostgreSQL, the template database.
+ */
+import { rmSync } from "node:fs";
+import pg from "pg";
+import { PG_TEMPLATE, TEMPLATE_DIR } from "./templates.ts";
+
+export default function setup(): () => Promise<void> {
+  return async () => {
+    rmSync(TEMPLATE_DIR, { recursive: true, force: true });
+    const url = process.env.LEDGER_TEST_PG_URL;
+    if (!url) return;
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      await client.query(`DROP DATABASE IF EXISTS ${PG_TEMPLATE} WITH (FORCE)`);
+    } finally {
+      await client.end();
+    }
+  };
+}
