@@ -1,7 +1,8 @@
 /**
- * Test harness: a fresh ledger on a temporary database *file* (not :memory:), the real app, a
- * project with its API key, the typed client of the package (src/client) calling the app
- * in-process, an optional fake clock, and a real listening server on demand.
+ * Test harness: a fresh ledger on a temporary database *file* (not :memory:), copied from the
+ * run's migrated and seeded template (test/templates.ts); the real app, a project with its API
+ * key, the typed client of the package (src/client) calling the app in-process, an optional fake
+ * clock, and a real listening server on demand.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,7 +17,6 @@ import type { ErrorBody, ErrorCode } from "../src/errors.ts";
 import type { App } from "../src/http/context.ts";
 import { type HttpServer, serveHttp } from "../src/http/serve.ts";
 import { verifyLedger } from "../src/ledger/verify.ts";
-import { seedModels } from "../src/models/seed.ts";
 import type { ResolveHost } from "../src/resolve-host.ts";
 import { type Ledger, openLedger } from "../src/runtime.ts";
 import { expectError, findRoute, type OkBody, responseProblems } from "./contract.ts";
@@ -124,7 +124,6 @@ export async function makeLedger(
     clock,
     ...(options.resolveHost ? { resolveHost: options.resolveHost } : {}),
   });
-  await seedModels(ledger.queue);
   const { projectId, apiKey: key } = await createProjectKey(ledger.queue, "test");
   const app = createApp(ledger.deps);
   const servers: HttpServer[] = [];

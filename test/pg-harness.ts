@@ -5,15 +5,16 @@
  * e.g. from `scripts/pg-cluster.sh start`) runs every test on PostgreSQL: each ledger gets its
  * own database, created from that URL and dropped when the ledger closes.
  * `LEDGER_TEST_ENGINE=libsql` runs every test on remote libSQL: each ledger gets its own Hrana
- * test server process (scripts/lib/hrana/, built into dist/ by `npm run build`) on a free
- * loopback port, over a fresh file, with a token, stopped when the ledger closes. Otherwise each
+ * test server (scripts/lib/hrana/, built into dist/ by `npm run build`) on a free loopback port,
+ * over a fresh file, with a token, stopped when the ledger closes; the servers of one test
+ * process run in one child process (scripts/hrana-host.ts). Otherwise each
  * ledger gets a fresh SQLite file. Tests of the embedded file itself (PRAGMAs, drivers, backups)
  * run only there and say so with `sqliteOnly`.
  */
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import pg from "pg";
-import { spawnHranaServer } from "../scripts/lib/hrana/process.ts";
+import { startHostedServer } from "../scripts/lib/hrana/host.ts";
 import type { Engine } from "../src/db/engine.ts";
 
 /** Where this test run's databases live: the embedded file, remote libSQL, or PostgreSQL. */
@@ -118,8 +119,9 @@ export async function freshDatabase(dir: string): Promise<FreshDatabase> {
 export async function databaseOnFile(path: string): Promise<FreshDatabase> {
   if (TEST_TARGET === "libsql") {
     const token = `hrana_${randomBytes(12).toString("hex")}`;
-    // NORMAL: the server outlives every test, so only its own crash could lose a commit.
-    const server = await spawnHranaServer({ path, token, synchronous: "NORMAL" });
+    // NORMAL: the server outlives every test, so only its own crash could lose a commit. It runs
+    // in this process's Hrana host, beside the servers of this worker's earlier tests.
+    const server = await startHostedServer({ path, token, synchronous: "NORMAL" });
     return {
       url: server.url,
       env: { DATABASE_URL: server.url, DATABASE_AUTH_TOKEN: token },

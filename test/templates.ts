@@ -1,9 +1,10 @@
 /**
  * Migrated templates: a test ledger (test/harness.ts) starts from a copy of a database that this
- * test run's own migrator brought to the latest schema once, rather than migrating an empty one
- * every time. Migrating took most of a test's own time on PostgreSQL (about 0.27 s of 0.5 s) and
- * on remote libSQL (0.53 s of 1 s); copying a template takes a fraction of that. Tests of the
- * migrations themselves, and of a first start, keep `freshDatabase` (an empty database).
+ * test run's own migrator brought to the latest schema once, with the shipped model catalog
+ * seeded, rather than migrating and seeding an empty one every time. That took most of a test's
+ * own time on PostgreSQL (about 0.3 s of 0.5 s) and on remote libSQL (0.6 s of 1 s); copying a
+ * template takes a fraction of that. Tests of the migrations themselves, of seeding, and of a
+ * first start keep `freshDatabase` (an empty database).
  *
  * One template per engine and test run (`LEDGER_TEST_RUN`, set by vitest.config.ts), so a change
  * of the migrations is never served a template of an older schema:
@@ -19,6 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { loadConfig } from "../src/config.ts";
+import { seedModels } from "../src/models/seed.ts";
 import { openLedger } from "../src/runtime.ts";
 import {
   createPgDatabase,
@@ -48,12 +50,13 @@ function template(): Promise<string> {
 }
 
 /**
- * Runs every migration on `env`'s database, then closes it; an embedded file checkpointed, so
- * that the file holds everything without its WAL.
+ * Runs every migration on `env`'s database and seeds the shipped model catalog, then closes it;
+ * an embedded file checkpointed, so that the file holds everything without its WAL.
  * @throws Error when the checkpoint could not complete
  */
 async function migrate(env: Record<string, string>): Promise<void> {
   const ledger = await openLedger(loadConfig(env));
+  await seedModels(ledger.queue);
   const checkpoint = await ledger.closeCheckpointed();
   if (checkpoint !== null && !checkpoint.complete) {
     throw new Error(`the template's checkpoint did not complete: ${checkpoint.error ?? "busy"}`);
@@ -113,7 +116,8 @@ async function pgCopy(): Promise<FreshDatabase> {
 }
 
 /**
- * A database of this test run at the latest schema, empty of data: a copy of the run's template
+ * A database of this test run at the latest schema, its model catalog seeded and nothing else in
+ * it: a copy of the run's template
  * (the file, or a database made from it), with a Hrana test server over it on remote libSQL.
  * @returns what `freshDatabase` returns
  */
