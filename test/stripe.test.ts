@@ -17,11 +17,13 @@
  * time deterministic, and signatures are made at its time. After each test `ledger verify`'s
  * checks find nothing.
  */
+import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { runPurgeWebhooks } from "../src/jobs/purge-webhooks.ts";
 import { disconnectStripe } from "../src/stripe/settings.ts";
 import { expectError } from "./contract.ts";
 import { sendJson } from "./http-client.ts";
+import { TEST_ENGINE, testPgUrl } from "./pg-harness.ts";
 import {
   CURRENT_API_VERSION,
   checkoutSession,
@@ -66,6 +68,33 @@ async function ledger(options: Parameters<typeof stripeLedger>[0] = {}) {
   const l = await stripeLedger(options);
   open.push(l);
   return l;
+}
+
+/**
+ * The deadlocks PostgreSQL counted in the database `url` names, read once its sessions (the
+ * ledger's pool, idle) are ended: a session flushes its statistics when it ends.
+ */
+async function deadlocksOf(url: string): Promise<number> {
+  const name = new URL(url).pathname.slice(1);
+  const admin = new pg.Client({ connectionString: testPgUrl() });
+  await admin.connect();
+  try {
+    await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", [
+      name,
+    ]);
+    const read = () =>
+      admin.query<{ backends: number; deadlocks: string }>(
+        "SELECT numbackends AS backends, deadlocks FROM pg_stat_database WHERE datname = $1",
+        [name],
+      );
+    for (let waited = 0; (await read()).rows[0]?.backends !== 0 && waited < 5000; waited += 50) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    return Number((await read()).rows[0]?.deadlocks);
+  } finally {
+    await admin.end();
+  }
 }
 
 /** The three events of a sale that may grant: its session's, its invoice's, its PaymentIntent's. */
@@ -1264,6 +1293,27 @@ describe("order does not matter", () => {
     expect(p.credits).toBe(100);
     expect((await l.balance("u1")).balance).toBe(70);
     expect(await l.stripeEvent(early.id)).toMatchObject({ outcome: "applied", purchaseId: p.id });
+  });
+
+  it("a pending refund's redeliveries racing its grant take turns on the payment: no deadlock", async () => {
+    // Each delivery of the refund locks its own event row; the grant, under the payment's lock,
+    // marks the payment's pending events applied. Were the event row locked before the
+    // payment's, a redelivery and the grant would each wait on the other (PostgreSQL detects it
+    // after a second and retries). Counted from PostgreSQL's statistics, once the ledger's
+    // sessions have ended and so flushed them.
+    const l = await ledger();
+    await l.account("u1");
+    const s = saleTo(l, "u1", "100");
+    const early = refunded(s, 300);
+    await l.deliverInTurn(early);
+    const { completed, succeeded, invoicePaid } = paymentEvents(s);
+    const statuses = await l.deliverAll(
+      [early, completed, early, succeeded, early, invoicePaid],
+      4,
+    );
+    expect(statuses.every(accepted), JSON.stringify(statuses)).toBe(true);
+    expect((await l.balance("u1")).balance).toBe(70);
+    if (TEST_ENGINE === "postgres") expect(await deadlocksOf(l.t.databaseUrl)).toBe(0);
   });
 
   it("a refund of a payment that was ignored is ignored", async () => {

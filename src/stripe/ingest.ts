@@ -12,7 +12,7 @@ import { findAccount } from "../accounts/lookup.ts";
 import type { DB } from "../db/schema.ts";
 import { applyAdjustment } from "./clawback.ts";
 import type { EventFact, IntentFailedFact, PaymentFact, StripeEvent } from "./objects.ts";
-import type { Outcome } from "./payments.ts";
+import { lockPayment, type Outcome } from "./payments.ts";
 import { applyIgnoredPayment, applyPayment } from "./purchases.ts";
 import type { StripeConnection } from "./settings.ts";
 import { afterTopUpPayment } from "./topup.ts";
@@ -36,7 +36,13 @@ export async function ingestEvent(
 ): Promise<Ingested> {
   const { projectId } = connection;
   const paymentIntentId = fact.paymentIntentId;
-  // The event's row first: deliveries of one event take turns here.
+  // The payment's row first, then the event's: a grant, under the payment's lock, marks the
+  // payment's pending events applied, so a delivery holding its event's row while it waited for
+  // the payment would deadlock with it. One order for every event of a payment: the payment,
+  // then event rows (deliveries of one event take turns on its row).
+  if (paymentIntentId !== null && fact.kind !== "intent_failed") {
+    await lockPayment(trx, projectId, paymentIntentId);
+  }
   const recorded = await trx
     .insertInto("stripe_events")
     .values({
