@@ -61,7 +61,7 @@ if (data && data.available < 5) console.log("low"); // refused
 if (data && compareAmounts(data.available, 5) < 0) console.log("low");
 `;
 
-describe.skipIf(process.env.LEDGER_TEST_ENGINE === "postgres")("the client's own package", () => {
+describe.runIf(process.env.LEDGER_TEST_ENGINE === "sqlite")("the client's own package", () => {
   let dir: string;
   let project: string;
   let tarball: string;

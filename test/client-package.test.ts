@@ -131,7 +131,7 @@ function consumerLock(tarball: string, integrity: string) {
   return { name: "consumer", lockfileVersion: 3, requires: true, packages };
 }
 
-describe.skipIf(process.env.LEDGER_TEST_ENGINE === "postgres")("the npm package", () => {
+describe.runIf(process.env.LEDGER_TEST_ENGINE === "sqlite")("the npm package", () => {
   let dir: string;
   let project: string;
   let tarball: string;

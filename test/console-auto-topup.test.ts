@@ -28,7 +28,7 @@ import { setConsoleAssets } from "../src/console/assets.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { projectRoutes } from "../src/projects/routes.ts";
 import { connectStripe } from "../src/stripe/settings.ts";
-import { hasChromium, launchChromium } from "./chromium.ts";
+import { browserPass, launchChromium } from "./chromium.ts";
 import { makeLedger, type TestLedger } from "./harness.ts";
 
 const WIDTHS = [1280, 390];
@@ -102,7 +102,7 @@ describe("an account's automatic top-up in the console at 1280 px and 390 px", (
       }
     }
     await setPrice(100);
-    if (!hasChromium) return;
+    if (!browserPass) return;
     setConsoleAssets(await buildConsole());
     base = await t.listen();
     profile = mkdtempSync(join(tmpdir(), "ledger-chromium-auto-topup-"));
@@ -157,7 +157,7 @@ describe("an account's automatic top-up in the console at 1280 px and 390 px", (
       .toEqual(expected);
 
   for (const width of WIDTHS) {
-    it.skipIf(!hasChromium)(
+    it.skipIf(!browserPass)(
       `shows and sets an account's automatic top-up and its attempts at ${width} px`,
       async () => {
         const w = walks.get(width) as Walk;

@@ -23,7 +23,7 @@ import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { reservationRoutes } from "../src/reservations/routes.ts";
 import { usageRoutes } from "../src/usage/routes.ts";
 import { webhookRoutes } from "../src/webhooks/routes.ts";
-import { hasChromium, launchChromium } from "./chromium.ts";
+import { browserPass, launchChromium } from "./chromium.ts";
 import { makeLedger, type TestLedger } from "./harness.ts";
 
 const DAY_MS = 86_400_000;
@@ -46,7 +46,7 @@ describe("the operator console in a headless browser", () => {
   };
 
   beforeAll(async () => {
-    if (!hasChromium) return;
+    if (!browserPass) return;
     // The bundle `npm run build` writes, built the same way in memory.
     setConsoleAssets(await buildConsole());
     t = await makeLedger({
@@ -104,7 +104,7 @@ describe("the operator console in a headless browser", () => {
   }, 90_000);
 
   afterAll(async () => {
-    if (!hasChromium) return;
+    if (!browserPass) return;
     await browser?.close();
     await t?.close();
     rmSync(profile, { recursive: true, force: true });
@@ -125,7 +125,7 @@ describe("the operator console in a headless browser", () => {
     await page.getByRole("button", { name: "Sign in" }).click();
   };
 
-  it.skipIf(!hasChromium)(
+  it.skipIf(!browserPass)(
     "walks every page with exact amounts, and nothing fails or leaves the service",
     async () => {
       const page = await browser.newPage();
@@ -413,7 +413,7 @@ describe("the operator console in a headless browser", () => {
     120_000,
   );
 
-  it.skipIf(!hasChromium)(
+  it.skipIf(!browserPass)(
     "serves the page and its files without a key, with a strict CSP",
     async () => {
       for (const path of ["/console", "/console/app.js", "/console/app.css"]) {

@@ -37,7 +37,7 @@ import { reservationRoutes } from "../src/reservations/routes.ts";
 import { usageRoutes } from "../src/usage/routes.ts";
 import type { DeliveryWorker } from "../src/webhooks/delivery.ts";
 import { webhookRoutes } from "../src/webhooks/routes.ts";
-import { hasChromium, launchChromium } from "./chromium.ts";
+import { browserPass, launchChromium } from "./chromium.ts";
 import { makeLedger, type TestLedger } from "./harness.ts";
 import { type Receiver, startReceiver, startWorker } from "./webhooks-receiver.ts";
 
@@ -202,7 +202,7 @@ describe("the operator console at 1280 px and 390 px, with 255-character names",
   let reversedId: string;
 
   beforeAll(async () => {
-    if (!hasChromium) return;
+    if (!browserPass) return;
     setConsoleAssets(await buildConsole());
     t = await makeLedger();
     base = await t.listen();
@@ -295,7 +295,7 @@ describe("the operator console at 1280 px and 390 px, with 255-character names",
   }, 90_000);
 
   afterAll(async () => {
-    if (!hasChromium) return;
+    if (!browserPass) return;
     await browser?.close();
     await t?.close();
     rmSync(profile, { recursive: true, force: true });
@@ -495,7 +495,7 @@ describe("the operator console at 1280 px and 390 px, with 255-character names",
   }
 
   for (const width of WIDTHS) {
-    it.skipIf(!hasChromium)(
+    it.skipIf(!browserPass)(
       `walks every page at ${width} px: the figures, all whole, no sideways scroll, nothing fails`,
       async () => {
         const page = await browser.newPage();
@@ -551,7 +551,7 @@ describe("webhook management in the console at 1280 px and 390 px", () => {
   const down = new Set<string>();
 
   beforeAll(async () => {
-    if (!hasChromium) return;
+    if (!browserPass) return;
     setConsoleAssets(await buildConsole());
     // TEST_ENV (harness.ts) sets WEBHOOK_ALLOW_PRIVATE=true: the receiver is on 127.0.0.1.
     t = await makeLedger();
@@ -565,7 +565,7 @@ describe("webhook management in the console at 1280 px and 390 px", () => {
   }, 90_000);
 
   afterAll(async () => {
-    if (!hasChromium) return;
+    if (!browserPass) return;
     await browser?.close();
     await worker?.stop();
     await receiver?.close();
@@ -580,7 +580,7 @@ describe("webhook management in the console at 1280 px and 390 px", () => {
     >[];
 
   for (const width of WIDTHS) {
-    it.skipIf(!hasChromium)(
+    it.skipIf(!browserPass)(
       `creates (secret once), pauses, resumes, tests, retries and deletes at ${width} px`,
       async () => {
         const page = await browser.newPage();

@@ -23,7 +23,7 @@ import { setConsoleAssets } from "../src/console/assets.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { stripeRoutes } from "../src/stripe/routes.ts";
 import { connectStripe } from "../src/stripe/settings.ts";
-import { hasChromium, launchChromium } from "./chromium.ts";
+import { browserPass, launchChromium } from "./chromium.ts";
 import { makeLedger, type TestLedger } from "./harness.ts";
 import {
   charge,
@@ -150,7 +150,7 @@ describe("an account's purchases in the console at 1280 px and 390 px", () => {
         kidIntent,
       });
     }
-    if (!hasChromium) return;
+    if (!browserPass) return;
     setConsoleAssets(await buildConsole());
     base = await t.listen();
     profile = mkdtempSync(join(tmpdir(), "ledger-chromium-purchases-"));
@@ -206,7 +206,7 @@ describe("an account's purchases in the console at 1280 px and 390 px", () => {
   };
 
   for (const width of WIDTHS) {
-    it.skipIf(!hasChromium)(
+    it.skipIf(!browserPass)(
       `shows an account's purchases and links their credits to the ledger at ${width} px`,
       async () => {
         const w = walks.get(width) as Walk;

@@ -23,7 +23,7 @@ import { setConsoleAssets } from "../src/console/assets.ts";
 import { runExpireGrants } from "../src/jobs/expire-grants.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
 import { reservationRoutes } from "../src/reservations/routes.ts";
-import { hasChromium, launchChromium } from "./chromium.ts";
+import { browserPass, launchChromium } from "./chromium.ts";
 import { makeLedger, type TestLedger } from "./harness.ts";
 
 const WIDTHS = [1280, 390];
@@ -85,7 +85,7 @@ describe("reversing from the console at 1280 px and 390 px", () => {
   const accounts = new Map<number, Walked>();
 
   beforeAll(async () => {
-    if (!hasChromium) return;
+    if (!browserPass) return;
     setConsoleAssets(await buildConsole());
     t = await makeLedger({ fakeClock: "2026-03-02T10:00:00.000Z" });
     base = await t.listen();
@@ -138,7 +138,7 @@ describe("reversing from the console at 1280 px and 390 px", () => {
   }, 90_000);
 
   afterAll(async () => {
-    if (!hasChromium) return;
+    if (!browserPass) return;
     await browser?.close();
     await t?.close();
     rmSync(profile, { recursive: true, force: true });
@@ -151,7 +151,7 @@ describe("reversing from the console at 1280 px and 390 px", () => {
   const balances = (page: Page) => page.locator("dl.balances dd").allTextContents();
 
   for (const width of WIDTHS) {
-    it.skipIf(!hasChromium)(
+    it.skipIf(!browserPass)(
       `reverses a deduction and a credit, linked both ways, at ${width} px`,
       async () => {
         const a = accounts.get(width) as Walked;

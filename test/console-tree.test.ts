@@ -21,7 +21,7 @@ import { buildConsole } from "../scripts/build-console.ts";
 import { accountRoutes } from "../src/accounts/routes.ts";
 import { setConsoleAssets } from "../src/console/assets.ts";
 import { ledgerRoutes } from "../src/ledger/routes.ts";
-import { hasChromium, launchChromium } from "./chromium.ts";
+import { browserPass, launchChromium } from "./chromium.ts";
 import { makeLedger, type TestLedger } from "./harness.ts";
 
 const WIDTHS = [1280, 390];
@@ -51,7 +51,7 @@ describe("pools, members and transfers in the console at 1280 px and 390 px", ()
   const trees = new Map<number, Tree>();
 
   beforeAll(async () => {
-    if (!hasChromium) return;
+    if (!browserPass) return;
     setConsoleAssets(await buildConsole());
     t = await makeLedger();
     base = await t.listen();
@@ -80,7 +80,7 @@ describe("pools, members and transfers in the console at 1280 px and 390 px", ()
   }, 90_000);
 
   afterAll(async () => {
-    if (!hasChromium) return;
+    if (!browserPass) return;
     await browser?.close();
     await t?.close();
     rmSync(profile, { recursive: true, force: true });
@@ -102,7 +102,7 @@ describe("pools, members and transfers in the console at 1280 px and 390 px", ()
     };
 
   for (const width of WIDTHS) {
-    it.skipIf(!hasChromium)(
+    it.skipIf(!browserPass)(
       `shows a member's pool, a pool's children and transfers between roots at ${width} px`,
       async () => {
         const a = trees.get(width) as Tree;

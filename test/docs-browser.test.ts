@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { hasChromium, launchChromium } from "./chromium.ts";
+import { browserPass, launchChromium } from "./chromium.ts";
 import { makeLedger, type TestLedger } from "./harness.ts";
 
 describe("GET /docs in a headless browser", () => {
@@ -21,7 +21,7 @@ describe("GET /docs in a headless browser", () => {
   let profile: string;
 
   beforeAll(async () => {
-    if (!hasChromium) return;
+    if (!browserPass) return;
     t = await makeLedger();
     base = await t.listen();
     profile = mkdtempSync(join(tmpdir(), "ledger-chromium-"));
@@ -30,13 +30,13 @@ describe("GET /docs in a headless browser", () => {
   }, 60_000);
 
   afterAll(async () => {
-    if (!hasChromium) return;
+    if (!browserPass) return;
     await browser?.close();
     await t?.close();
     rmSync(profile, { recursive: true, force: true });
   });
 
-  it.skipIf(!hasChromium)(
+  it.skipIf(!browserPass)(
     "renders the reference with the operations, and nothing fails or leaves the service",
     async () => {
       const page = await browser.newPage();
