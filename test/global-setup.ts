@@ -2,7 +2,7 @@
  * Run-wide set-up of the test suite (vitest's globalSetup): nothing before the run; after it, the
  * migrated templates of this run (test/templates.ts) are removed, the SQLite files and, when the
  * suite ran on PostgreSQL, the template database with whatever copies of it are left (a test
- * process that ended before its ledgers were closed).
+ * process's spare, drops still queued when it ended).
  */
 import { rmSync } from "node:fs";
 import pg from "pg";

@@ -103,7 +103,7 @@ async function pgTemplate(): Promise<string> {
 /** The prefix of the databases this run copies from its template. */
 export const PG_COPY_PREFIX = `ledger_c_${TEST_RUN.replace(/[^a-z0-9]/gi, "")}_`;
 
-/** A PostgreSQL database copied from this run's template, and how to drop it. */
+/** A PostgreSQL database copied from this run's template; `drop` drops it at once. */
 async function pgCopy(): Promise<FreshDatabase> {
   const source = await template();
   const name = `${PG_COPY_PREFIX}${process.pid}_${randomBytes(6).toString("hex")}`;
@@ -119,13 +119,36 @@ async function pgCopy(): Promise<FreshDatabase> {
 }
 
 /**
+ * The copy the next test ledger takes, made while the current test runs, and the drops of the
+ * copies of the tests before, made one after another in the background: the copy (about 0.2 s)
+ * and the drop (about 0.1 s) then cost a test nothing but a little of the database's time. What
+ * is still pending when the test process ends, test/global-setup.ts drops with the template.
+ */
+let spare: Promise<FreshDatabase> | undefined;
+let drops: Promise<void> = Promise.resolve();
+
+/** A copy of the template for a test ledger; its `drop` queues the drop and returns at once. */
+async function pgTestCopy(): Promise<FreshDatabase> {
+  const taken = spare ?? pgCopy();
+  spare = pgCopy();
+  spare.catch(() => {});
+  const copy = await taken;
+  return {
+    ...copy,
+    drop: async () => {
+      drops = drops.then(copy.drop, copy.drop);
+    },
+  };
+}
+
+/**
  * A database of this test run at the latest schema, its model catalog seeded and nothing else in
  * it: a copy of the run's template
  * (the file, or a database made from it), with a Hrana test server over it on remote libSQL.
  * @returns what `freshDatabase` returns
  */
 export async function migratedDatabase(dir: string): Promise<FreshDatabase> {
-  if (TEST_TARGET === "postgres") return pgCopy();
+  if (TEST_TARGET === "postgres") return pgTestCopy();
   const path = join(dir, "ledger.db");
   copyFileSync(await template(), path);
   return databaseOnFile(path);
