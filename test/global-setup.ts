@@ -6,6 +6,7 @@
  */
 import { rmSync } from "node:fs";
 import pg from "pg";
+import { dropPgDatabase } from "./pg-harness.ts";
 import { PG_COPY_PREFIX, PG_TEMPLATE, TEMPLATE_DIR } from "./templates.ts";
 
 export default function setup(): () => Promise<void> {
@@ -20,9 +21,7 @@ export default function setup(): () => Promise<void> {
         "SELECT datname FROM pg_database WHERE datname = $1 OR starts_with(datname, $2)",
         [PG_TEMPLATE, PG_COPY_PREFIX],
       );
-      for (const { datname } of rows) {
-        await client.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
-      }
+      for (const { datname } of rows) await dropPgDatabase(datname);
     } finally {
       await client.end();
     }

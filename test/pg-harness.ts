@@ -62,10 +62,16 @@ async function admin<T>(run: (client: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
-/** Creates an empty PostgreSQL database. @returns its URL and how to drop it */
-export async function createPgDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `ledger_t_${process.pid}_${randomBytes(6).toString("hex")}`;
-  await admin((c) => c.query(`CREATE DATABASE ${name}`));
+/**
+ * Creates a PostgreSQL database, empty or a copy of `template`, named `prefix` (default
+ * `ledger_t_`) and a random suffix. @returns its URL and how to drop it
+ */
+export async function createPgDatabase(
+  options: { template?: string; prefix?: string } = {},
+): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `${options.prefix ?? "ledger_t_"}${process.pid}_${randomBytes(6).toString("hex")}`;
+  const from = options.template === undefined ? "" : ` TEMPLATE ${options.template}`;
+  await admin((c) => c.query(`CREATE DATABASE ${name}${from}`));
   return {
     url: withDatabase(testPgUrl(), name),
     drop: () => dropPgDatabase(name),

@@ -14,7 +14,6 @@
  *   made by `CREATE DATABASE … TEMPLATE`.
  * test/global-setup.ts removes them when the run ends.
  */
-import { randomBytes } from "node:crypto";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -25,11 +24,9 @@ import { openLedger } from "../src/runtime.ts";
 import {
   createPgDatabase,
   databaseOnFile,
-  dropPgDatabase,
   type FreshDatabase,
   TEST_TARGET,
   testPgUrl,
-  withDatabase,
 } from "./pg-harness.ts";
 
 /** This test run's id: names its templates. */
@@ -105,17 +102,11 @@ export const PG_COPY_PREFIX = `ledger_c_${TEST_RUN.replace(/[^a-z0-9]/gi, "")}_`
 
 /** A PostgreSQL database copied from this run's template; `drop` drops it at once. */
 async function pgCopy(): Promise<FreshDatabase> {
-  const source = await template();
-  const name = `${PG_COPY_PREFIX}${process.pid}_${randomBytes(6).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: testPgUrl() });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${source}`);
-  } finally {
-    await admin.end();
-  }
-  const url = withDatabase(testPgUrl(), name);
-  return { url, env: { DATABASE_URL: url }, drop: () => dropPgDatabase(name) };
+  const { url, drop } = await createPgDatabase({
+    template: await template(),
+    prefix: PG_COPY_PREFIX,
+  });
+  return { url, env: { DATABASE_URL: url }, drop };
 }
 
 /**
