@@ -28,16 +28,23 @@ import {
   plainLimit,
   reachesLimit,
 } from "../src/admission/rule.ts";
-import { createApp } from "../src/app.ts";
-import type { PlainWrite, TwoPathWrite, WriteQueue } from "../src/db/write-path.ts";
-import type { App } from "../src/http/context.ts";
 import { spendingOrder } from "../src/ledger/grants.ts";
-import { EVENT_TYPES } from "../src/webhooks/outbox.ts";
-import { makeLedger, type TestLedger } from "./harness.ts";
+import {
+  type Boundary,
+  canonical,
+  DAY,
+  HOUR,
+  type Limit,
+  nextBoundary,
+  type PlainExpected,
+  plainOn,
+  post,
+  type Side,
+  twoSides,
+} from "./equivalence-kit.ts";
+import type { TestLedger } from "./harness.ts";
 import { TEST_ENGINE } from "./pg-harness.ts";
 
-const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
 /** Asia/Kolkata is UTC+05:30 all year: its day starts at 18:30 UTC. */
 const KOLKATA_OFFSET_MS = 5.5 * HOUR;
 
@@ -47,24 +54,6 @@ const THREE_LIMITS = [
   { period: "day", amount: 2000, timeZone: "Europe/Paris" },
   { period: "month", amount: 5000 },
 ];
-
-/** A spend limit as the API takes it (contract section 18). */
-interface Limit {
-  period: string;
-  amount: number;
-  timeZone?: string;
-  soft?: boolean;
-}
-
-/**
- * An instant on the clock: the first after now at which `everyMs` divides the time less
- * `offsetMs` (the next hour, the next day in a zone), then `plusMs` more (may be negative).
- */
-interface Boundary {
-  everyMs: number;
-  offsetMs?: number;
-  plusMs?: number;
-}
 
 interface Case {
   name: string;
@@ -101,7 +90,7 @@ interface Case {
   /** Name the account by its internal id rather than its externalId. */
   byId?: boolean;
   /** Whether the write is plain (made by the plain path on the served ledger), per engine. */
-  plain: boolean | Record<typeof TEST_ENGINE, boolean>;
+  plain: PlainExpected;
 }
 
 const CASES: Case[] = [
@@ -709,70 +698,6 @@ const CASES: Case[] = [
   },
 ];
 
-/** Counts the writes a plain path made. */
-interface PlainCount {
-  made: number;
-}
-
-/** `write` counting in `count` each time it makes the write. */
-function counted<T>(write: PlainWrite<T>, count: PlainCount): PlainWrite<T> {
-  const seen = (result: T | null) => {
-    if (result !== null) count.made++;
-    return result;
-  };
-  return {
-    sqlite: async (trx, nowMs, limits) => seen(await write.sqlite(trx, nowMs, limits)),
-    postgres: async (db, nowMs, limits) => seen(await write.postgres(db, nowMs, limits)),
-  };
-}
-
-/**
- * `queue` handed each write with its plain path counted in `count`, or (`count` undefined)
- * without its plain path: then every write takes the general path.
- */
-function throughPaths(queue: WriteQueue, count?: PlainCount): WriteQueue {
-  const paths = <T>(write: TwoPathWrite<T>): TwoPathWrite<T> => ({
-    general: write.general,
-    plain: count && write.plain ? counted(write.plain, count) : undefined,
-  });
-  return {
-    run: (unit) => queue.run(unit),
-    runWrite: (write) => queue.runWrite(paths(write)),
-    unitOf: (write) => queue.unitOf(paths(write)),
-    idle: () => queue.idle(),
-    get depth() {
-      return queue.depth;
-    },
-    health: queue.health,
-  };
-}
-
-interface Side {
-  t: TestLedger;
-  app: App;
-  count: PlainCount;
-}
-
-/** A ledger whose app runs every write through the plain path first (`plain`), or never. */
-async function side(plain: boolean): Promise<Side> {
-  const t = await makeLedger({ fakeClock: "2026-03-01T00:00:00.000Z" });
-  const count = { made: 0 };
-  const queue = throughPaths(t.ledger.queue, plain ? count : undefined);
-  return { t, app: createApp({ ...t.ledger.deps, queue }), count };
-}
-
-/** POSTs `body` to `path` on the side's app. @returns the status, the body, a replay's header */
-async function post(s: Side, path: string, body: unknown, key?: string) {
-  const headers: Record<string, string> = {
-    "X-API-Key": s.t.key,
-    "Content-Type": "application/json",
-    ...(key === undefined ? {} : { "Idempotency-Key": key }),
-  };
-  const res = await s.app.request(path, { method: "POST", headers, body: JSON.stringify(body) });
-  const replayed = res.headers.get("Idempotent-Replayed");
-  return { status: res.status, body: await res.json(), ...(replayed ? { replayed } : {}) };
-}
-
 /** A side's POST that keeps every answer in `answers`. */
 type Call = (
   path: string,
@@ -854,13 +779,6 @@ async function setUp(s: Side, c: Case, ext: string, call: Call) {
   return { accountId, holds };
 }
 
-/** The instant `b` after `nowMs` (epoch ms). */
-function nextBoundary(nowMs: number, b: Boundary): number {
-  const offset = b.offsetMs ?? 0;
-  const next = (Math.floor((nowMs - offset) / b.everyMs) + 1) * b.everyMs + offset;
-  return next + (b.plusMs ?? 0);
-}
-
 /**
  * Replaces the limits of the account `ext` (`POST /v1/accounts/update`). `stale`: as another
  * process would. Either way the write path's guess of the account's limits
@@ -928,27 +846,11 @@ async function stored(t: TestLedger, externalId: string) {
   };
 }
 
-/** `value` as JSON text with every generated id replaced by its prefix and order of appearance. */
-function canonical(value: unknown): string {
-  const seen = new Map<string, string>();
-  return JSON.stringify(value).replace(
-    /\b(acc|txn|res|grt|evt|wh|whd|prj|key)_[0-9A-Za-z]{16,}/g,
-    (id, prefix: string) => {
-      if (!seen.has(id)) seen.set(id, `${prefix}#${seen.size}`);
-      return seen.get(id) ?? id;
-    },
-  );
-}
-
 describe(`one debit rule, plain path against general path (${TEST_ENGINE})`, () => {
   let plain: Side;
   let general: Side;
   beforeAll(async () => {
-    [plain, general] = await Promise.all([side(true), side(false)]);
-    const hook = { url: "http://127.0.0.1:9/equivalence", events: [...EVENT_TYPES] };
-    for (const s of [plain, general]) {
-      expect((await post(s, "/v1/webhooks/create", hook)).status).toBe(200);
-    }
+    [plain, general] = await twoSides();
   });
   afterAll(async () => {
     await Promise.all([plain?.t.close(), general?.t.close()]);
@@ -963,7 +865,7 @@ describe(`one debit rule, plain path against general path (${TEST_ENGINE})`, () 
     expect(canonical(viaPlain.answers)).toEqual(canonical(viaGeneral.answers));
     expect(canonical(viaPlain.stored)).toEqual(canonical(viaGeneral.stored));
     expect(viaGeneral.plainMade).toBe(0);
-    const plainHere = typeof c.plain === "boolean" ? c.plain : c.plain[TEST_ENGINE];
+    const plainHere = plainOn(c.plain, TEST_ENGINE);
     expect(viaPlain.plainMade, "the plain path made the write").toBe(plainHere ? 1 : 0);
     expect(await plain.t.verify()).toEqual([]);
   });

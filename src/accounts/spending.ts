@@ -11,10 +11,11 @@
  * processes; and every such write locks upwards, in the same direction.
  */
 import type { Transaction } from "kysely";
+import { type Prepared, prepared } from "../db/prepared.ts";
 import type { AccountRow, DB } from "../db/schema.ts";
 import type { SpendLevel } from "../limits/enforce.ts";
 import { findAccount, findAccountWithBalance, type Reader } from "./lookup.ts";
-import { fundedHeld, heldTree, MAX_LEVELS, poolOf, subtreeHeld } from "./tree.ts";
+import { fundedHeld, type HeldTree, heldTree, MAX_LEVELS, poolOf, subtreeHeld } from "./tree.ts";
 
 /** An account with its balances (micro-credits), as `findAccountWithBalance` answers. */
 export interface FoundAccount {
@@ -57,11 +58,6 @@ export async function pathUp(db: Reader, account: AccountRow): Promise<AccountRo
 }
 
 /**
- * The spending of `found` (the spender as its unit found, and locked, it, with its own holds:
- * `findSpender`) at `nowMs`: for an account in no tree, itself; else its path locked, its pool
- * with the holds it backs, and each level's holds (one recursive read of the root's tree).
- */
-/**
  * The account a write that spends names (internal id, else externalId), found and locked as
  * `findAccountWithBalance` finds it, with its own holds only: `spendingOf` reads its tree.
  * @throws ApiError ACCOUNT_NOT_FOUND
@@ -70,6 +66,11 @@ export function findSpender(db: Reader, projectId: string, ref: string, nowMs: n
   return findAccountWithBalance(db, projectId, ref, nowMs, { ownHolds: true });
 }
 
+/**
+ * The spending of `found` (the spender as its unit found, and locked, it, with its own holds:
+ * `findSpender`) at `nowMs`: for an account in no tree, itself; else its path locked, its pool
+ * with the holds it backs, and each level's holds (one recursive read of the root's tree).
+ */
 export async function spendingOf(
   db: Reader,
   found: FoundAccount,
@@ -87,7 +88,20 @@ export async function spendingOf(
   }
   const path = await pathUp(db, spender);
   const root = path[path.length - 1] ?? spender;
-  const tree = await heldTree(db, root.id, nowMs);
+  return treeSpending(found, path, await heldTree(db, root.id, nowMs));
+}
+
+/**
+ * The spending of `found`, a spender in a tree, whose path is `path` (`[spender, …, root]`) and
+ * whose root's tree holds `tree`: its pool pays, with the holds it backs as its `reserved`, and
+ * each level's limits count the holds of its subtree.
+ */
+export function treeSpending(
+  found: FoundAccount,
+  path: readonly AccountRow[],
+  tree: HeldTree,
+): Spending {
+  const spender = found.account;
   const pool = poolOf(path);
   const reserved = fundedHeld(tree, pool.id);
   const payer =
@@ -136,15 +150,44 @@ export async function recordSpendLevels(
 ): Promise<void> {
   const above = spending.path.slice(1);
   if (above.length === 0 || debit.amount_micros <= 0) return;
-  await trx
-    .insertInto("spend_levels")
-    .values(
-      above.map((level) => ({
-        account_id: level.id,
-        created_at_ms: debit.created_at_ms,
-        transaction_id: debit.id,
-        amount_micros: debit.amount_micros,
-      })),
-    )
-    .execute();
+  const args: SpendLevelArgs = {
+    createdAtMs: debit.created_at_ms,
+    transactionId: debit.id,
+    amountMicros: debit.amount_micros,
+  };
+  above.forEach((level, i) => {
+    args[`level${i}`] = level.id;
+  });
+  await trx.executeQuery(insertSpendLevels(above.length)(trx, args));
+}
+
+/** One debit's `spend_levels` rows: the levels' account ids (`level<i>`), its time, id and amount. */
+type SpendLevelArgs = { createdAtMs: number; transactionId: string; amountMicros: number } & Record<
+  `level${number}`,
+  string
+>;
+
+/** The prepared inserts of `spend_levels` rows, by how many levels they record. */
+const spendLevelInserts = new Map<number, Prepared<SpendLevelArgs, unknown>>();
+
+/**
+ * The insert of one debit's `spend_levels` rows for `n` levels: the arguments `level0` …
+ * `level<n-1>` (account ids), `createdAtMs`, `transactionId` and `amountMicros`.
+ */
+function insertSpendLevels(n: number) {
+  let insert = spendLevelInserts.get(n);
+  if (insert === undefined) {
+    insert = prepared<SpendLevelArgs, unknown>((db, arg) =>
+      db.insertInto("spend_levels").values(
+        Array.from({ length: n }, (_, i) => ({
+          account_id: arg(`level${i}`),
+          created_at_ms: arg("createdAtMs"),
+          transaction_id: arg("transactionId"),
+          amount_micros: arg("amountMicros"),
+        })),
+      ),
+    );
+    spendLevelInserts.set(n, insert);
+  }
+  return insert;
 }

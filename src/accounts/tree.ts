@@ -7,7 +7,8 @@
  * A tree has at most 4 levels, so a path is at most 4 rows. The writes lock a spender's path
  * (spending.ts); the reads here see what the caller's unit sees.
  */
-import { type Kysely, sql, type Transaction } from "kysely";
+import { type Expression, type Kysely, sql, type Transaction } from "kysely";
+import { prepared } from "../db/prepared.ts";
 import type { AccountRow, DB } from "../db/schema.ts";
 
 /** A connection, instance or transaction to read with. */
@@ -38,17 +39,7 @@ export interface HeldTree {
  * (through `pathUp`), so that it sees every hold committed before.
  */
 export async function heldTree(db: Reader, rootId: string, nowMs: number): Promise<HeldTree> {
-  const { rows } = await sql<TreeNode & { held: number | string }>`
-    WITH RECURSIVE tree(id, parent_id, funding) AS (
-      SELECT id, parent_id, funding FROM accounts WHERE id = ${rootId}
-      UNION ALL
-      SELECT a.id, a.parent_id, a.funding FROM accounts a JOIN tree t ON a.parent_id = t.id
-    )
-    SELECT tree.id, tree.parent_id, tree.funding,
-      (SELECT coalesce(sum(r.amount_micros), 0) FROM reservations r
-        WHERE r.account_id = tree.id AND r.status = 'pending'
-          AND r.expires_at_ms > ${nowMs}) AS held
-    FROM tree`.execute(db);
+  const { rows } = await db.executeQuery(heldTreeQuery(db, { rootId, nowMs }));
   return {
     nodes: rows.map((r) => ({
       id: r.id,
@@ -59,9 +50,42 @@ export async function heldTree(db: Reader, rootId: string, nowMs: number): Promi
   };
 }
 
-/** Whether `id` is `levelId` or below it in `tree`. */
-function isAtOrBelow(tree: HeldTree, id: string, levelId: string): boolean {
-  const byId = new Map(tree.nodes.map((n) => [n.id, n]));
+/**
+ * The recursive common table `tree(id, parent_id, funding)`: the account `root` (an expression
+ * of its id) and every account below it, for a `WITH RECURSIVE`.
+ */
+export function treeTable(root: Expression<string>) {
+  return sql`tree(id, parent_id, funding) AS (
+      SELECT id, parent_id, funding FROM accounts WHERE id = ${root}
+      UNION ALL
+      SELECT a.id, a.parent_id, a.funding FROM accounts a JOIN tree t ON a.parent_id = t.id
+    )`;
+}
+
+/** What the pending holds of the `tree` row unexpired at `nowMs` keep (micro-credits). */
+export function nodeHeld(nowMs: Expression<number>) {
+  return sql<number>`(SELECT coalesce(sum(r.amount_micros), 0) FROM reservations r
+        WHERE r.account_id = tree.id AND r.status = 'pending' AND r.expires_at_ms > ${nowMs})`;
+}
+
+/** `heldTree`'s query, prepared once per engine. */
+const heldTreeQuery = prepared<
+  { rootId: string; nowMs: number },
+  TreeNode & { held: number | string }
+>((db, arg) => ({
+  compile: () =>
+    sql<TreeNode & { held: number | string }>`WITH RECURSIVE ${treeTable(sql.val(arg("rootId")))}
+    SELECT tree.id, tree.parent_id, tree.funding, ${nodeHeld(sql.val(arg("nowMs")))} AS held
+    FROM tree`.compile(db),
+}));
+
+/** The nodes of `tree` by id. */
+function nodesById(tree: HeldTree): Map<string, HeldTree["nodes"][number]> {
+  return new Map(tree.nodes.map((n) => [n.id, n]));
+}
+
+/** Whether `id` is `levelId` or below it in the tree whose nodes are `byId`. */
+function isAtOrBelow(byId: ReadonlyMap<string, TreeNode>, id: string, levelId: string): boolean {
   for (let at = byId.get(id); at !== undefined; at = byId.get(at.parent_id ?? "")) {
     if (at.id === levelId) return true;
     if (at.parent_id === null) return false;
@@ -74,8 +98,9 @@ function isAtOrBelow(tree: HeldTree, id: string, levelId: string): boolean {
  * each of that level's spend limits (docs/api.md#spend-limits, "at every level").
  */
 export function subtreeHeld(tree: HeldTree, levelId: string): number {
+  const byId = nodesById(tree);
   let held = 0;
-  for (const node of tree.nodes) if (isAtOrBelow(tree, node.id, levelId)) held += node.heldMicros;
+  for (const node of tree.nodes) if (isAtOrBelow(byId, node.id, levelId)) held += node.heldMicros;
   return held;
 }
 
@@ -84,7 +109,7 @@ export function subtreeHeld(tree: HeldTree, levelId: string): number {
  * accounts below it whose pool it is (funded by their parent, up to it). The pool's `reserved`.
  */
 export function fundedHeld(tree: HeldTree, poolId: string): number {
-  const byId = new Map(tree.nodes.map((n) => [n.id, n]));
+  const byId = nodesById(tree);
   let held = 0;
   for (const node of tree.nodes) {
     let at: TreeNode | undefined = node;

@@ -67,7 +67,8 @@ export interface PlainDebitCall<T> {
 
 /** What `ledger_plain_debit` answers (and `ledger_plain_confirm`). */
 export type PlainDebitRow = {
-  outcome: "applied" | "other";
+  /** `tree`: not plain, the account is in a tree (its plain debit: ledger_plain_member_debit). */
+  outcome: "applied" | "other" | "tree";
   account_id: string;
   external_id: string;
   balance_after_micros: number;

@@ -10,7 +10,7 @@ import type { Transaction } from "kysely";
 import { prepared } from "../db/prepared.ts";
 import type { DB, ReservationStatus, TransactionSource } from "../db/schema.ts";
 import type { JsonText } from "../json.ts";
-import type { EntryInput } from "./core.ts";
+import type { EntryInput, PostedEntry } from "./core.ts";
 import type { Spendable } from "./grants.ts";
 
 /** A debit of an account, as its request or its hold defines it. */
@@ -26,6 +26,12 @@ export interface Debit {
   source: Extract<TransactionSource, "deduct" | "manual" | "reservation">;
   /** A confirm: the pending hold it settles (its amount in micro-credits). */
   hold?: { id: string; amountMicros: number } | undefined;
+}
+
+/** A plain debit done (plain-debit.ts, plain-member.ts): the account named and the stored entry. */
+export interface PlainDebited {
+  account: { id: string; external_id: string };
+  row: PostedEntry;
 }
 
 /** A debit that settles no hold: a deduction or a manual debit. */

@@ -29,19 +29,24 @@
 import { type Kysely, sql, type Transaction } from "kysely";
 import { prepared } from "../db/prepared.ts";
 import type { DB } from "../db/schema.ts";
-import type { SeenLimits } from "../db/seen-limits.ts";
+import { IN_TREE, type LimitsGuess, type SeenLimits, sameGuess } from "../db/seen-limits.ts";
 import type { PlainDebitCall, PlainDebitRow, PlainWrite } from "../db/write-path.ts";
 import { INTERNAL_ACCOUNT_ID, newId } from "../ids.ts";
 import { limitArgs, pgPlainLimitedDebit, sqliteLimited, storedLimits } from "../limits/plain.ts";
-import { entryMetadata, entryRow, type PostedEntry } from "./core.ts";
-import { type Debit, debitEntry, neededMicros, settleHold, type UnheldDebit } from "./debit.ts";
+import { entryMetadata, entryRow } from "./core.ts";
+import {
+  type Debit,
+  debitEntry,
+  neededMicros,
+  type PlainDebited,
+  settleHold,
+  type UnheldDebit,
+} from "./debit.ts";
+import { sqliteMemberDebit } from "./plain-member.ts";
+import { pgMemberDebit } from "./plain-member-pg.ts";
 import { type GuardArgs, type Guarded, plainPost } from "./plain-move.ts";
 
-/** A plain debit done: the account and the stored entry. */
-export interface PlainDebited {
-  account: { id: string; external_id: string };
-  row: PostedEntry;
-}
+export type { PlainDebited } from "./debit.ts";
 
 /**
  * The debit `debit` (a deduction or a manual debit: no hold) on its plain path, one form per
@@ -58,10 +63,11 @@ export function plainDebit(debit: UnheldDebit): PlainWrite<PlainDebited> {
 /**
  * SQLite's plain debit `debit` (a confirm's too), inside the unit `trx`: what it did, or null
  * (nothing changed) when the debit is not plain, or when `guarded`'s condition (plain-move.ts
- * `MoveGuard`), checked by the balance move, does not hold. An unheld debit tries the move for
- * the limits `seen` last read for its account; when that moves nothing, it reads the account's
- * stored limits in the same unit and, when they are other than those tried, tries the move for
- * them. A confirm's account must have no limits (its limits are the general path's).
+ * `MoveGuard`), checked by the balance move, does not hold. An unheld debit tries the plain way
+ * `seen` last read for its account: the move for its limits, or for an account in a tree the
+ * member debit (plain-member.ts); when that made nothing, it reads what is stored in the same
+ * unit and, when that is other than what was tried, tries that. A confirm's account must have
+ * no limits and be in no tree, and a guarded debit's be in no tree (theirs are the general path).
  */
 export async function sqlitePlainDebit<G extends GuardArgs>(
   trx: Transaction<DB>,
@@ -72,26 +78,41 @@ export async function sqlitePlainDebit<G extends GuardArgs>(
 ): Promise<PlainDebited | null> {
   const entry = debitEntry(debit, debit.accountRef, nowMs);
   const byExternalId = !INTERNAL_ACCOUNT_ID.test(debit.accountRef);
-  const move = (limits: string | undefined) =>
-    plainPost(trx, entry, {
+  const unheld = debit.hold === undefined;
+  /** One try for `guess`: what it did (null: nothing), and the stored guess when it read it. */
+  const attempt = async (
+    guess: LimitsGuess | undefined,
+  ): Promise<{ done: PlainDebited | null; stored?: LimitsGuess | null | undefined }> => {
+    if (typeof guess === "object") {
+      if (!unheld || guarded !== undefined) return { done: null, stored: guess };
+      const member = await sqliteMemberDebit(trx, { ...debit, hold: undefined }, nowMs);
+      if (member.kind === "applied") return { done: member.done };
+      return { done: null, stored: member.kind === "untreed" ? member.stored : guess };
+    }
+    const posted = await plainPost(trx, entry, {
       byExternalId,
       neededMicros: neededMicros(debit),
-      limited: limits === undefined ? undefined : sqliteLimited(limits, nowMs),
+      limited: guess === undefined ? undefined : sqliteLimited(guess, nowMs),
       guarded,
     });
-  const tried = debit.hold === undefined ? seen.get(debit.projectId, debit.accountRef) : undefined;
-  let posted = await move(tried);
-  if (posted === null && debit.hold === undefined) {
-    const stored = await storedLimits(trx, debit.projectId, debit.accountRef, byExternalId);
-    if (stored !== undefined && stored !== (tried ?? null)) {
+    if (posted === null) return { done: null };
+    await settleHold(trx, debit, posted.id, nowMs);
+    const { externalId, ...row } = posted;
+    return { done: { account: { id: row.account_id, external_id: externalId }, row } };
+  };
+  const tried = unheld ? seen.get(debit.projectId, debit.accountRef) : undefined;
+  let result = await attempt(tried);
+  if (result.done === null && unheld) {
+    const stored =
+      "stored" in result
+        ? result.stored
+        : await storedLimits(trx, debit.projectId, debit.accountRef, byExternalId);
+    if (stored !== undefined && !sameGuess(stored, tried)) {
       seen.set(debit.projectId, [debit.accountRef], stored);
-      posted = await move(stored ?? undefined);
+      result = await attempt(stored ?? undefined);
     }
   }
-  if (posted === null) return null;
-  await settleHold(trx, debit, posted.id, nowMs);
-  const { externalId, ...row } = posted;
-  return { account: { id: row.account_id, external_id: externalId }, row };
+  return result.done;
 }
 
 /** What PostgreSQL's plain debit function answers (ledger_plain_debit, ledger_plain_confirm). */
@@ -158,28 +179,43 @@ function pgDebitCall(debit: UnheldDebit, nowMs: number): PlainDebitCall<PlainDeb
 
 /**
  * The plain debit on PostgreSQL: one statement (committed by itself outside a transaction), for
- * the limits `seen` last read for the account; when the function found other limits stored (it
- * answers them), once more for those.
+ * the guess `seen` last recorded for the account (none, its limits text, or its path's for an
+ * account in a tree: plain-member.ts); when the function found something else stored (it answers
+ * it), again for that, a few times at most.
  */
 async function pgDebit(db: Kysely<DB>, debit: UnheldDebit, nowMs: number, seen: SeenLimits) {
   const txnId = newId("txn");
   const args = pgDebitArgs(debit, nowMs, txnId);
-  const call = async (limits: string | undefined) => {
+  const call = async (
+    guess: LimitsGuess | undefined,
+  ): Promise<{ done: PlainDebited } | { next: LimitsGuess | null | undefined }> => {
+    if (typeof guess === "object") return pgMemberDebit(db, debit, nowMs, guess);
     const statement =
-      limits === undefined
+      guess === undefined
         ? pgPlainDebit(db, args)
-        : pgPlainLimitedDebit(db, { ...args, ...limitArgs(limits, nowMs) });
-    return (await db.executeQuery(statement)).rows[0];
+        : pgPlainLimitedDebit(db, { ...args, ...limitArgs(guess, nowMs) });
+    const done = (await db.executeQuery(statement)).rows[0];
+    if (done?.outcome === "applied") return { done: pgDebited(debit, txnId, nowMs, done) };
+    return { next: done?.outcome === "tree" ? IN_TREE : done?.stored_limits };
   };
-  const tried = seen.get(debit.projectId, debit.accountRef);
-  let done = await call(tried);
-  const stored = done?.stored_limits;
-  if (done?.outcome === "other" && stored !== undefined && stored !== (tried ?? null)) {
-    seen.set(debit.projectId, [debit.accountRef], stored);
-    done = await call(stored ?? undefined);
+  let guess = seen.get(debit.projectId, debit.accountRef);
+  for (let tries = 0; tries < MAX_TRIES; tries++) {
+    const answer = await call(guess);
+    if ("done" in answer) return answer.done;
+    const { next } = answer;
+    if (next === undefined || sameGuess(next, guess)) return null;
+    seen.set(debit.projectId, [debit.accountRef], next);
+    guess = next ?? undefined;
   }
-  return done?.outcome === "applied" ? pgDebited(debit, txnId, nowMs, done) : null;
+  return null;
 }
+
+/**
+ * The most calls of one plain debit on PostgreSQL: a guess, then what is stored; for an account
+ * newly seen in a tree, the plain call, the member call that reads its path's limits, and the
+ * call for them.
+ */
+const MAX_TRIES = 3;
 
 /**
  * What PostgreSQL's plain debit `debit` did, from the row its function answered (`applied`):

@@ -13,6 +13,7 @@
  * one nearest the spender.
  */
 import type { Transaction } from "kysely";
+import { numbers, plainLimit } from "../admission/rule.ts";
 import type { AccountRow, DB } from "../db/schema.ts";
 import { addSpent, readSpent, windowsAt } from "./counters.ts";
 import {
@@ -163,4 +164,33 @@ export async function limitHold(
     reservationId: hold.id,
     onBehalfOf: hold.onBehalfOf,
   });
+}
+
+/**
+ * Whether a spending debit adding `neededMicros` (micro-credits) at `atMs` lies in the plain
+ * region of every limit of every level (`levels`, each with what its window counters hold:
+ * `spent`, window key → micro-credits, as slots.ts `slotSums` reads them): the admission rule's
+ * `plainLimit` on numbers (src/admission/rule.ts), so that `limitDebit` would refuse nothing
+ * and send no `spend_limit.reached`. SQLite's plain member debit decides with it before it
+ * writes (src/ledger/plain-member.ts).
+ */
+export function levelsPlain(
+  levels: readonly (SpendLevel & { spent: ReadonlyMap<string, number> })[],
+  atMs: number,
+  neededMicros: number,
+): boolean {
+  for (const level of levels) {
+    const limits = parseLimits(level.account.spend_limits);
+    const states = limitStates(limits, atMs, level.spent, level.heldMicros);
+    for (const state of states) {
+      const terms = {
+        spent: state.spentMicros,
+        held: state.heldMicros,
+        needed: neededMicros,
+        amount: state.limit.amountMicros,
+      };
+      if (!plainLimit(numbers, terms, state.limit.soft)) return false;
+    }
+  }
+  return true;
 }

@@ -15,6 +15,7 @@ import { type ExpressionBuilder, sql, type Transaction } from "kysely";
 import { inSql, plainLimit, type SqlCondition, type SqlNumber } from "../admission/rule.ts";
 import { prepared } from "../db/prepared.ts";
 import type { DB } from "../db/schema.ts";
+import { IN_TREE, type LimitsGuess } from "../db/seen-limits.ts";
 import type { SpendSlot } from "../db/slot-columns.ts";
 import type { PlainDebitRow as PgDebitRow, PlainDebitCall } from "../db/write-path.ts";
 import { type LimitPlan, limitPlan } from "./plan.ts";
@@ -35,18 +36,20 @@ type Args = PlainDebitCall<unknown>["args"] & {
 };
 
 /**
- * The text of a PostgreSQL array of `values` (`{"a","b"}`, `{1,2}`, `{t,f}`), each text quoted
- * with `"` and `\` escaped: made once per plan, so the driver sends it as it is.
+ * The text of a PostgreSQL array of `values` (`{"a","b"}`, `{1,2}`, `{t,f}`, null as `NULL`),
+ * each text quoted with `"` and `\` escaped: made once per plan, so the driver sends it as it is.
  */
-export function pgArray(values: readonly (string | number | boolean)[]): string {
+export function pgArray(values: readonly (string | number | boolean | null)[]): string {
   const items = values.map((v) =>
-    typeof v === "string"
-      ? `"${v.replace(/["\\]/g, "\\$&")}"`
-      : typeof v === "number"
-        ? String(v)
-        : v
-          ? "t"
-          : "f",
+    v === null
+      ? "NULL"
+      : typeof v === "string"
+        ? `"${v.replace(/["\\]/g, "\\$&")}"`
+        : typeof v === "number"
+          ? String(v)
+          : v
+            ? "t"
+            : "f",
   );
   return `{${items.join(",")}}`;
 }
@@ -163,29 +166,33 @@ export function limitConditions(
   });
 }
 
-/** The stored limits text of the account whose `column` is `ref` in the project. */
+/** The stored limits text and tree links of the account whose `column` is `ref` in the project. */
 const storedByColumn = (column: "id" | "external_id") =>
-  prepared<{ projectId: string; ref: string }, { spend_limits: string | null }>((db, arg) =>
-    db
-      .selectFrom("accounts")
-      .select("spend_limits")
-      .where("project_id", "=", arg("projectId"))
-      .where(column, "=", arg("ref")),
+  prepared<{ projectId: string; ref: string }, { spend_limits: string | null; tree_links: number }>(
+    (db, arg) =>
+      db
+        .selectFrom("accounts")
+        .select(["spend_limits", "tree_links"])
+        .where("project_id", "=", arg("projectId"))
+        .where(column, "=", arg("ref")),
   );
 
 const storedBy = { id: storedByColumn("id"), external_id: storedByColumn("external_id") };
 
 /**
- * The limits text stored for the account `ref` names (its internal id, or its externalId when
- * `byExternalId`), in the unit `trx`: null when it has none, undefined when there is no such
- * account. SQLite's plain debit reads it when its guess of the account's limits moved nothing.
+ * The guess of the limits stored for the account `ref` names (its internal id, or its externalId
+ * when `byExternalId`), in the unit `trx` (src/db/seen-limits.ts): its limits text, or null when
+ * it has none; `IN_TREE` when it is in a tree; undefined when there is no such account. SQLite's
+ * plain debit reads it when its guess of the account's limits moved nothing.
  */
 export async function storedLimits(
   trx: Transaction<DB>,
   projectId: string,
   ref: string,
   byExternalId: boolean,
-): Promise<string | null | undefined> {
+): Promise<LimitsGuess | null | undefined> {
   const query = storedBy[byExternalId ? "external_id" : "id"](trx, { projectId, ref });
-  return (await trx.executeQuery(query)).rows[0]?.spend_limits;
+  const row = (await trx.executeQuery(query)).rows[0];
+  if (row === undefined) return undefined;
+  return row.tree_links > 0 ? IN_TREE : row.spend_limits;
 }

@@ -10,6 +10,7 @@
  * the account's.
  */
 import { type Expression, type ExpressionBuilder, type Kysely, sql } from "kysely";
+import { type Prepared, prepared } from "../db/prepared.ts";
 import type { DB } from "../db/schema.ts";
 import {
   ALL_SLOT_COLUMNS,
@@ -104,14 +105,15 @@ export function slotSets(n: number, starts: (i: number) => unknown, micros: unkn
   return sets;
 }
 
-type SlotRow = SpendSlotColumns & { spend_limits: string | null };
+/** An account row's limits text and spend slots. */
+export type SlotRow = SpendSlotColumns & { spend_limits: string | null };
 
 /**
  * Window key (`windowKey`) → micro-credits, of the slots of an account row whose
  * limits text is `spend_limits`: each slot under its own window, so a reader that computed its
  * windows from another limits text finds only those that match.
  */
-function slotSums(row: SlotRow) {
+export function slotSums(row: SlotRow): Map<string, number> {
   const out = new Map<string, number>();
   slotPairs(parseLimits(row.spend_limits)).forEach((pair, i) => {
     const slot = slotAt(i);
@@ -134,15 +136,37 @@ export async function addSpentSlots(
   windows: readonly Pick<CountedWindow, "startMs">[],
   micros: number,
 ): Promise<Map<string, number>> {
-  let update = db.updateTable("accounts");
-  for (const [column, value] of slotSets(windows.length, (i) => windows[i]?.startMs, micros)) {
-    update = update.set(column, value);
-  }
-  const row = await update
-    .where("id", "=", accountId)
-    .returning(["spend_limits", ...ALL_SLOT_COLUMNS])
-    .executeTakeFirstOrThrow();
+  const args: AddArgs = { accountId, micros };
+  windows.forEach((w, i) => {
+    args[`slot${i}Start`] = w.startMs;
+  });
+  const row = (await db.executeQuery(addToSlots(windows.length)(db, args))).rows[0];
+  if (row === undefined) throw new Error(`spend limits: no account ${accountId} to count`);
   return slotSums(row);
+}
+
+/** `addSpentSlots`'s arguments: the account, the debit and each slot's window start. */
+type AddArgs = { accountId: string; micros: number } & Record<`slot${number}Start`, number>;
+
+/** The prepared adds to the first n slots, by n. */
+const slotAdds = new Map<number, Prepared<AddArgs, SlotRow>>();
+
+/** The add of a debit to the slots 0 … n−1 of an account (`slotSets`), prepared once per n. */
+function addToSlots(n: number): Prepared<AddArgs, SlotRow> {
+  let add = slotAdds.get(n);
+  if (add === undefined) {
+    add = prepared<AddArgs, SlotRow>((db, arg) => {
+      let update = db.updateTable("accounts");
+      for (const [column, value] of slotSets(n, (i) => arg(`slot${i}Start`), arg("micros"))) {
+        update = update.set(column, value);
+      }
+      return update
+        .where("id", "=", arg("accountId"))
+        .returning(["spend_limits", ...ALL_SLOT_COLUMNS]);
+    });
+    slotAdds.set(n, add);
+  }
+  return add;
 }
 
 /**

@@ -8,7 +8,8 @@
 -- the entry and the settlement of the hold. Answers 'other', having changed nothing, when the
 -- debit is not plain (the service then runs its general path). The slots and p_limits are the
 -- limited plain debit's (ledger_plain_move). stored_limits: the account's limits text, so that a
--- caller that guessed them wrong calls again for these (src/db/seen-limits.ts).
+-- caller that guessed them wrong calls again for these (src/db/seen-limits.ts). 'tree' instead
+-- of 'other': the account is in a tree, whose plain debit is ledger_plain_member_debit.
 
 DROP FUNCTION IF EXISTS ledger_plain_debit(TEXT, TEXT, BOOLEAN, BIGINT, BIGINT, TEXT, TEXT,
   TEXT, TEXT, TEXT, BIGINT, BIGINT[], BIGINT[]);
@@ -47,6 +48,9 @@ BEGIN
     p_amount - coalesce(p_hold_micros, 0), p_now, p_slot_starts, p_slot_spents, p_limits);
   stored_limits := m.stored_limits;
   IF m.account_id IS NULL THEN
+    IF m.in_tree THEN
+      outcome := 'tree';
+    END IF;
     RETURN NEXT;
     RETURN;
   END IF;

@@ -12,7 +12,8 @@
 -- is reached by it, so no event), and the write is the plain debit, which writes the slots
 -- with the balance. Otherwise nothing is changed ('other') and the general path runs, which
 -- applies the same rule on numbers. stored_limits: the account's limits text, so that a caller
--- that guessed them wrong calls again for these (src/db/seen-limits.ts).
+-- that guessed them wrong calls again for these (src/db/seen-limits.ts). 'tree' instead of
+-- 'other': the account is in a tree, whose plain debit is ledger_plain_member_debit.
 
 DROP FUNCTION IF EXISTS ledger_plain_limited_debit(TEXT, TEXT, BOOLEAN, BIGINT, BIGINT, TEXT,
   TEXT, TEXT, TEXT, TEXT, INT[], BIGINT[], BIGINT[], BIGINT[], BOOLEAN[]);
@@ -45,6 +46,7 @@ CREATE OR REPLACE FUNCTION ledger_plain_limited_debit(
 DECLARE
   acc_id TEXT;
   acc_limits TEXT;
+  acc_tree INT;
   acc_updated BIGINT;
   starts BIGINT[];
   spents BIGINT[];
@@ -57,19 +59,22 @@ BEGIN
   outcome := 'other';
   -- The account as ledger_plain_account finds it (by id, else by externalId), locked.
   IF p_by_id THEN
-    SELECT a.id, a.spend_limits, a.updated_at_ms, ARRAY[a.sw0_start_ms, a.sw1_start_ms, a.sw2_start_ms, a.sw3_start_ms, a.sw4_start_ms, a.sw5_start_ms, a.sw6_start_ms, a.sw7_start_ms, a.sw8_start_ms, a.sw9_start_ms],
+    SELECT a.id, a.spend_limits, a.tree_links, a.updated_at_ms, ARRAY[a.sw0_start_ms, a.sw1_start_ms, a.sw2_start_ms, a.sw3_start_ms, a.sw4_start_ms, a.sw5_start_ms, a.sw6_start_ms, a.sw7_start_ms, a.sw8_start_ms, a.sw9_start_ms],
         ARRAY[a.sw0_spent_micros, a.sw1_spent_micros, a.sw2_spent_micros, a.sw3_spent_micros, a.sw4_spent_micros, a.sw5_spent_micros, a.sw6_spent_micros, a.sw7_spent_micros, a.sw8_spent_micros, a.sw9_spent_micros]
-      INTO acc_id, acc_limits, acc_updated, starts, spents
+      INTO acc_id, acc_limits, acc_tree, acc_updated, starts, spents
       FROM accounts a WHERE a.project_id = p_project AND a.id = p_ref FOR UPDATE;
   END IF;
   IF acc_id IS NULL THEN
-    SELECT a.id, a.spend_limits, a.updated_at_ms, ARRAY[a.sw0_start_ms, a.sw1_start_ms, a.sw2_start_ms, a.sw3_start_ms, a.sw4_start_ms, a.sw5_start_ms, a.sw6_start_ms, a.sw7_start_ms, a.sw8_start_ms, a.sw9_start_ms],
+    SELECT a.id, a.spend_limits, a.tree_links, a.updated_at_ms, ARRAY[a.sw0_start_ms, a.sw1_start_ms, a.sw2_start_ms, a.sw3_start_ms, a.sw4_start_ms, a.sw5_start_ms, a.sw6_start_ms, a.sw7_start_ms, a.sw8_start_ms, a.sw9_start_ms],
         ARRAY[a.sw0_spent_micros, a.sw1_spent_micros, a.sw2_spent_micros, a.sw3_spent_micros, a.sw4_spent_micros, a.sw5_spent_micros, a.sw6_spent_micros, a.sw7_spent_micros, a.sw8_spent_micros, a.sw9_spent_micros]
-      INTO acc_id, acc_limits, acc_updated, starts, spents
+      INTO acc_id, acc_limits, acc_tree, acc_updated, starts, spents
       FROM accounts a WHERE a.project_id = p_project AND a.external_id = p_ref FOR UPDATE;
   END IF;
   stored_limits := acc_limits;
-  IF acc_id IS NULL OR acc_limits IS DISTINCT FROM p_limits
+  IF acc_tree > 0 THEN
+    outcome := 'tree';
+  END IF;
+  IF acc_id IS NULL OR acc_tree > 0 OR acc_limits IS DISTINCT FROM p_limits
       OR coalesce(array_length(p_slots, 1), 0) = 0 THEN
     RETURN NEXT;
     RETURN;

@@ -11,7 +11,8 @@
 -- UPDATE writes the account's spend slots (src/limits/slots.ts), so the balance and the
 -- counters are one write of the row; p_limits as in ledger_plain_account. stored_limits: the
 -- limits text of the account found (null: none, or no account), moved or not. first_seq: the
--- grant the move drew from (null for 0), which the entry names (docs/api.md#reversals).
+-- grant the move drew from (null for 0), which the entry names (docs/api.md#reversals). in_tree:
+-- the account found is in a tree (never plain here: ledger_plain_member_debit is its plain debit).
 
 DROP FUNCTION IF EXISTS ledger_plain_move(TEXT, TEXT, BOOLEAN, BIGINT, BIGINT, BIGINT,
   BIGINT[], BIGINT[]);
@@ -22,13 +23,14 @@ CREATE OR REPLACE FUNCTION ledger_plain_move(p_project TEXT, p_ref TEXT, p_by_id
   p_needed BIGINT, p_now BIGINT, p_slot_starts BIGINT[] DEFAULT NULL,
   p_slot_spents BIGINT[] DEFAULT NULL, p_limits TEXT DEFAULT NULL,
   OUT account_id TEXT, OUT external_id TEXT, OUT balance_after_micros BIGINT,
-  OUT created_at_ms BIGINT, OUT stored_limits TEXT, OUT first_seq BIGINT)
+  OUT created_at_ms BIGINT, OUT stored_limits TEXT, OUT first_seq BIGINT, OUT in_tree BOOLEAN)
 LANGUAGE plpgsql AS $$
 DECLARE
   st RECORD;
 BEGIN
   st := ledger_plain_state(p_project, p_ref, p_by_id, p_now, p_limits);
   stored_limits := (st.acc).spend_limits;
+  in_tree := coalesce((st.acc).tree_links > 0, false);
   IF NOT ledger_plain_fits(st.plain, st.available, (st.acc).low_balance_threshold_micros,
        st.first_remaining, p_amount, p_needed) THEN
     RETURN;
