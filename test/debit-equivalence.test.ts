@@ -903,14 +903,20 @@ describe(`one debit rule, plain path against general path (${TEST_ENGINE})`, () 
   });
 
   it.runIf(TEST_ENGINE === "postgres")(
-    "the plain move (ledger_plain_state) spends grants in the order of grants.ts",
+    "the plain debits (ledger_plain_state, ledger_plain_member_debit) draw grants in the order of grants.ts",
     async () => {
       const db = plain.t.ledger.db.write;
       const order = sql`${spendingOrder("g")}`.compile(db).sql;
-      const { rows } = await sql<{ prosrc: string }>`
-        SELECT prosrc FROM pg_proc WHERE proname = 'ledger_plain_state'`.execute(db);
+      const source = async (name: string) => {
+        const { rows } = await sql<{ prosrc: string }>`
+          SELECT prosrc FROM pg_proc WHERE proname = ${name}`.execute(db);
+        return normal(rows[0]?.prosrc ?? "");
+      };
       const normal = (text: string) => text.replaceAll('"', "").replace(/\s+/g, " ").toLowerCase();
-      expect(normal(rows[0]?.prosrc ?? "")).toContain(`order by ${normal(order)} limit 1`);
+      expect(await source("ledger_first_grant")).toContain(`order by ${normal(order)} limit 1`);
+      for (const caller of ["ledger_plain_state", "ledger_plain_member_debit"]) {
+        expect(await source(caller)).toContain("from ledger_first_grant(");
+      }
     },
   );
 });

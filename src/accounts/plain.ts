@@ -46,7 +46,8 @@ export function accountTerms(
       limitsText === undefined
         ? eb("accounts.spend_limits", "is", null)
         : eb("accounts.spend_limits", "=", limitsText),
-      // In no tree: a member's pool pays and every level's limits apply (the general path).
+      // In no tree: a member's pool pays and every level's limits apply (its own plain debit,
+      // src/ledger/plain-member.ts, or the general path).
       eb("accounts.tree_links", "=", 0),
       // No automatic top-up: a crossing of its threshold queues an attempt (the general path).
       eb("accounts.auto_topup_threshold_micros", "is", null),

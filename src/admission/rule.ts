@@ -124,9 +124,10 @@ export function reachesLimit<N, B>(A: Algebra<N, B>, l: LimitTerms<N>): B {
 export interface PlainTerms<N, B> {
   /**
    * The account may go the plain way at all: its limits are none, or those whose conditions
-   * the statement adds (`plainLimit`), it is in no tree (docs/api.md#pools-and-members: every
-   * level's limits and its pool's credits are the general path's), and no grant expiry is due
-   * or held (docs/api.md#grants).
+   * the statement adds (`plainLimit`), it is in no tree (docs/api.md#pools-and-members: the
+   * debit of an account in a tree is decided by this rule on its pool and every level of its
+   * path instead, src/ledger/plain-member.ts), and no grant expiry is due or held
+   * (docs/api.md#grants).
    */
   region: B;
   /** `available` before the write: balance − pending unexpired holds. */

@@ -20,9 +20,15 @@
  *   `ledger_plain_confirm` (reservations/plain-confirm.ts), which locks the hold and then makes
  *   that call with the text stored with the hold.
  *
- * Which of the two statements an unheld debit tries first is the write path's guess of the
- * account's limits (src/db/seen-limits.ts); the statement reads the stored limits itself, and a
- * wrong guess costs one more try, never the general path. When the debit is not plain nothing is
+ * An unheld debit of an account in a tree (a member, or a pool with children) has a plain form of
+ * its own, in which its pool pays and every level's limits judge it: plain-member.ts (SQLite),
+ * plain-member-pg.ts (PostgreSQL, `ledger_plain_member_debit`); a confirm or a usage charge of
+ * such an account takes the general path.
+ *
+ * Which statement an unheld debit tries first is the write path's guess of the account's limits
+ * (src/db/seen-limits.ts: none, a limits text, or the limits of each level of its path); the
+ * statement reads the stored limits itself, and a wrong guess costs one more try, never the
+ * general path. When the debit is not plain nothing is
  * changed, and the write path runs the general path (`WriteQueue.runWrite`).
  * debit-equivalence.test.ts runs one table of cases through both.
  */
@@ -212,8 +218,8 @@ async function pgDebit(db: Kysely<DB>, debit: UnheldDebit, nowMs: number, seen: 
 
 /**
  * The most calls of one plain debit on PostgreSQL: a guess, then what is stored; for an account
- * newly seen in a tree, the plain call, the member call that reads its path's limits, and the
- * call for them.
+ * newly seen in a tree, the call for the guess before (none, or a limits text), the member call
+ * that reads its path's limits (an empty path guess), and the call for them.
  */
 const MAX_TRIES = 3;
 

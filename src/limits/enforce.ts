@@ -1,11 +1,13 @@
 /**
  * Spend limits on the general path of every write that spends (docs/api.md#spend-limits,
  * docs/design.md#spend-limits): deductions, manual debits and confirms (`limitDebit`, from
- * ledger/service.ts `generalDebit`) and reservations (`limitHold`). Accounts with limits, and
- * accounts in a tree, never take a plain path (accounts/plain.ts, `ledger_plain_account`,
- * sql/postgres/functions/), so this is the one place the rule (judge.ts) is applied. It runs
- * inside the write's own unit, after the spender's path was found (and on PostgreSQL locked):
- * the counters and the holds it reads are exact, and a refusal rolls the whole unit back.
+ * ledger/service.ts `generalDebit`) and reservations (`limitHold`). The plain debits make only
+ * writes that these would neither refuse nor report reached, by the same rule (`plainLimit` of
+ * src/admission/rule.ts: src/limits/plain.ts for an account's own limits,
+ * src/ledger/plain-member.ts and `levelsPlain` below for the levels of a tree); every other write
+ * that spends is judged here (judge.ts). It runs inside the write's own unit, after the
+ * spender's path was found (and on PostgreSQL locked): the counters and the holds it reads are
+ * exact, and a refusal rolls the whole unit back.
  *
  * A write is judged at every level of its spender's path (docs/api.md#pools-and-members): each
  * level's limits count what the whole subtree below it spends and holds. Of the limits that

@@ -6,7 +6,8 @@
 -- The account a plain write is about (by id first when p_by_id, then by externalId), locked,
 -- with its `available` credits at p_now, and whether the write may go the plain way at all
 -- (docs/design.md#plain-writes): no grant expiry due or held, the account in no tree (a member's
--- pool pays and every level's limits apply: docs/api.md#pools-and-members), no automatic top-up
+-- pool pays and every level's limits apply: docs/api.md#pools-and-members; its plain debit is
+-- ledger_plain_member_debit), no automatic top-up
 -- enabled (a crossing of its threshold queues an attempt: docs/api.md#automatic-top-up), and no spend limits
 -- unless they are p_limits, the limits the limited plain debit has just checked in this
 -- transaction (the general path, src/limits/enforce.ts, enforces every other account's limits).

@@ -134,11 +134,8 @@ BEGIN
       coalesce(sum(h.micros) FILTER (WHERE h.payer = pool.id), 0)::BIGINT
     INTO helds, pool_held
     FROM held h;
-  SELECT g.seq, rem.remaining_micros INTO first_seq, first_remaining
-    FROM credit_grants g JOIN credit_grant_remaining rem ON rem.seq = g.seq
-    WHERE g.account_id = pool.id AND g.exhausted = 0
-    ORDER BY g.expiry_booked DESC, g.priority, coalesce(g.expires_at_ms, 9007199254740991), g.seq
-    LIMIT 1;
+  SELECT f.seq, f.remaining_micros INTO first_seq, first_remaining
+    FROM ledger_first_grant(pool.id) f;
   -- ledger_plain_fits and ledger_grant_work: generated from src/admission/.
   IF NOT ledger_plain_fits(pool.auto_topup_threshold_micros IS NULL
          AND NOT ledger_grant_work(pool.id, p_now),

@@ -24,10 +24,7 @@ BEGIN
   IF NOT plain THEN
     RETURN;
   END IF;
-  SELECT g.seq, rem.remaining_micros INTO first_seq, first_remaining
-    FROM credit_grants g JOIN credit_grant_remaining rem ON rem.seq = g.seq
-    WHERE g.account_id = acc.id AND g.exhausted = 0
-    ORDER BY g.expiry_booked DESC, g.priority, coalesce(g.expires_at_ms, 9007199254740991), g.seq
-    LIMIT 1;
+  SELECT f.seq, f.remaining_micros INTO first_seq, first_remaining
+    FROM ledger_first_grant(acc.id) f;
 END;
 $$;
