@@ -1,7 +1,7 @@
 import Database from "libsql";
 const db = new Database("/tmp/xp/x.db");
 const proj = db.prepare("select project_id from accounts where external_id='member-3-3'").get().project_id;
-const run = (label, sql, args) => { const st = db.prepare(sql); const a = args.map((x) => x === "$P" ? proj : x); st.all(...a); const t0 = performance.now(); for (let i = 0; i < 5000; i++) st.all(...a); console.log(label.padEnd(30), ((performance.now() - t0) / 5).toFixed(1), "us"); };
+const run = (label, sql, args) => { const st = db.prepare(sql); const a = args.map((x) => x === "$P" ? proj : x); st.all(...a); const t0 = performance.now(); for (let i = 0; i < 20000; i++) st.all(...a); console.log(label.padEnd(30), ((performance.now() - t0) / 20).toFixed(1), "us"); };
 const q = (await import("node:fs")).readFileSync("/tmp/xp/q.sql", "utf8");
 const args = JSON.parse((await import("node:fs")).readFileSync("/tmp/xp/args.json", "utf8"));
 run("full path read", q, args);

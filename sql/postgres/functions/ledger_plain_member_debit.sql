@@ -19,12 +19,13 @@
 --   its window and neither refuses nor is reached by the debit, its held being the holds of the
 --   level and of every account below it.
 --
--- Then it writes what the general path would: the pool's balance and time, the draw of its
--- first grant, the entry on the pool on behalf of the spender (null when the spender is the
--- pool), each level's slots with the debit added (once per slot), and a spend_levels row per
--- level above the spender. Otherwise nothing is changed and the answer is 'other' (the general
--- path runs), with stored_path (each level's limits text, spender first; null when the account
--- is in no tree) and stored_limits (the spender's), for a caller whose guess was wrong.
+-- Then it writes what the general path would: the pool's balance and time and each level's
+-- slots with the debit added (once per slot), in one UPDATE of the path's rows; the draw of
+-- the pool's first grant; the entry on the pool on behalf of the spender (null when the spender
+-- is the pool); and a spend_levels row per level above the spender. Otherwise nothing is
+-- changed and the answer is 'other' (the general path runs), with stored_path (each level's
+-- limits text, spender first; null when the account is in no tree) and stored_limits (the
+-- spender's), for a caller whose guess was wrong.
 
 CREATE OR REPLACE FUNCTION ledger_plain_member_debit(
   p_project TEXT,
@@ -160,11 +161,44 @@ BEGIN
       RETURN;
     END IF;
   END LOOP;
-  -- The writes. The pool's balance and time, then its first grant's draw and the entry.
-  UPDATE accounts a SET balance_micros = a.balance_micros - p_amount, updated_at_ms = at_ms
-    WHERE a.id = pool.id
-    RETURNING a.balance_micros INTO balance_after_micros;
+  -- The writes. Each level's slots after the debit, once per slot (a slot counting the
+  -- limit's window adds the debit, any other starts counting it).
+  IF p_amount > 0 THEN
+    FOR k IN 1 .. coalesce(array_length(p_levels, 1), 0) LOOP
+      s := p_levels[k] * 10 + p_slots[k] + 1;
+      CONTINUE WHEN written[s];
+      written[s] := true;
+      IF starts[s] = p_starts[k] THEN
+        spents[s] := coalesce(spents[s], 0) + p_amount;
+      ELSE
+        starts[s] := p_starts[k];
+        spents[s] := p_amount;
+      END IF;
+    END LOOP;
+  END IF;
+  -- One UPDATE of the path's rows: the pool's balance and time, and each level's slots (a level
+  -- neither the pool nor limited is left alone; slots the debit does not add to keep their
+  -- values). The pool's row is locked, so its balance after is the one read less the debit.
+  UPDATE accounts a SET
+      balance_micros = a.balance_micros - CASE WHEN a.id = pool.id THEN p_amount ELSE 0 END,
+      updated_at_ms = CASE WHEN a.id = pool.id THEN at_ms ELSE a.updated_at_ms END,
+      sw0_start_ms = starts[p.o + 1], sw0_spent_micros = spents[p.o + 1],
+      sw1_start_ms = starts[p.o + 2], sw1_spent_micros = spents[p.o + 2],
+      sw2_start_ms = starts[p.o + 3], sw2_spent_micros = spents[p.o + 3],
+      sw3_start_ms = starts[p.o + 4], sw3_spent_micros = spents[p.o + 4],
+      sw4_start_ms = starts[p.o + 5], sw4_spent_micros = spents[p.o + 5],
+      sw5_start_ms = starts[p.o + 6], sw5_spent_micros = spents[p.o + 6],
+      sw6_start_ms = starts[p.o + 7], sw6_spent_micros = spents[p.o + 7],
+      sw7_start_ms = starts[p.o + 8], sw7_spent_micros = spents[p.o + 8],
+      sw8_start_ms = starts[p.o + 9], sw8_spent_micros = spents[p.o + 9],
+      sw9_start_ms = starts[p.o + 10], sw9_spent_micros = spents[p.o + 10]
+    FROM (SELECT u.id, u.i::INT AS i, (u.i::INT - 1) * 10 AS o
+            FROM unnest(ids) WITH ORDINALITY AS u(id, i)) p
+    WHERE a.id = p.id
+      AND (a.id = pool.id OR (p_amount > 0 AND stored_path[p.i] IS NOT NULL));
+  balance_after_micros := pool.balance_micros - p_amount;
   created_at_ms := at_ms;
+  -- The first grant's draw and the entry.
   IF p_amount > 0 THEN
     UPDATE credit_grant_remaining rem SET remaining_micros = rem.remaining_micros - p_amount
       WHERE rem.seq = first_seq;
@@ -178,34 +212,6 @@ BEGIN
       CASE WHEN pool.id = ids[1] THEN NULL ELSE ids[1] END)
     RETURNING t.seq INTO seq;
   IF p_amount > 0 THEN
-    -- The slots after the debit, once per slot of each level, then each level's row.
-    FOR k IN 1 .. coalesce(array_length(p_levels, 1), 0) LOOP
-      s := p_levels[k] * 10 + p_slots[k] + 1;
-      CONTINUE WHEN written[s];
-      written[s] := true;
-      IF starts[s] = p_starts[k] THEN
-        spents[s] := coalesce(spents[s], 0) + p_amount;
-      ELSE
-        starts[s] := p_starts[k];
-        spents[s] := p_amount;
-      END IF;
-    END LOOP;
-    FOR i IN 1 .. array_length(ids, 1) LOOP
-      CONTINUE WHEN stored_path[i] IS NULL;
-      s := (i - 1) * 10;
-      UPDATE accounts a SET
-          sw0_start_ms = starts[s + 1], sw0_spent_micros = spents[s + 1],
-          sw1_start_ms = starts[s + 2], sw1_spent_micros = spents[s + 2],
-          sw2_start_ms = starts[s + 3], sw2_spent_micros = spents[s + 3],
-          sw3_start_ms = starts[s + 4], sw3_spent_micros = spents[s + 4],
-          sw4_start_ms = starts[s + 5], sw4_spent_micros = spents[s + 5],
-          sw5_start_ms = starts[s + 6], sw5_spent_micros = spents[s + 6],
-          sw6_start_ms = starts[s + 7], sw6_spent_micros = spents[s + 7],
-          sw7_start_ms = starts[s + 8], sw7_spent_micros = spents[s + 8],
-          sw8_start_ms = starts[s + 9], sw8_spent_micros = spents[s + 9],
-          sw9_start_ms = starts[s + 10], sw9_spent_micros = spents[s + 10]
-        WHERE a.id = ids[i];
-    END LOOP;
     INSERT INTO spend_levels (account_id, created_at_ms, transaction_id, amount_micros)
       SELECT u.id, at_ms, p_txn_id, p_amount FROM unnest(ids[2:]) AS u(id);
   END IF;
