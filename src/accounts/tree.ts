@@ -8,6 +8,7 @@
  * (spending.ts); the reads here see what the caller's unit sees.
  */
 import { type Expression, type Kysely, sql, type Transaction } from "kysely";
+import type { Engine } from "../db/engine.ts";
 import { prepared } from "../db/prepared.ts";
 import type { AccountRow, DB } from "../db/schema.ts";
 
@@ -52,13 +53,20 @@ export async function heldTree(db: Reader, rootId: string, nowMs: number): Promi
 
 /**
  * The recursive common table `tree(id, parent_id, funding)`: the account `root` (an expression
- * of its id) and every account below it, for a `WITH RECURSIVE`.
+ * of its id) and every account below it, for a `WITH RECURSIVE` on `engine`. Each step finds
+ * the children by the `parent_id` index. On PostgreSQL the step is a lateral subquery kept from
+ * being merged (`OFFSET 0`): a prepared statement's generic plan would otherwise join the tree
+ * to a scan of every account when the table is small.
  */
-export function treeTable(root: Expression<string>) {
+export function treeTable(root: Expression<string>, engine: Engine) {
+  const children =
+    engine === "postgres"
+      ? sql`tree t CROSS JOIN LATERAL (SELECT a.id, a.parent_id, a.funding FROM accounts a WHERE a.parent_id = t.id OFFSET 0) a`
+      : sql`accounts a JOIN tree t ON a.parent_id = t.id`;
   return sql`tree(id, parent_id, funding) AS (
       SELECT id, parent_id, funding FROM accounts WHERE id = ${root}
       UNION ALL
-      SELECT a.id, a.parent_id, a.funding FROM accounts a JOIN tree t ON a.parent_id = t.id
+      SELECT a.id, a.parent_id, a.funding FROM ${children}
     )`;
 }
 
@@ -72,9 +80,11 @@ export function nodeHeld(nowMs: Expression<number>) {
 const heldTreeQuery = prepared<
   { rootId: string; nowMs: number },
   TreeNode & { held: number | string }
->((db, arg) => ({
+>((db, arg, engine) => ({
   compile: () =>
-    sql<TreeNode & { held: number | string }>`WITH RECURSIVE ${treeTable(sql.val(arg("rootId")))}
+    sql<
+      TreeNode & { held: number | string }
+    >`WITH RECURSIVE ${treeTable(sql.val(arg("rootId")), engine)}
     SELECT tree.id, tree.parent_id, tree.funding, ${nodeHeld(sql.val(arg("nowMs")))} AS held
     FROM tree`.compile(db),
 }));

@@ -71,7 +71,7 @@ const readPath = (column: "id" | "external_id") =>
     const root = sql<string>`(SELECT up.id FROM up ORDER BY up.lvl DESC LIMIT 1)`;
     return {
       compile: () =>
-        sql<PathRow>`WITH RECURSIVE up(lvl, id) AS (SELECT 0, s.id FROM accounts s WHERE s.project_id = ${arg("projectId")} AND s.${sql.raw(column)} = ${arg("ref")} UNION ALL SELECT up.lvl + 1, p.parent_id FROM up JOIN accounts p ON p.id = up.id WHERE p.parent_id IS NOT NULL AND up.lvl < ${sql.lit(MAX_LEVELS)}), ${treeTable(root)} SELECT accounts.*, CASE WHEN accounts.funding = 'own' THEN ${grantWork(eb, arg("nowMs"))} END AS grant_work, CASE WHEN accounts.funding = 'own' THEN (${firstGrantRemaining(eb)}) END AS first_remaining, CASE WHEN up.lvl = 0 THEN (SELECT json_group_array(json_array(tree.id, tree.parent_id, tree.funding, ${nodeHeld(nowMs)})) FROM tree) END AS tree FROM up JOIN accounts ON accounts.id = up.id ORDER BY up.lvl`.compile(
+        sql<PathRow>`WITH RECURSIVE up(lvl, id) AS (SELECT 0, s.id FROM accounts s WHERE s.project_id = ${arg("projectId")} AND s.${sql.raw(column)} = ${arg("ref")} UNION ALL SELECT up.lvl + 1, p.parent_id FROM up JOIN accounts p ON p.id = up.id WHERE p.parent_id IS NOT NULL AND up.lvl < ${sql.lit(MAX_LEVELS)}), ${treeTable(root, "sqlite")} SELECT accounts.*, CASE WHEN accounts.funding = 'own' THEN ${grantWork(eb, arg("nowMs"))} END AS grant_work, CASE WHEN accounts.funding = 'own' THEN (${firstGrantRemaining(eb)}) END AS first_remaining, CASE WHEN up.lvl = 0 THEN (SELECT json_group_array(json_array(tree.id, tree.parent_id, tree.funding, ${nodeHeld(nowMs)})) FROM tree) END AS tree FROM up JOIN accounts ON accounts.id = up.id ORDER BY up.lvl`.compile(
           db,
         ),
     };

@@ -20,7 +20,7 @@
 --   level and of every account below it.
 --
 -- Then it writes what the general path would: the pool's balance and time and each level's
--- slots with the debit added (once per slot), in one UPDATE of the path's rows; the draw of
+-- slots with the debit added (once per slot), one UPDATE per row of the path; the draw of
 -- the pool's first grant; the entry on the pool on behalf of the spender (null when the spender
 -- is the pool); and a spend_levels row per level above the spender. Otherwise nothing is
 -- changed and the answer is 'other' (the general path runs), with stored_path (each level's
@@ -117,12 +117,16 @@ BEGIN
   pool_id := pool.id;
   -- The holds of the root's tree, read after the root's lock: each level's subtree's, and
   -- those the pool backs (its own and those of accounts funded through it).
+  -- Each step finds the children by the parent_id index (a lateral subquery kept from being
+  -- merged: the function's cached plan would otherwise scan every account when the table is
+  -- small), and each account's holds are summed once (MATERIALIZED).
   WITH RECURSIVE tree(id, above, payer) AS (
     SELECT lv.id, ARRAY[lv.id], lv.id
     UNION ALL
-    SELECT a.id, t.above || a.id, CASE WHEN a.funding = 'own' THEN a.id ELSE t.payer END
-      FROM accounts a JOIN tree t ON a.parent_id = t.id
-  ), held AS (
+    SELECT c.id, t.above || c.id, CASE WHEN c.funding = 'own' THEN c.id ELSE t.payer END
+      FROM tree t CROSS JOIN LATERAL (SELECT a.id, a.funding FROM accounts a
+        WHERE a.parent_id = t.id OFFSET 0) c
+  ), held AS MATERIALIZED (
     SELECT t.above, t.payer,
         (SELECT coalesce(sum(r.amount_micros), 0) FROM reservations r
           WHERE r.account_id = t.id AND r.status = 'pending' AND r.expires_at_ms > p_now) AS micros
@@ -176,26 +180,28 @@ BEGIN
       END IF;
     END LOOP;
   END IF;
-  -- One UPDATE of the path's rows: the pool's balance and time, and each level's slots (a level
-  -- neither the pool nor limited is left alone; slots the debit does not add to keep their
-  -- values). The pool's row is locked, so its balance after is the one read less the debit.
-  UPDATE accounts a SET
-      balance_micros = a.balance_micros - CASE WHEN a.id = pool.id THEN p_amount ELSE 0 END,
-      updated_at_ms = CASE WHEN a.id = pool.id THEN at_ms ELSE a.updated_at_ms END,
-      sw0_start_ms = starts[p.o + 1], sw0_spent_micros = spents[p.o + 1],
-      sw1_start_ms = starts[p.o + 2], sw1_spent_micros = spents[p.o + 2],
-      sw2_start_ms = starts[p.o + 3], sw2_spent_micros = spents[p.o + 3],
-      sw3_start_ms = starts[p.o + 4], sw3_spent_micros = spents[p.o + 4],
-      sw4_start_ms = starts[p.o + 5], sw4_spent_micros = spents[p.o + 5],
-      sw5_start_ms = starts[p.o + 6], sw5_spent_micros = spents[p.o + 6],
-      sw6_start_ms = starts[p.o + 7], sw6_spent_micros = spents[p.o + 7],
-      sw7_start_ms = starts[p.o + 8], sw7_spent_micros = spents[p.o + 8],
-      sw8_start_ms = starts[p.o + 9], sw8_spent_micros = spents[p.o + 9],
-      sw9_start_ms = starts[p.o + 10], sw9_spent_micros = spents[p.o + 10]
-    FROM (SELECT u.id, u.i::INT AS i, (u.i::INT - 1) * 10 AS o
-            FROM unnest(ids) WITH ORDINALITY AS u(id, i)) p
-    WHERE a.id = p.id
-      AND (a.id = pool.id OR (p_amount > 0 AND stored_path[p.i] IS NOT NULL));
+  -- Each row of the path written once: the pool's balance and time, and each level's slots (a
+  -- level neither the pool nor limited is left alone; slots the debit does not add to keep
+  -- their values). The pool's row is locked, so its balance after is the one read less the
+  -- debit.
+  FOR i IN 1 .. array_length(ids, 1) LOOP
+    CONTINUE WHEN ids[i] <> pool.id AND (p_amount <= 0 OR stored_path[i] IS NULL);
+    s := (i - 1) * 10;
+    UPDATE accounts a SET
+        balance_micros = a.balance_micros - CASE WHEN a.id = pool.id THEN p_amount ELSE 0 END,
+        updated_at_ms = CASE WHEN a.id = pool.id THEN at_ms ELSE a.updated_at_ms END,
+        sw0_start_ms = starts[s + 1], sw0_spent_micros = spents[s + 1],
+        sw1_start_ms = starts[s + 2], sw1_spent_micros = spents[s + 2],
+        sw2_start_ms = starts[s + 3], sw2_spent_micros = spents[s + 3],
+        sw3_start_ms = starts[s + 4], sw3_spent_micros = spents[s + 4],
+        sw4_start_ms = starts[s + 5], sw4_spent_micros = spents[s + 5],
+        sw5_start_ms = starts[s + 6], sw5_spent_micros = spents[s + 6],
+        sw6_start_ms = starts[s + 7], sw6_spent_micros = spents[s + 7],
+        sw7_start_ms = starts[s + 8], sw7_spent_micros = spents[s + 8],
+        sw8_start_ms = starts[s + 9], sw8_spent_micros = spents[s + 9],
+        sw9_start_ms = starts[s + 10], sw9_spent_micros = spents[s + 10]
+      WHERE a.id = ids[i];
+  END LOOP;
   balance_after_micros := pool.balance_micros - p_amount;
   created_at_ms := at_ms;
   -- The first grant's draw and the entry.
