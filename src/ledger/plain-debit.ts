@@ -195,7 +195,7 @@ async function pgDebit(db: Kysely<DB>, debit: UnheldDebit, nowMs: number, seen: 
   const call = async (
     guess: LimitsGuess | undefined,
   ): Promise<{ done: PlainDebited } | { next: LimitsGuess | null | undefined }> => {
-    if (typeof guess === "object") return pgMemberDebit(db, debit, nowMs, guess);
+    if (typeof guess === "object") return pgMemberDebit(db, debit, args, guess);
     const statement =
       guess === undefined
         ? pgPlainDebit(db, args)

@@ -10,12 +10,11 @@ import { type Kysely, sql } from "kysely";
 import { prepared } from "../db/prepared.ts";
 import type { DB } from "../db/schema.ts";
 import type { LimitsGuess, TreeGuess } from "../db/seen-limits.ts";
-import type { PlainDebitRow } from "../db/write-path.ts";
-import { INTERNAL_ACCOUNT_ID, newId } from "../ids.ts";
+import type { PlainDebitCall, PlainDebitRow } from "../db/write-path.ts";
 import { pgArray } from "../limits/plain.ts";
 import { limitPlan } from "../limits/plan.ts";
 import { slotOfLimit } from "../limits/slots.ts";
-import { entryMetadata, entryRow } from "./core.ts";
+import { entryRow } from "./core.ts";
 import { debitEntry, type PlainDebited, type UnheldDebit } from "./debit.ts";
 
 /** What `ledger_plain_member_debit` answers. */
@@ -31,17 +30,11 @@ type PathLimitArgs = Record<
   string
 >;
 
-type MemberArgs = {
-  projectId: string;
-  ref: string;
-  byId: boolean;
-  amountMicros: number;
-  nowMs: number;
-  txnId: string;
-  description: string;
-  metadata: string;
-  source: string;
-} & PathLimitArgs;
+/** The plain debit's arguments (as `ledger_plain_debit` takes them), with the path's limits. */
+type MemberArgs = DebitArgs & PathLimitArgs;
+
+/** What a plain debit's call passes of the debit: its account, amount, entry and time. */
+type DebitArgs = PlainDebitCall<unknown>["args"] & { nowMs: number };
 
 /** The call of `ledger_plain_member_debit`. */
 export const pgPlainMemberDebit = prepared<MemberArgs, MemberDebitRow>((db, arg) => ({
@@ -101,36 +94,24 @@ export function memberLimitArgs(guess: TreeGuess, nowMs: number): PathLimitArgs 
 /**
  * The plain debit `debit` of an account in a tree on PostgreSQL: one call of
  * `ledger_plain_member_debit` for the path guess `guess` (committed by itself outside a
- * transaction), with the entry's text and id as `debitEntry` makes them.
+ * transaction), with the arguments `args` of the debit's plain call (its entry's id and text,
+ * as plain-debit.ts `pgDebitArgs` makes them) at `args.nowMs`.
  * @returns `applied` and what it did, or the guess its answer implies (nothing changed)
  */
 export async function pgMemberDebit(
   db: Kysely<DB>,
   debit: UnheldDebit,
-  nowMs: number,
+  args: DebitArgs,
   guess: TreeGuess,
 ): Promise<{ done: PlainDebited } | { next: LimitsGuess | null | undefined }> {
-  const txnId = newId("txn");
-  const entry = debitEntry(debit, debit.accountRef, nowMs);
-  const args = {
-    projectId: debit.projectId,
-    ref: debit.accountRef,
-    byId: INTERNAL_ACCOUNT_ID.test(debit.accountRef),
-    amountMicros: debit.amountMicros,
-    nowMs,
-    txnId,
-    description: debit.description,
-    metadata: entryMetadata(entry),
-    source: debit.source,
-    ...memberLimitArgs(guess, nowMs),
-  };
-  const row = (await db.executeQuery(pgPlainMemberDebit(db, args))).rows[0];
+  const call = { ...args, ...memberLimitArgs(guess, args.nowMs) };
+  const row = (await db.executeQuery(pgPlainMemberDebit(db, call))).rows[0];
   if (row === undefined) return { next: undefined };
   if (row.outcome !== "applied" || row.pool_id === null) {
     const next = row.stored_path === null ? row.stored_limits : { path: row.stored_path };
     return { next };
   }
-  return { done: memberDebited(debit, txnId, nowMs, row, row.pool_id) };
+  return { done: memberDebited(debit, args.txnId, args.nowMs, row, row.pool_id) };
 }
 
 /**
