@@ -9,8 +9,9 @@
 import type { Transaction } from "kysely";
 import { prepared } from "../db/prepared.ts";
 import type { DB, ReservationStatus, TransactionSource } from "../db/schema.ts";
+import type { PlainDebitRow } from "../db/write-path.ts";
 import type { JsonText } from "../json.ts";
-import type { EntryInput, PostedEntry } from "./core.ts";
+import { type EntryInput, entryRow, type PostedEntry } from "./core.ts";
 import type { Spendable } from "./grants.ts";
 
 /** A debit of an account, as its request or its hold defines it. */
@@ -119,4 +120,30 @@ export async function settleHold(
   if (debit.hold === undefined) return;
   const ending = { status: "confirmed" as const, actualMicros: debit.amountMicros, transactionId };
   await endHold(trx, debit.hold.id, nowMs, ending);
+}
+
+/**
+ * What PostgreSQL's plain debit `debit` did, from the row its function answered (`applied`):
+ * the account the debit named and the stored entry of id `txnId`, as `postEntry` answers it.
+ * `booked`: for an account in a tree (plain-member-pg.ts), the pool whose ledger has the entry,
+ * on the account's behalf unless it is the pool, and the grant it drew from.
+ */
+export function pgDebited(
+  debit: Debit,
+  txnId: string,
+  nowMs: number,
+  done: PlainDebitRow,
+  booked?: { poolId: string; grantSeq: number | null },
+): PlainDebited {
+  const accountId = booked?.poolId ?? done.account_id;
+  const onBehalfOf = accountId === done.account_id ? null : done.account_id;
+  const row = entryRow({ ...debitEntry(debit, accountId, nowMs), onBehalfOf }, txnId, {
+    balanceAfterMicros: Number(done.balance_after_micros),
+    createdAtMs: Number(done.created_at_ms),
+    grantSeq: booked?.grantSeq ?? null,
+  });
+  return {
+    account: { id: done.account_id, external_id: done.external_id },
+    row: { ...row, seq: Number(done.seq), grantId: null },
+  };
 }

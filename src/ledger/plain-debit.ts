@@ -39,12 +39,13 @@ import { IN_TREE, type LimitsGuess, type SeenLimits, sameGuess } from "../db/see
 import type { PlainDebitCall, PlainDebitRow, PlainWrite } from "../db/write-path.ts";
 import { INTERNAL_ACCOUNT_ID, newId } from "../ids.ts";
 import { limitArgs, pgPlainLimitedDebit, sqliteLimited, storedLimits } from "../limits/plain.ts";
-import { entryMetadata, entryRow } from "./core.ts";
+import { entryMetadata } from "./core.ts";
 import {
   type Debit,
   debitEntry,
   neededMicros,
   type PlainDebited,
+  pgDebited,
   settleHold,
   type UnheldDebit,
 } from "./debit.ts";
@@ -52,7 +53,7 @@ import { sqliteMemberDebit } from "./plain-member.ts";
 import { pgMemberDebit } from "./plain-member-pg.ts";
 import { type GuardArgs, type Guarded, plainPost } from "./plain-move.ts";
 
-export type { PlainDebited } from "./debit.ts";
+export { type PlainDebited, pgDebited } from "./debit.ts";
 
 /**
  * The debit `debit` (a deduction or a manual debit: no hold) on its plain path, one form per
@@ -222,25 +223,3 @@ async function pgDebit(db: Kysely<DB>, debit: UnheldDebit, nowMs: number, seen: 
  * that reads its path's limits (an empty path guess), and the call for them.
  */
 const MAX_TRIES = 3;
-
-/**
- * What PostgreSQL's plain debit `debit` did, from the row its function answered (`applied`):
- * the account and the stored entry of id `txnId`, as `postEntry` answers it.
- */
-export function pgDebited(
-  debit: Debit,
-  txnId: string,
-  nowMs: number,
-  done: PgDebitRow,
-): PlainDebited {
-  const stored = {
-    balanceAfterMicros: Number(done.balance_after_micros),
-    createdAtMs: Number(done.created_at_ms),
-  };
-  const entry = debitEntry(debit, done.account_id, nowMs);
-  const row = entryRow(entry, txnId, stored);
-  return {
-    account: { id: done.account_id, external_id: done.external_id },
-    row: { ...row, seq: Number(done.seq), grantId: null },
-  };
-}

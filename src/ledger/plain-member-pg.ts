@@ -14,8 +14,7 @@ import type { PlainDebitCall, PlainDebitRow } from "../db/write-path.ts";
 import { pgArray } from "../limits/plain.ts";
 import { limitPlan } from "../limits/plan.ts";
 import { slotOfLimit } from "../limits/slots.ts";
-import { entryRow } from "./core.ts";
-import { debitEntry, type PlainDebited, type UnheldDebit } from "./debit.ts";
+import { type PlainDebited, pgDebited, type UnheldDebit } from "./debit.ts";
 
 /** What `ledger_plain_member_debit` answers. */
 export type MemberDebitRow = PlainDebitRow & {
@@ -111,29 +110,7 @@ export async function pgMemberDebit(
     const next = row.stored_path === null ? row.stored_limits : { path: row.stored_path };
     return { next };
   }
-  return { done: memberDebited(debit, args.txnId, args.nowMs, row, row.pool_id) };
-}
-
-/**
- * What PostgreSQL's plain member debit `debit` did, from its `applied` row: the account the
- * debit named and the entry of id `txnId` on its pool `poolId`, as the general path answers them.
- */
-function memberDebited(
-  debit: UnheldDebit,
-  txnId: string,
-  nowMs: number,
-  done: MemberDebitRow,
-  poolId: string,
-): PlainDebited {
-  const entry = debitEntry(debit, poolId, nowMs);
-  const onBehalfOf = poolId === done.account_id ? null : done.account_id;
-  const row = entryRow({ ...entry, onBehalfOf }, txnId, {
-    balanceAfterMicros: Number(done.balance_after_micros),
-    createdAtMs: Number(done.created_at_ms),
-    grantSeq: done.grant_seq === null ? null : Number(done.grant_seq),
-  });
-  return {
-    account: { id: done.account_id, external_id: done.external_id },
-    row: { ...row, seq: Number(done.seq), grantId: null },
-  };
+  const grantSeq = row.grant_seq === null ? null : Number(row.grant_seq);
+  const booked = { poolId: row.pool_id, grantSeq };
+  return { done: pgDebited(debit, args.txnId, args.nowMs, row, booked) };
 }

@@ -24,6 +24,7 @@ import {
   reachedLimits,
   refusingLimit,
   spendLimitError,
+  termsOf,
 } from "./judge.ts";
 import { parseLimits } from "./limits.ts";
 import { type ReachedBy, sendReached } from "./reached.ts";
@@ -185,13 +186,7 @@ export function levelsPlain(
     const limits = parseLimits(level.account.spend_limits);
     const states = limitStates(limits, atMs, level.spent, level.heldMicros);
     for (const state of states) {
-      const terms = {
-        spent: state.spentMicros,
-        held: state.heldMicros,
-        needed: neededMicros,
-        amount: state.limit.amountMicros,
-      };
-      if (!plainLimit(numbers, terms, state.limit.soft)) return false;
+      if (!plainLimit(numbers, termsOf(state, neededMicros), state.limit.soft)) return false;
     }
   }
   return true;

@@ -65,7 +65,7 @@ export function reachedLimits(states: readonly LimitState[], neededMicros: numbe
 }
 
 /** A limit's figures at a write adding `neededMicros`, as the admission rule takes them. */
-function termsOf(state: LimitState, neededMicros: number): LimitTerms<number> {
+export function termsOf(state: LimitState, neededMicros: number): LimitTerms<number> {
   return {
     spent: state.spentMicros,
     held: state.heldMicros,
